@@ -1,0 +1,220 @@
+//! Every public error of the crate, one type per operation.
+//!
+//! Each error knows the JSON-RPC error it becomes on the wire
+//! ([`to_error_data`](OpenError::to_error_data)), so a transport never has to
+//! guess a code: malformed listen params are `-32602`, a full server is
+//! `-32603` with the message `Subscription limit reached`, and a listener
+//! disconnected for overflow ends with [`OVERFLOW_ERROR_CODE`] and
+//! `data: {"reason":"overflow","dropped":N}`.
+
+use std::fmt;
+
+use rmcp::model::{ErrorCode, ErrorData};
+use serde_json::json;
+
+/// The JSON-RPC error code that ends a stream whose listener was disconnected
+/// because its queue overflowed (a server-defined code, so that a client can
+/// tell it from a source failure and simply listen again).
+pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
+
+/// Why the params of a `subscriptions/listen` request were refused.
+///
+/// Every variant becomes JSON-RPC error `-32602` (invalid params), sent before
+/// anything else on the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListenParamsError {
+    /// The request has no `params` object at all.
+    MissingParams,
+    /// `params.notifications` is absent.
+    MissingNotifications,
+    /// `params.notifications` is present but not an object.
+    NotificationsNotObject,
+    /// A kind flag such as `toolsListChanged` is not a boolean.
+    FlagNotBoolean {
+        /// The offending field, as spelled on the wire.
+        field: &'static str,
+    },
+    /// `resourceSubscriptions` is not an array.
+    UrisNotArray,
+    /// An element of `resourceSubscriptions` is not a string.
+    UriNotString {
+        /// Its position in the array.
+        index: usize,
+    },
+    /// More distinct URIs than the server accepts in one request.
+    TooManyUris {
+        /// How many distinct URIs were asked for.
+        count: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for ListenParamsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingParams => f.write_str("missing params"),
+            Self::MissingNotifications => f.write_str("missing params.notifications"),
+            Self::NotificationsNotObject => f.write_str("params.notifications must be an object"),
+            Self::FlagNotBoolean { field } => {
+                write!(f, "params.notifications.{field} must be a boolean")
+            }
+            Self::UrisNotArray => f.write_str(
+                "params.notifications.resourceSubscriptions must be an array of strings",
+            ),
+            Self::UriNotString { index } => write!(
+                f,
+                "params.notifications.resourceSubscriptions[{index}] must be a string"
+            ),
+            Self::TooManyUris { count, limit } => write!(
+                f,
+                "too many resource subscriptions: {count} requested, at most {limit} allowed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ListenParamsError {}
+
+impl ListenParamsError {
+    /// The JSON-RPC error for this refusal: code `-32602`, this error's text
+    /// as the message.
+    pub fn to_error_data(&self) -> ErrorData {
+        ErrorData::new(ErrorCode::INVALID_PARAMS, self.to_string(), None)
+    }
+}
+
+/// Why a listener could not be opened.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The requested filter is invalid (for example too many URIs).
+    InvalidParams(ListenParamsError),
+    /// The hub already serves its maximum number of listeners.
+    LimitReached {
+        /// The configured maximum.
+        limit: usize,
+    },
+    /// The hub was completed and accepts no new listeners.
+    Completed,
+    /// A hand-written [`Source`](crate::Source) refused with its own error.
+    Refused(ErrorData),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidParams(err) => write!(f, "invalid listen params: {err}"),
+            Self::LimitReached { limit } => {
+                write!(f, "subscription limit reached ({limit} listeners)")
+            }
+            Self::Completed => f.write_str("the hub is complete and accepts no new listeners"),
+            Self::Refused(data) => write!(f, "refused: {}", data.message),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::InvalidParams(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<ListenParamsError> for OpenError {
+    fn from(err: ListenParamsError) -> Self {
+        Self::InvalidParams(err)
+    }
+}
+
+impl OpenError {
+    /// The JSON-RPC error to answer the listen request with.
+    ///
+    /// [`LimitReached`](Self::LimitReached) is `-32603` with the exact message
+    /// `Subscription limit reached` that the protocol names.
+    pub fn to_error_data(&self) -> ErrorData {
+        match self {
+            Self::InvalidParams(err) => err.to_error_data(),
+            Self::LimitReached { limit } => ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "Subscription limit reached",
+                Some(json!({ "limit": limit })),
+            ),
+            Self::Completed => {
+                ErrorData::new(ErrorCode::INTERNAL_ERROR, "Server is shutting down", None)
+            }
+            Self::Refused(data) => data.clone(),
+        }
+    }
+}
+
+/// Why a stream ended in failure rather than gracefully.
+///
+/// A transport answers the listen request with
+/// [`to_error_data`](Self::to_error_data) so that the client can tell this
+/// apart from a graceful completion and listen again.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The listener's queue overflowed under the
+    /// [`Disconnect`](crate::Overflow::Disconnect) policy.
+    Overflow {
+        /// How many events the listener lost: the one that did not fit and
+        /// everything still queued at that moment.
+        dropped: u64,
+    },
+    /// A hand-written [`Source`](crate::Source) failed with its own error.
+    Source(ErrorData),
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Overflow { dropped } => {
+                write!(
+                    f,
+                    "listener disconnected for overflow after losing {dropped} events"
+                )
+            }
+            Self::Source(data) => write!(f, "source failed: {}", data.message),
+        }
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+impl StreamError {
+    /// The JSON-RPC error that ends the stream.
+    ///
+    /// [`Overflow`](Self::Overflow) is [`OVERFLOW_ERROR_CODE`] with
+    /// `data: {"reason":"overflow","dropped":N}`.
+    pub fn to_error_data(&self) -> ErrorData {
+        match self {
+            Self::Overflow { dropped } => ErrorData::new(
+                OVERFLOW_ERROR_CODE,
+                "Subscription overflow",
+                Some(json!({ "reason": "overflow", "dropped": dropped })),
+            ),
+            Self::Source(data) => data.clone(),
+        }
+    }
+}
+
+/// A string that names no [`Overflow`] policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseOverflowError(pub(crate) String);
+
+impl fmt::Display for ParseOverflowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown overflow policy {:?}: expected drop-oldest or disconnect",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseOverflowError {}

@@ -1,0 +1,73 @@
+//! The kinds of change an application can publish, and how extension events
+//! are routed.
+
+/// What changed. Each kind knows the notification method it travels as.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated` for one resource.
+    ResourceUpdated {
+        /// The resource, matched exactly against `resourceSubscriptions`.
+        uri: String,
+    },
+    /// Any other notification: an extension's (such as `notifications/tasks`)
+    /// or one this crate does not know.
+    Extension {
+        /// The notification method.
+        method: String,
+        /// The filter field and key it is routed by; `None` means only
+        /// [match-everything](crate::Filter::everything) listeners get it.
+        selector: Option<Selector>,
+    },
+}
+
+impl EventKind {
+    /// The JSON-RPC method of the notification.
+    pub fn method(&self) -> &str {
+        match self {
+            Self::ToolsListChanged => "notifications/tools/list_changed",
+            Self::PromptsListChanged => "notifications/prompts/list_changed",
+            Self::ResourcesListChanged => "notifications/resources/list_changed",
+            Self::ResourceUpdated { .. } => "notifications/resources/updated",
+            Self::Extension { method, .. } => method,
+        }
+    }
+}
+
+/// How an extension event finds its listeners: by a filter field and,
+/// optionally, one key in it.
+///
+/// `Selector::new("taskIds", Some("t1"))` reaches listeners whose filter has
+/// `"taskIds": [..., "t1", ...]` or `"taskIds": true`;
+/// `Selector::new("x", None)` reaches only listeners with `"x": true`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Selector {
+    field: String,
+    key: Option<String>,
+}
+
+impl Selector {
+    /// A selector on extension filter field `field`, optionally for one key.
+    pub fn new(field: impl Into<String>, key: Option<String>) -> Self {
+        Self {
+            field: field.into(),
+            key,
+        }
+    }
+
+    /// The extension filter field, for example `taskIds`.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The key within the field, for example a task id.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+}

@@ -1,0 +1,224 @@
+//! The facts an application publishes: "this list changed", "this resource
+//! was updated", or an extension's notification.
+//!
+//! An [`Event`] is rendered to JSON once, when it is created, and shared by
+//! every listener it reaches (cloning is a reference-count increment).
+//! Writing it to a stream stamps the listen request's id into `_meta` by
+//! splicing bytes ([`Event::write_stamped`]), never by serializing again.
+
+mod kind;
+mod wire;
+
+use std::fmt;
+use std::sync::Arc;
+
+use rmcp::model::RequestId;
+use serde_json::{Map, Value};
+
+pub use kind::{EventKind, Selector};
+pub use wire::SUBSCRIPTION_ID_META_KEY;
+
+use wire::Wire;
+
+/// A published change, rendered once and shared by every listener it
+/// reaches.
+///
+/// ```
+/// use mcp_subscriptions::Event;
+/// use rmcp::model::RequestId;
+///
+/// let event = Event::resource_updated("file:///a");
+/// let id = RequestId::String("listen-1".into());
+/// assert_eq!(
+///     event.to_stamped_json(&id),
+///     r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"},"uri":"file:///a"}}"#,
+/// );
+/// ```
+#[derive(Clone)]
+pub struct Event(Arc<Rendered>);
+
+#[derive(Debug)]
+struct Rendered {
+    kind: EventKind,
+    wire: Wire,
+}
+
+impl Event {
+    fn new(kind: EventKind, params: &Map<String, Value>) -> Self {
+        let wire = Wire::render(kind.method(), params);
+        Self(Arc::new(Rendered { kind, wire }))
+    }
+
+    /// `notifications/tools/list_changed`.
+    pub fn tools_list_changed() -> Self {
+        Self::new(EventKind::ToolsListChanged, &Map::new())
+    }
+
+    /// `notifications/prompts/list_changed`.
+    pub fn prompts_list_changed() -> Self {
+        Self::new(EventKind::PromptsListChanged, &Map::new())
+    }
+
+    /// `notifications/resources/list_changed`.
+    pub fn resources_list_changed() -> Self {
+        Self::new(EventKind::ResourcesListChanged, &Map::new())
+    }
+
+    /// `notifications/resources/updated` for `uri`.
+    pub fn resource_updated(uri: impl Into<String>) -> Self {
+        let uri = uri.into();
+        let mut params = Map::new();
+        params.insert("uri".to_owned(), Value::from(uri.as_str()));
+        Self::new(EventKind::ResourceUpdated { uri }, &params)
+    }
+
+    /// Any other notification (an extension's, or one this crate does not
+    /// know), routed by `selector`; with `None` only
+    /// [match-everything](crate::Filter::everything) listeners receive it.
+    ///
+    /// `params` is the notification's params object; a `_meta` object in it
+    /// is kept, and the subscription id is stamped next to its entries.
+    ///
+    /// ```
+    /// use mcp_subscriptions::{Event, Filter, Selector};
+    /// use serde_json::json;
+    ///
+    /// let status = json!({"taskId": "t1", "status": "working"});
+    /// let event = Event::extension(
+    ///     "notifications/tasks",
+    ///     status.as_object().unwrap().clone(),
+    ///     Some(Selector::new("taskIds", Some("t1".into()))),
+    /// );
+    /// let filter = Filter::new().with_extension("taskIds", json!(["t1"]));
+    /// assert!(filter.matches(event.kind()));
+    /// ```
+    pub fn extension(
+        method: impl Into<String>,
+        params: Map<String, Value>,
+        selector: Option<Selector>,
+    ) -> Self {
+        let kind = EventKind::Extension {
+            method: method.into(),
+            selector,
+        };
+        Self::new(kind, &params)
+    }
+
+    /// What changed.
+    pub fn kind(&self) -> &EventKind {
+        &self.0.kind
+    }
+
+    /// The notification's JSON-RPC method.
+    pub fn method(&self) -> &str {
+        self.0.kind.method()
+    }
+
+    /// Appends the notification, stamped with
+    /// `_meta["io.modelcontextprotocol/subscriptionId"] = id`, to `out`.
+    /// The id is written verbatim: a string stays a string, a number a
+    /// number.
+    pub fn write_stamped(&self, id: &RequestId, out: &mut Vec<u8>) {
+        self.0.wire.write_stamped(&request_id_json(id), out);
+    }
+
+    /// The notification stamped with `id`, as a string.
+    pub fn to_stamped_json(&self, id: &RequestId) -> String {
+        let mut out = Vec::new();
+        self.write_stamped(id, &mut out);
+        into_string(out)
+    }
+
+    /// Appends the notification without a subscription id to `out` (for
+    /// channels that carry every notification and have no listen request).
+    pub fn write_plain(&self, out: &mut Vec<u8>) {
+        self.0.wire.write_plain(out);
+    }
+
+    /// The notification without a subscription id, as a string.
+    pub fn to_plain_json(&self) -> String {
+        let mut out = Vec::new();
+        self.write_plain(&mut out);
+        into_string(out)
+    }
+
+    /// Whether two handles share the same rendering (one publish).
+    pub fn ptr_eq(&self, other: &Event) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Event").field(&self.0.kind).finish()
+    }
+}
+
+impl PartialEq for Event {
+    /// Events are equal when they are the same kind with the same rendering.
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other)
+            || (self.0.kind == other.0.kind && self.to_plain_json() == other.to_plain_json())
+    }
+}
+
+/// The JSON text of a request id: a string stays a string, a number a number.
+pub(crate) fn request_id_json(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => Value::from(&**s).to_string(),
+    }
+}
+
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).expect("rendered JSON is UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_kinds_render_their_wire_methods() {
+        let id = RequestId::Number(7);
+        let expect = |event: Event, method: &str| {
+            assert_eq!(event.method(), method);
+            assert_eq!(
+                event.to_stamped_json(&id),
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":7}}}}}}"#
+                )
+            );
+        };
+        expect(
+            Event::tools_list_changed(),
+            "notifications/tools/list_changed",
+        );
+        expect(
+            Event::prompts_list_changed(),
+            "notifications/prompts/list_changed",
+        );
+        expect(
+            Event::resources_list_changed(),
+            "notifications/resources/list_changed",
+        );
+    }
+
+    #[test]
+    fn string_ids_are_escaped_verbatim() {
+        let id = RequestId::String(r#"a"b"#.into());
+        let text = Event::tools_list_changed().to_stamped_json(&id);
+        assert!(
+            text.contains(r#""io.modelcontextprotocol/subscriptionId":"a\"b""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn clones_share_one_rendering() {
+        let event = Event::resource_updated("file:///a");
+        assert!(event.clone().ptr_eq(&event));
+        assert_eq!(event, Event::resource_updated("file:///a"));
+        assert!(!event.ptr_eq(&Event::resource_updated("file:///a")));
+    }
+}

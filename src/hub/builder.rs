@@ -1,0 +1,97 @@
+//! Per-hub options.
+
+use super::{Hub, Overflow};
+use crate::filter::{Capabilities, DEFAULT_MAX_URIS};
+
+/// The queue capacity per listener unless configured otherwise.
+pub const DEFAULT_CAPACITY: usize = 1_024;
+
+/// How many listeners a hub serves at once unless configured otherwise.
+pub const DEFAULT_MAX_LISTENERS: usize = 10_000;
+
+/// The options a hub is built with.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) max_uris: usize,
+    pub(crate) max_listeners: usize,
+    pub(crate) capabilities: Capabilities,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            capacity: DEFAULT_CAPACITY,
+            overflow: Overflow::default(),
+            max_uris: DEFAULT_MAX_URIS,
+            max_listeners: DEFAULT_MAX_LISTENERS,
+            capabilities: Capabilities::default(),
+        }
+    }
+}
+
+/// Builds a [`Hub`] with options; [`Hub::new`] takes every default.
+///
+/// ```
+/// use mcp_subscriptions::{Hub, Overflow};
+///
+/// let hub = Hub::builder()
+///     .capacity(64)
+///     .overflow(Overflow::Disconnect)
+///     .max_listeners(100)
+///     .build();
+/// assert_eq!(hub.stats().capacity, 64);
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct HubBuilder {
+    config: Config,
+}
+
+impl HubBuilder {
+    /// Each listener's queue capacity, unless it asks for its own
+    /// (default [`DEFAULT_CAPACITY`]). Queues grow on demand up to it.
+    ///
+    /// # Panics
+    ///
+    /// When `capacity` is zero.
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        assert!(capacity > 0, "a listener's capacity must be at least 1");
+        self.config.capacity = capacity;
+        self
+    }
+
+    /// Each listener's overflow policy, unless it asks for its own (default
+    /// [`Overflow::DropOldest`]).
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.config.overflow = overflow;
+        self
+    }
+
+    /// The most distinct resource URIs one listener may ask for (default
+    /// [`DEFAULT_MAX_URIS`]); more is refused with `-32602`.
+    pub fn max_uris(mut self, max_uris: usize) -> Self {
+        self.config.max_uris = max_uris;
+        self
+    }
+
+    /// The most listeners open at once (default [`DEFAULT_MAX_LISTENERS`]);
+    /// one more is refused with `-32603` `Subscription limit reached`.
+    pub fn max_listeners(mut self, max_listeners: usize) -> Self {
+        self.config.max_listeners = max_listeners;
+        self
+    }
+
+    /// What the server advertises; requests are narrowed to it (default:
+    /// every core capability, no extension).
+    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.config.capabilities = capabilities;
+        self
+    }
+
+    /// Builds the hub.
+    pub fn build(self) -> Hub {
+        Hub::from_config(self.config)
+    }
+}

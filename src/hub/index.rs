@@ -1,0 +1,267 @@
+//! The routing index: which listeners an event reaches, found without
+//! looking at the others.
+//!
+//! One bucket per list-changed kind, a map from URI to bucket for resource
+//! updates, a map per extension field (from key to bucket, plus the
+//! listeners that took the whole field), and a bucket of match-everything
+//! listeners. Publishing walks only the buckets its event names, so a
+//! resource update for a URI with one subscriber costs the same among ten
+//! listeners as among a hundred thousand.
+
+use std::collections::HashMap;
+
+use super::ListenerId;
+use super::registry::Entry;
+use crate::event::EventKind;
+use crate::sync::Arc;
+
+/// Listeners in a dense vector (what publishing iterates) plus their
+/// positions (so removal is O(1) by swap-remove).
+#[derive(Debug, Default)]
+struct Bucket {
+    entries: Vec<Arc<Entry>>,
+    positions: HashMap<ListenerId, usize>,
+}
+
+impl Bucket {
+    fn insert(&mut self, entry: &Arc<Entry>) {
+        self.positions.insert(entry.id, self.entries.len());
+        self.entries.push(entry.clone());
+    }
+
+    fn remove(&mut self, id: ListenerId) {
+        let Some(position) = self.positions.remove(&id) else {
+            return;
+        };
+        self.entries.swap_remove(position);
+        if let Some(moved) = self.entries.get(position) {
+            self.positions.insert(moved.id, position);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Removes `id` from the bucket under `key`, dropping the bucket once empty
+/// so that churn over many distinct URIs leaves nothing behind.
+fn remove_keyed(buckets: &mut HashMap<String, Bucket>, key: &str, id: ListenerId) {
+    if let Some(bucket) = buckets.get_mut(key) {
+        bucket.remove(id);
+        if bucket.is_empty() {
+            buckets.remove(key);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    tools: Bucket,
+    prompts: Bucket,
+    resources: Bucket,
+    uris: HashMap<String, Bucket>,
+    /// Extension field → key → listeners.
+    extension_keys: HashMap<String, HashMap<String, Bucket>>,
+    /// Extension field → listeners that take every event of that field.
+    extension_flags: HashMap<String, Bucket>,
+    everything: Bucket,
+}
+
+impl Index {
+    pub(crate) fn insert(&mut self, entry: &Arc<Entry>) {
+        let filter = &entry.filter;
+        if filter.tools_list_changed() {
+            self.tools.insert(entry);
+        }
+        if filter.prompts_list_changed() {
+            self.prompts.insert(entry);
+        }
+        if filter.resources_list_changed() {
+            self.resources.insert(entry);
+        }
+        if filter.is_everything() {
+            self.everything.insert(entry);
+        }
+        for uri in filter.resource_subscriptions() {
+            self.uris.entry(uri.clone()).or_default().insert(entry);
+        }
+        for (field, key) in filter.extension_keys() {
+            self.extension_keys
+                .entry(field.to_owned())
+                .or_default()
+                .entry(key.to_owned())
+                .or_default()
+                .insert(entry);
+        }
+        for field in filter.extension_flags() {
+            self.extension_flags
+                .entry(field.to_owned())
+                .or_default()
+                .insert(entry);
+        }
+    }
+
+    /// Removes `entry` from every bucket it is in; a no-op for one that is
+    /// not indexed.
+    pub(crate) fn remove(&mut self, entry: &Entry) {
+        let (id, filter) = (entry.id, &entry.filter);
+        for bucket in [
+            &mut self.tools,
+            &mut self.prompts,
+            &mut self.resources,
+            &mut self.everything,
+        ] {
+            bucket.remove(id);
+        }
+        for uri in filter.resource_subscriptions() {
+            remove_keyed(&mut self.uris, uri, id);
+        }
+        for (field, key) in filter.extension_keys() {
+            if let Some(keys) = self.extension_keys.get_mut(field) {
+                remove_keyed(keys, key, id);
+                if keys.is_empty() {
+                    self.extension_keys.remove(field);
+                }
+            }
+        }
+        for field in filter.extension_flags() {
+            remove_keyed(&mut self.extension_flags, field, id);
+        }
+    }
+
+    /// Calls `visit` once for every listener `kind` reaches.
+    ///
+    /// A listener is in at most one of the buckets an event kind consults
+    /// (a filter's extension field is either a key list or `true`, and
+    /// match-everything filters have no URIs or extension fields), so no
+    /// listener is visited twice.
+    pub(crate) fn for_each_match(&self, kind: &EventKind, mut visit: impl FnMut(&Arc<Entry>)) {
+        let mut walk = |bucket: Option<&Bucket>| {
+            bucket
+                .into_iter()
+                .flat_map(|b| &b.entries)
+                .for_each(&mut visit);
+        };
+        match kind {
+            EventKind::ToolsListChanged => walk(Some(&self.tools)),
+            EventKind::PromptsListChanged => walk(Some(&self.prompts)),
+            EventKind::ResourcesListChanged => walk(Some(&self.resources)),
+            EventKind::ResourceUpdated { uri } => {
+                walk(self.uris.get(uri));
+                walk(Some(&self.everything));
+            }
+            EventKind::Extension { selector, .. } => {
+                if let Some(selector) = selector {
+                    let field = selector.field();
+                    if let Some(key) = selector.key() {
+                        walk(
+                            self.extension_keys
+                                .get(field)
+                                .and_then(|keys| keys.get(key)),
+                        );
+                    }
+                    walk(self.extension_flags.get(field));
+                }
+                walk(Some(&self.everything));
+            }
+        }
+    }
+
+    /// Whether no bucket holds anything (every listener was removed).
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+            && self.prompts.is_empty()
+            && self.resources.is_empty()
+            && self.everything.is_empty()
+            && self.uris.is_empty()
+            && self.extension_keys.is_empty()
+            && self.extension_flags.is_empty()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::event::Selector;
+    use crate::hub::queue::Queue;
+    use crate::{Filter, Overflow};
+
+    fn entry(id: u64, filter: Filter) -> Arc<Entry> {
+        Arc::new(Entry {
+            id: ListenerId(id),
+            filter,
+            queue: Queue::new(1, Overflow::DropOldest),
+        })
+    }
+
+    fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
+        let mut ids = Vec::new();
+        index.for_each_match(kind, |e| ids.push(e.id.0));
+        ids.sort_unstable();
+        ids
+    }
+
+    #[test]
+    fn routes_each_kind_to_exactly_its_listeners() {
+        let mut index = Index::default();
+        let entries = [
+            entry(1, Filter::new().with_tools_list_changed()),
+            entry(2, Filter::new().with_resource("a").with_resource("b")),
+            entry(
+                3,
+                Filter::new().with_resource("b").with_prompts_list_changed(),
+            ),
+            entry(
+                4,
+                Filter::new().with_extension("taskIds", json!(["t1", "t2"])),
+            ),
+            entry(5, Filter::new().with_extension("taskIds", json!(true))),
+            entry(6, Filter::everything()),
+        ];
+        for e in &entries {
+            index.insert(e);
+        }
+        let task = |key: Option<&str>| EventKind::Extension {
+            method: "notifications/tasks".into(),
+            selector: Some(Selector::new("taskIds", key.map(str::to_owned))),
+        };
+        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [1, 6]);
+        assert_eq!(matches(&index, &EventKind::PromptsListChanged), [3, 6]);
+        assert_eq!(matches(&index, &EventKind::ResourcesListChanged), [6]);
+        let updated = |uri: &str| EventKind::ResourceUpdated { uri: uri.into() };
+        assert_eq!(matches(&index, &updated("a")), [2, 6]);
+        assert_eq!(matches(&index, &updated("b")), [2, 3, 6]);
+        assert_eq!(matches(&index, &updated("c")), [6]);
+        assert_eq!(matches(&index, &task(Some("t2"))), [4, 5, 6]);
+        assert_eq!(matches(&index, &task(Some("t9"))), [5, 6]);
+        assert_eq!(matches(&index, &task(None)), [5, 6]);
+
+        index.remove(&entries[1]);
+        assert_eq!(matches(&index, &updated("a")), [6]);
+        assert_eq!(matches(&index, &updated("b")), [3, 6]);
+        for e in &entries {
+            index.remove(e);
+            index.remove(e);
+        }
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn swap_remove_keeps_positions_right() {
+        let mut index = Index::default();
+        let entries: Vec<_> = (0..5)
+            .map(|i| entry(i, Filter::new().with_tools_list_changed()))
+            .collect();
+        entries.iter().for_each(|e| index.insert(e));
+        index.remove(&entries[0]);
+        index.remove(&entries[2]);
+        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [1, 3, 4]);
+        index.remove(&entries[4]);
+        index.remove(&entries[1]);
+        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [3]);
+    }
+}

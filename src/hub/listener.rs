@@ -1,0 +1,237 @@
+//! The reading end of one subscription.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use futures_core::Stream;
+
+use super::Shared;
+use super::queue::Waiter;
+use super::registry::{Entry, Retirement};
+use crate::filter::Filter;
+use crate::source::{CloseReason, Next};
+use crate::stats::ListenerStats;
+use crate::sync::Arc;
+
+/// A listener's identity within its hub, unique for the hub's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ListenerId(pub(crate) u64);
+
+impl ListenerId {
+    /// The id as a number.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ListenerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One subscription to a [`Hub`](crate::Hub): a bounded queue of the events
+/// its granted filter matches, read in publish order.
+///
+/// Read it with [`next`](Self::next) (async, cancel-safe),
+/// [`next_timeout`](Self::next_timeout) (blocking) or
+/// [`try_next`](Self::try_next), or as a [`Stream`]. Dropping it, or
+/// [closing](Self::close) it, unregisters it at once; events it still held
+/// are counted as discarded.
+pub struct Listener {
+    hub: Arc<Shared>,
+    entry: Arc<Entry>,
+    /// A terminal item was returned, so the stream form ends.
+    finished: bool,
+}
+
+impl Listener {
+    pub(super) fn new(hub: Arc<Shared>, entry: Arc<Entry>) -> Self {
+        Self {
+            hub,
+            entry,
+            finished: false,
+        }
+    }
+
+    /// This listener's id, as listed in [`Hub::listeners`](crate::Hub::listeners).
+    pub fn id(&self) -> ListenerId {
+        self.entry.id
+    }
+
+    /// The filter the hub granted: the request narrowed by the hub's
+    /// capabilities. This is what the acknowledgement carries.
+    pub fn filter(&self) -> &Filter {
+        &self.entry.filter
+    }
+
+    /// The next item if one is ready, without waiting.
+    pub fn try_next(&mut self) -> Option<Next> {
+        let next = self.entry.queue.pop_or_register(|_| {});
+        next.inspect(|next| self.observe(next))
+    }
+
+    /// Waits for the next item.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: an event leaves the queue only in the poll that returns
+    /// it, so dropping the future (in a `select!`, on a timeout) loses
+    /// nothing.
+    pub fn next(&mut self) -> NextItem<'_> {
+        NextItem {
+            listener: self,
+            registered: false,
+        }
+    }
+
+    /// Waits at most `timeout` for the next item; `None` if none came.
+    ///
+    /// # Blocking
+    ///
+    /// Parks the calling thread; a publish wakes it. Do not call it from an
+    /// async task.
+    pub fn next_timeout(&mut self, timeout: Duration) -> Option<Next> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let next = self.entry.queue.pop_or_register(|slot| {
+                *slot = Some(Waiter::Thread(thread::current()));
+            });
+            if let Some(next) = next {
+                self.observe(&next);
+                return Some(next);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                self.entry.queue.forget_waiter();
+                return None;
+            }
+            // A publish between the check and this park leaves the unpark
+            // token set, so the park returns at once instead of missing it.
+            thread::park_timeout(deadline - now);
+        }
+    }
+
+    /// Ends this subscription for `reason`: it stops matching, what it held
+    /// is discarded, and every later pull returns [`Next::Closed`].
+    /// Closing twice is harmless.
+    pub fn close(&mut self, reason: CloseReason) {
+        self.entry.queue.close();
+        self.hub.retire(self.entry.id, Retirement::Closed(reason));
+    }
+
+    /// A snapshot of this listener's counts.
+    pub fn stats(&self) -> ListenerStats {
+        self.entry.stats()
+    }
+
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
+        let next = self.entry.queue.pop_or_register(|slot| match slot {
+            // The same task polling again: keep its waker, skip the clone.
+            Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
+            _ => *slot = Some(Waiter::Task(cx.waker().clone())),
+        });
+        match next {
+            Some(next) => {
+                self.observe(&next);
+                Poll::Ready(next)
+            }
+            None => Poll::Pending,
+        }
+    }
+
+    /// Bookkeeping on every item handed out: a graceful end retires the
+    /// listener (its tally is final once `Complete` was returned).
+    fn observe(&mut self, next: &Next) {
+        if next.is_terminal() {
+            self.finished = true;
+        }
+        if matches!(next, Next::Complete) {
+            self.hub
+                .retire(self.entry.id, Retirement::Closed(CloseReason::Complete));
+        }
+    }
+}
+
+impl Drop for Listener {
+    /// A listener dropped without closing (its task aborted, panicked or
+    /// simply went away) counts as disconnected.
+    fn drop(&mut self) {
+        self.close(CloseReason::Disconnected);
+    }
+}
+
+impl fmt::Debug for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Listener")
+            .field("id", &self.entry.id)
+            .field("filter", &self.entry.filter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stream for Listener {
+    /// Events and lag reports, then the terminal [`Next::Complete`] or
+    /// [`Next::Failed`]; the stream ends after that, or at once when closed.
+    type Item = Next;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Next>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        self.poll_item(cx).map(|next| match next {
+            Next::Closed => None,
+            next => Some(next),
+        })
+    }
+}
+
+/// The future returned by [`Listener::next`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct NextItem<'a> {
+    listener: &'a mut Listener,
+    registered: bool,
+}
+
+impl Future for NextItem<'_> {
+    type Output = Next;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Next> {
+        let poll = self.listener.poll_item(cx);
+        self.registered = poll.is_pending();
+        poll
+    }
+}
+
+impl Drop for NextItem<'_> {
+    fn drop(&mut self) {
+        // A future dropped while waiting leaves no stale waker for the next
+        // publish to wake for nothing.
+        if self.registered {
+            self.listener.entry.queue.forget_waiter();
+        }
+    }
+}
+
+impl Entry {
+    pub(crate) fn stats(&self) -> ListenerStats {
+        let snap = self.queue.snapshot();
+        ListenerStats {
+            id: self.id,
+            filter: self.filter.clone(),
+            matched: snap.tally.matched,
+            queued: snap.queued,
+            delivered: snap.tally.delivered,
+            dropped: snap.tally.dropped,
+            lag: snap.lag,
+            max_queue_depth: snap.tally.max_depth,
+            capacity: snap.capacity,
+            overflow: snap.overflow,
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! One listener's bounded queue: the only state a publisher and that
+//! listener's reader share.
+//!
+//! Everything here happens under one short lock per listener, never held
+//! across an `.await` or a wake-up: a publisher pushes and takes the reader's
+//! waiter (if it is waiting at all), unlocks, then wakes it. A reader that is
+//! not waiting has no waiter registered, so publishing to it costs no
+//! wake-up.
+//!
+//! The queue also keeps the listener's tally. Every event pushed to it is,
+//! at every moment, exactly one of delivered, dropped by policy, still
+//! queued, or discarded at close: `matched = delivered + dropped + queued +
+//! discarded`.
+
+use std::collections::VecDeque;
+use std::task::Waker;
+use std::thread::Thread;
+
+use super::Overflow;
+use crate::error::StreamError;
+use crate::event::Event;
+use crate::source::Next;
+use crate::sync::Mutex;
+
+/// Whom to wake when the queue changes.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    /// An async reader.
+    Task(Waker),
+    /// A reader blocked in `next_timeout`.
+    Thread(Thread),
+}
+
+impl Waiter {
+    fn wake(self) {
+        match self {
+            Self::Task(waker) => waker.wake(),
+            Self::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Queued; nothing lost.
+    Queued,
+    /// Queued after evicting the oldest event.
+    DroppedOldest,
+    /// The queue was full under [`Overflow::Disconnect`]: everything it held
+    /// and this event were dropped, and the listener failed.
+    Disconnected,
+    /// The listener no longer takes events (completing, failed or closed).
+    NotOpen,
+}
+
+/// The listener's counts, folded into the hub's totals when it is retired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub(crate) matched: u64,
+    pub(crate) delivered: u64,
+    pub(crate) dropped: u64,
+    pub(crate) discarded: u64,
+    pub(crate) max_depth: u64,
+}
+
+/// A copy of the queue's state for statistics.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueueSnapshot {
+    pub(crate) tally: Tally,
+    pub(crate) queued: u64,
+    pub(crate) lag: u64,
+    pub(crate) capacity: usize,
+    pub(crate) overflow: Overflow,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Taking events.
+    Open,
+    /// The hub completed: drain what is queued, then report `Complete`.
+    Completing,
+    /// Disconnected for overflow: report the error once.
+    Failed(StreamError),
+    /// Ended and reported, or closed: every pull returns `Closed`.
+    Ended,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Grows on demand up to `capacity`, so an idle listener holds no buffer.
+    events: VecDeque<Event>,
+    capacity: usize,
+    overflow: Overflow,
+    phase: Phase,
+    /// Events lost to drop-oldest that the reader has not been told about.
+    lag: u64,
+    waiter: Option<Waiter>,
+    tally: Tally,
+}
+
+#[derive(Debug)]
+pub(crate) struct Queue {
+    state: Mutex<State>,
+}
+
+impl Queue {
+    pub(crate) fn new(capacity: usize, overflow: Overflow) -> Self {
+        Self {
+            state: Mutex::new(State {
+                events: VecDeque::new(),
+                capacity,
+                overflow,
+                phase: Phase::Open,
+                lag: 0,
+                waiter: None,
+                tally: Tally::default(),
+            }),
+        }
+    }
+
+    /// Offers `event` under the overflow policy. Never blocks on the reader.
+    pub(crate) fn push(&self, event: &Event) -> Pushed {
+        let (pushed, waiter) = {
+            let mut state = self.state.lock();
+            let pushed = state.push(event);
+            // Only a reader parked on an empty queue registered a waiter;
+            // taking it here means a busy reader is never woken needlessly.
+            let waiter = if pushed == Pushed::NotOpen {
+                None
+            } else {
+                state.waiter.take()
+            };
+            (pushed, waiter)
+        };
+        // Woken after unlocking, so the reader never contends with us for
+        // the lock it is about to take.
+        if let Some(waiter) = waiter {
+            waiter.wake();
+        }
+        pushed
+    }
+
+    /// Takes the next item, or, when there is none yet, lets `register`
+    /// install a waiter (under the lock, so no push can slip in between the
+    /// check and the registration) and returns `None`.
+    pub(crate) fn pop_or_register(
+        &self,
+        register: impl FnOnce(&mut Option<Waiter>),
+    ) -> Option<Next> {
+        let mut state = self.state.lock();
+        let next = state.pop();
+        if next.is_none() {
+            register(&mut state.waiter);
+        }
+        next
+    }
+
+    /// Removes a waiter that gave up (a dropped future, a timed-out wait).
+    pub(crate) fn forget_waiter(&self) {
+        self.state.lock().waiter = None;
+    }
+
+    /// Stops taking events; the reader drains what is queued, then gets
+    /// `Complete`.
+    pub(crate) fn complete(&self) {
+        let waiter = {
+            let mut state = self.state.lock();
+            if !matches!(state.phase, Phase::Open) {
+                return;
+            }
+            state.phase = Phase::Completing;
+            state.waiter.take()
+        };
+        if let Some(waiter) = waiter {
+            waiter.wake();
+        }
+    }
+
+    /// Ends the queue, discarding what it holds. Idempotent.
+    pub(crate) fn close(&self) {
+        let waiter = {
+            let mut state = self.state.lock();
+            let discarded = state.events.len() as u64;
+            state.tally.discarded += discarded;
+            state.events = VecDeque::new();
+            state.lag = 0;
+            state.phase = Phase::Ended;
+            state.waiter.take()
+        };
+        if let Some(waiter) = waiter {
+            waiter.wake();
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> QueueSnapshot {
+        let state = self.state.lock();
+        QueueSnapshot {
+            tally: state.tally,
+            queued: state.events.len() as u64,
+            lag: state.lag,
+            capacity: state.capacity,
+            overflow: state.overflow,
+        }
+    }
+}
+
+impl State {
+    fn push(&mut self, event: &Event) -> Pushed {
+        if !matches!(self.phase, Phase::Open) {
+            return Pushed::NotOpen;
+        }
+        self.tally.matched += 1;
+        let mut pushed = Pushed::Queued;
+        if self.events.len() >= self.capacity {
+            match self.overflow {
+                Overflow::DropOldest => {
+                    self.events.pop_front();
+                    self.tally.dropped += 1;
+                    self.lag += 1;
+                    pushed = Pushed::DroppedOldest;
+                }
+                Overflow::Disconnect => {
+                    let lost = self.events.len() as u64 + 1;
+                    self.tally.dropped += lost;
+                    self.events = VecDeque::new();
+                    self.phase = Phase::Failed(StreamError::Overflow { dropped: lost });
+                    return Pushed::Disconnected;
+                }
+            }
+        }
+        self.events.push_back(event.clone());
+        self.tally.max_depth = self.tally.max_depth.max(self.events.len() as u64);
+        pushed
+    }
+
+    fn pop(&mut self) -> Option<Next> {
+        // Lag is reported before the events that follow the gap, like
+        // `broadcast::Receiver::recv`.
+        if self.lag > 0 {
+            return Some(Next::Lagged(std::mem::take(&mut self.lag)));
+        }
+        if let Some(event) = self.events.pop_front() {
+            self.tally.delivered += 1;
+            return Some(Next::Event(event));
+        }
+        match std::mem::replace(&mut self.phase, Phase::Ended) {
+            Phase::Open => {
+                self.phase = Phase::Open;
+                None
+            }
+            Phase::Completing => Some(Next::Complete),
+            Phase::Failed(err) => Some(Next::Failed(err)),
+            Phase::Ended => Some(Next::Closed),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn uri(next: Option<Next>) -> String {
+        match next {
+            Some(Next::Event(event)) => match event.kind() {
+                crate::EventKind::ResourceUpdated { uri } => uri.clone(),
+                other => panic!("unexpected {other:?}"),
+            },
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    fn pop(queue: &Queue) -> Option<Next> {
+        queue.pop_or_register(|_| {})
+    }
+
+    #[test]
+    fn drop_oldest_keeps_the_newest_and_reports_lag_first() {
+        let queue = Queue::new(2, Overflow::DropOldest);
+        for i in 0..5 {
+            queue.push(&Event::resource_updated(i.to_string()));
+        }
+        assert_eq!(pop(&queue), Some(Next::Lagged(3)));
+        assert_eq!(uri(pop(&queue)), "3");
+        assert_eq!(uri(pop(&queue)), "4");
+        assert_eq!(pop(&queue), None);
+        let snap = queue.snapshot();
+        assert_eq!(
+            snap.tally,
+            Tally {
+                matched: 5,
+                delivered: 2,
+                dropped: 3,
+                discarded: 0,
+                max_depth: 2
+            }
+        );
+    }
+
+    #[test]
+    fn disconnect_fails_once_then_closes() {
+        let queue = Queue::new(2, Overflow::Disconnect);
+        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::Queued);
+        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::Queued);
+        assert_eq!(
+            queue.push(&Event::tools_list_changed()),
+            Pushed::Disconnected
+        );
+        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::NotOpen);
+        assert_eq!(
+            pop(&queue),
+            Some(Next::Failed(StreamError::Overflow { dropped: 3 }))
+        );
+        assert_eq!(pop(&queue), Some(Next::Closed));
+        assert_eq!(queue.snapshot().tally.dropped, 3);
+    }
+
+    #[test]
+    fn complete_drains_then_ends() {
+        let queue = Queue::new(4, Overflow::DropOldest);
+        queue.push(&Event::resource_updated("a"));
+        queue.complete();
+        assert_eq!(queue.push(&Event::resource_updated("b")), Pushed::NotOpen);
+        assert_eq!(uri(pop(&queue)), "a");
+        assert_eq!(pop(&queue), Some(Next::Complete));
+        assert_eq!(pop(&queue), Some(Next::Closed));
+    }
+
+    #[test]
+    fn close_discards_and_counts() {
+        let queue = Queue::new(4, Overflow::DropOldest);
+        queue.push(&Event::resource_updated("a"));
+        queue.push(&Event::resource_updated("b"));
+        queue.close();
+        queue.close();
+        assert_eq!(pop(&queue), Some(Next::Closed));
+        let snap = queue.snapshot();
+        assert_eq!((snap.tally.discarded, snap.queued), (2, 0));
+    }
+
+    #[test]
+    fn registers_a_waiter_only_when_empty_and_push_takes_it() {
+        let queue = Queue::new(4, Overflow::DropOldest);
+        let mut registered = false;
+        assert_eq!(
+            queue.pop_or_register(|slot| {
+                registered = true;
+                *slot = Some(Waiter::Task(Waker::noop().clone()));
+            }),
+            None
+        );
+        assert!(registered);
+        queue.push(&Event::tools_list_changed());
+        assert!(queue.state.lock().waiter.is_none());
+        let next = queue.pop_or_register(|_| panic!("must not register when an event is ready"));
+        assert!(matches!(next, Some(Next::Event(_))));
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_model {
+    use loom::thread;
+
+    use super::*;
+    use crate::sync::Arc;
+
+    /// A publisher pushing three events races a reader pulling; whatever the
+    /// interleaving, the tally adds up and delivered events keep their order.
+    fn model(capacity: usize, overflow: Overflow) {
+        loom::model(move || {
+            let queue = Arc::new(Queue::new(capacity, overflow));
+            let publisher = {
+                let queue = queue.clone();
+                thread::spawn(move || {
+                    for i in 0..3 {
+                        queue.push(&Event::resource_updated(i.to_string()));
+                    }
+                })
+            };
+            let mut seen = Vec::new();
+            let mut reader = |queue: &Queue| {
+                while let Some(next) = queue.pop_or_register(|_| {}) {
+                    match next {
+                        Next::Event(event) => seen.push(event.to_plain_json()),
+                        Next::Lagged(_) => {}
+                        _ => break,
+                    }
+                }
+            };
+            reader(&queue);
+            publisher.join().unwrap();
+            reader(&queue);
+            queue.close();
+
+            let snap = queue.snapshot();
+            let t = snap.tally;
+            assert_eq!(t.matched, 3);
+            assert_eq!(
+                t.matched,
+                t.delivered + t.dropped + snap.queued + t.discarded
+            );
+            assert_eq!(t.delivered as usize, seen.len());
+            let mut sorted = seen.clone();
+            sorted.sort();
+            assert_eq!(seen, sorted, "delivery order must follow publish order");
+        });
+    }
+
+    #[test]
+    fn drop_oldest_capacity_1() {
+        model(1, Overflow::DropOldest);
+    }
+
+    #[test]
+    fn drop_oldest_capacity_2() {
+        model(2, Overflow::DropOldest);
+    }
+
+    #[test]
+    fn disconnect_capacity_1() {
+        model(1, Overflow::Disconnect);
+    }
+
+    #[test]
+    fn disconnect_capacity_2() {
+        model(2, Overflow::Disconnect);
+    }
+}

@@ -1,0 +1,86 @@
+//! Who is listening: every live listener, the routing index over those that
+//! still take events, and the totals of those that are gone.
+//!
+//! The registry sits behind the hub's one read-write lock. Publishing only
+//! reads it (many publishers at once); opening, retiring and completing
+//! write it, briefly. Lock order is always registry, then a listener's
+//! queue, never the reverse.
+
+use std::collections::HashMap;
+
+use super::ListenerId;
+use super::index::Index;
+use super::queue::{Queue, Tally};
+use crate::filter::Filter;
+use crate::source::CloseReason;
+use crate::stats::ClosedCounts;
+use crate::sync::Arc;
+
+/// One listener as the hub sees it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) id: ListenerId,
+    /// The granted filter, which the index routes by.
+    pub(crate) filter: Filter,
+    pub(crate) queue: Queue,
+}
+
+/// Why a listener left the registry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Retirement {
+    Closed(CloseReason),
+    Overflow,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    pub(crate) entries: HashMap<ListenerId, Arc<Entry>>,
+    pub(crate) index: Index,
+    /// The final tallies of retired listeners, so totals survive them.
+    pub(crate) retired: Tally,
+    pub(crate) closed: ClosedCounts,
+    pub(crate) opened: u64,
+    pub(crate) completed: bool,
+}
+
+impl Registry {
+    pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
+        self.index.insert(&entry);
+        self.entries.insert(entry.id, entry);
+        self.opened += 1;
+    }
+
+    /// Removes listener `id` and folds its tally into the totals. Only the
+    /// first retirement of a listener counts; later ones are no-ops.
+    ///
+    /// The caller has already stopped the queue (closed, failed or drained),
+    /// so the tally read here is final.
+    pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) {
+        let Some(entry) = self.entries.remove(&id) else {
+            return;
+        };
+        self.index.remove(&entry);
+        self.retired += entry.queue.snapshot().tally;
+        self.closed.count(why);
+    }
+
+    /// Refuses new listeners and stops every queue taking events; each
+    /// listener stays registered until it has drained and seen `Complete`.
+    pub(crate) fn complete(&mut self) {
+        self.completed = true;
+        self.index = Index::default();
+        for entry in self.entries.values() {
+            entry.queue.complete();
+        }
+    }
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, other: Tally) {
+        self.matched += other.matched;
+        self.delivered += other.delivered;
+        self.dropped += other.dropped;
+        self.discarded += other.discarded;
+        self.max_depth = self.max_depth.max(other.max_depth);
+    }
+}

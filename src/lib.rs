@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod event;
+mod filter;
+mod hub;
+mod source;
+mod stats;
+mod sync;
+
+pub use error::{
+    ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, StreamError,
+};
+pub use event::{Event, EventKind, SUBSCRIPTION_ID_META_KEY, Selector};
+pub use filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
+pub use hub::{
+    DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, Listener, ListenerId, NextItem,
+    Overflow, PublishReport,
+};
+pub use source::{CloseReason, Next, OpenContext, Opened, Source};
+pub use stats::{ClosedCounts, HubStats, ListenerStats};

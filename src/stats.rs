@@ -1,0 +1,174 @@
+//! What the hub delivered, dropped and still holds.
+//!
+//! [`HubStats`] is a `Copy` snapshot taken on demand: each live listener's
+//! counts are read under its own short lock and added to the totals of
+//! listeners already gone. Counting happens where the work happens (in each
+//! listener's queue, under the lock the push or pull already holds), so
+//! publishing and reading touch no shared counter beyond one
+//! `events_published` increment per publish.
+//!
+//! # The accounting identity
+//!
+//! Every event matched to a listener is, at any moment, exactly one of:
+//! delivered, dropped by policy, still queued, or discarded when the listener
+//! closed. Hence, in every snapshot,
+//! `events_matched == events_delivered + events_dropped + events_queued +
+//! events_discarded` ([`HubStats::is_balanced`]).
+//!
+//! # Metrics
+//!
+//! [`HubStats::record`] writes a snapshot to whatever
+//! [`metrics`](https://docs.rs/metrics) recorder is installed (a Prometheus
+//! exporter, for instance), under these names:
+//!
+//! | name | type | meaning |
+//! | --- | --- | --- |
+//! | `mcp_subscriptions_listeners_active` | gauge | listeners open now |
+//! | `mcp_subscriptions_listeners_opened_total` | counter | listeners ever opened |
+//! | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow` |
+//! | `mcp_subscriptions_events_published_total` | counter | events published |
+//! | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
+//! | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
+//! | `mcp_subscriptions_events_dropped_total` | counter | events lost to an overflow policy |
+//! | `mcp_subscriptions_events_discarded_total` | counter | events still queued when their listener closed |
+//! | `mcp_subscriptions_events_queued` | gauge | events waiting in queues now |
+//! | `mcp_subscriptions_queue_depth_max` | gauge | the deepest any queue has been |
+//!
+//! Call it when the exporter is scraped (or on a timer): the figures are
+//! absolute, so recording twice counts nothing twice.
+
+use crate::filter::Filter;
+use crate::hub::registry::Retirement;
+use crate::hub::{ListenerId, Overflow};
+use crate::source::CloseReason;
+
+/// How many listeners ended, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClosedCounts {
+    /// Cancelled by the client.
+    pub cancelled: u64,
+    /// Gone with their transport, or dropped.
+    pub disconnected: u64,
+    /// Ended gracefully after the hub completed.
+    pub complete: u64,
+    /// Closed because of an error.
+    pub error: u64,
+    /// Disconnected by the [`Disconnect`](Overflow::Disconnect) policy.
+    pub overflow: u64,
+}
+
+impl ClosedCounts {
+    /// All listeners ended, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.cancelled + self.disconnected + self.complete + self.error + self.overflow
+    }
+
+    pub(crate) fn count(&mut self, why: Retirement) {
+        let slot = match why {
+            Retirement::Closed(CloseReason::Cancelled) => &mut self.cancelled,
+            Retirement::Closed(CloseReason::Disconnected) => &mut self.disconnected,
+            Retirement::Closed(CloseReason::Complete) => &mut self.complete,
+            Retirement::Closed(CloseReason::Error) => &mut self.error,
+            Retirement::Overflow => &mut self.overflow,
+        };
+        *slot += 1;
+    }
+}
+
+/// A snapshot of the hub's delivery figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubStats {
+    /// Listeners open now.
+    pub listeners_active: u64,
+    /// Listeners ever opened.
+    pub listeners_opened: u64,
+    /// Listeners ended, by reason.
+    pub listeners_closed: ClosedCounts,
+    /// Events published, whether or not anyone matched.
+    pub events_published: u64,
+    /// Event × listener matches: each event counts once per listener it
+    /// reached.
+    pub events_matched: u64,
+    /// Events waiting in listeners' queues now.
+    pub events_queued: u64,
+    /// Events handed to readers.
+    pub events_delivered: u64,
+    /// Events lost to an overflow policy.
+    pub events_dropped: u64,
+    /// Events still queued when their listener closed.
+    pub events_discarded: u64,
+    /// The deepest any listener's queue has been.
+    pub max_queue_depth: u64,
+    /// The default queue capacity per listener.
+    pub capacity: usize,
+    /// The default overflow policy.
+    pub overflow: Overflow,
+}
+
+impl HubStats {
+    /// Whether the [accounting identity](self#the-accounting-identity)
+    /// holds. It always should; tests assert it.
+    pub fn is_balanced(&self) -> bool {
+        self.events_matched
+            == self.events_delivered
+                + self.events_dropped
+                + self.events_queued
+                + self.events_discarded
+    }
+
+    /// Writes this snapshot to the installed `metrics` recorder under the
+    /// names in the [module docs](self#metrics).
+    pub fn record(&self) {
+        use metrics::{counter, gauge};
+
+        gauge!("mcp_subscriptions_listeners_active").set(self.listeners_active as f64);
+        counter!("mcp_subscriptions_listeners_opened_total").absolute(self.listeners_opened);
+        let closed = self.listeners_closed;
+        for (reason, count) in [
+            ("cancelled", closed.cancelled),
+            ("disconnected", closed.disconnected),
+            ("complete", closed.complete),
+            ("error", closed.error),
+            ("overflow", closed.overflow),
+        ] {
+            counter!("mcp_subscriptions_listeners_closed_total", "reason" => reason)
+                .absolute(count);
+        }
+        counter!("mcp_subscriptions_events_published_total").absolute(self.events_published);
+        counter!("mcp_subscriptions_events_matched_total").absolute(self.events_matched);
+        counter!("mcp_subscriptions_events_delivered_total").absolute(self.events_delivered);
+        counter!("mcp_subscriptions_events_dropped_total").absolute(self.events_dropped);
+        counter!("mcp_subscriptions_events_discarded_total").absolute(self.events_discarded);
+        gauge!("mcp_subscriptions_events_queued").set(self.events_queued as f64);
+        gauge!("mcp_subscriptions_queue_depth_max").set(self.max_queue_depth as f64);
+    }
+}
+
+/// A snapshot of one listener.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ListenerStats {
+    /// Which listener.
+    pub id: ListenerId,
+    /// The filter it was granted.
+    pub filter: Filter,
+    /// Events that matched it.
+    pub matched: u64,
+    /// Events waiting in its queue.
+    pub queued: u64,
+    /// Events its reader took.
+    pub delivered: u64,
+    /// Events it lost to its overflow policy.
+    pub dropped: u64,
+    /// Events lost to drop-oldest that its reader has not yet been told
+    /// about through [`Next::Lagged`](crate::Next::Lagged).
+    pub lag: u64,
+    /// The deepest its queue has been.
+    pub max_queue_depth: u64,
+    /// Its queue capacity.
+    pub capacity: usize,
+    /// Its overflow policy.
+    pub overflow: Overflow,
+}
