@@ -162,6 +162,8 @@ pub struct ListenerStats {
     pub delivered: u64,
     /// Events it lost to its overflow policy.
     pub dropped: u64,
+    /// Events still queued when it closed.
+    pub discarded: u64,
     /// Events lost to drop-oldest that its reader has not yet been told
     /// about through [`Next::Lagged`](crate::Next::Lagged).
     pub lag: u64,

@@ -24,9 +24,13 @@ struct Bucket {
 }
 
 impl Bucket {
+    /// Adds `entry` once, however many times its filter names the key
+    /// (an extension field may list a key twice).
     fn insert(&mut self, entry: &Arc<Entry>) {
-        self.positions.insert(entry.id, self.entries.len());
-        self.entries.push(entry.clone());
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.positions.entry(entry.id) {
+            slot.insert(self.entries.len());
+            self.entries.push(entry.clone());
+        }
     }
 
     fn remove(&mut self, id: ListenerId) {

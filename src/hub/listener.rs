@@ -228,6 +228,7 @@ impl Entry {
             queued: snap.queued,
             delivered: snap.tally.delivered,
             dropped: snap.tally.dropped,
+            discarded: snap.tally.discarded,
             lag: snap.lag,
             max_queue_depth: snap.tally.max_depth,
             capacity: snap.capacity,

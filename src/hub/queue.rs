@@ -394,7 +394,10 @@ mod loom_model {
 
             let snap = queue.snapshot();
             let t = snap.tally;
-            assert_eq!(t.matched, 3);
+            // A disconnected queue takes nothing after it failed.
+            if overflow == Overflow::DropOldest {
+                assert_eq!(t.matched, 3);
+            }
             assert_eq!(
                 t.matched,
                 t.delivered + t.dropped + snap.queued + t.discarded

@@ -1,0 +1,376 @@
+//! The hub's behaviour as a user sees it: routing, overflow, completion,
+//! cleanup and the three ways of reading.
+
+mod support;
+
+use std::thread;
+use std::time::Duration;
+
+use futures_core::Stream;
+use mcp_subscriptions::{
+    Capabilities, CloseReason, Event, Filter, Hub, ListenParamsError, Next, OpenContext, OpenError,
+    Overflow, StreamError,
+};
+use serde_json::json;
+use support::{drain, event, uri};
+
+#[test]
+fn smoke_publish_listen_read_stats() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let report = hub.notify_tools_list_changed();
+    assert_eq!((report.matched, report.queued), (1, 1));
+    assert_eq!(
+        event(listener.try_next()).method(),
+        "notifications/tools/list_changed"
+    );
+    assert_eq!(listener.try_next(), None);
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_active, 1);
+    assert_eq!(stats.events_published, 1);
+    assert_eq!(stats.events_delivered, 1);
+    assert!(stats.is_balanced());
+}
+
+#[test]
+fn drop_oldest_keeps_the_newest_n_and_reports_the_exact_lag() {
+    let hub = Hub::builder().capacity(4).build();
+    let mut listener = hub.listen(&Filter::everything()).unwrap();
+    let evictions: usize = (0..10)
+        .map(|i| hub.notify_resource_updated(format!("file:///{i}")).dropped)
+        .sum();
+    assert_eq!(evictions, 6);
+    assert_eq!(listener.try_next(), Some(Next::Lagged(6)));
+    let uris: Vec<String> = (0..4)
+        .map(|_| uri(&event(listener.try_next())).to_owned())
+        .collect();
+    assert_eq!(uris, ["file:///6", "file:///7", "file:///8", "file:///9"]);
+    assert_eq!(listener.try_next(), None);
+    let stats = listener.stats();
+    assert_eq!(
+        (stats.matched, stats.delivered, stats.dropped, stats.lag),
+        (10, 4, 6, 0)
+    );
+    assert_eq!(stats.max_queue_depth, 4);
+}
+
+#[test]
+fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
+    let hub = Hub::builder()
+        .capacity(2)
+        .overflow(Overflow::Disconnect)
+        .max_listeners(1)
+        .build();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    assert_eq!(hub.notify_tools_list_changed().queued, 1);
+    assert_eq!(hub.notify_tools_list_changed().queued, 1);
+    let report = hub.notify_tools_list_changed();
+    assert_eq!(
+        (report.matched, report.queued, report.disconnected),
+        (1, 0, 1)
+    );
+
+    // The slot is free at once, before the reader even notices.
+    assert_eq!(hub.stats().listeners_active, 0);
+    let mut second = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+
+    let failed = listener.try_next().unwrap();
+    assert_eq!(failed, Next::Failed(StreamError::Overflow { dropped: 3 }));
+    let Next::Failed(err) = failed else {
+        unreachable!()
+    };
+    let data = err.to_error_data();
+    assert_eq!(data.code, mcp_subscriptions::OVERFLOW_ERROR_CODE);
+    assert_eq!(data.data, Some(json!({"reason": "overflow", "dropped": 3})));
+    assert_eq!(listener.try_next(), Some(Next::Closed));
+
+    // The failed listener no longer matches; the new one does.
+    assert_eq!(hub.notify_tools_list_changed().matched, 1);
+    assert!(matches!(second.try_next(), Some(Next::Event(_))));
+
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_closed.overflow, 1);
+    assert_eq!(stats.events_dropped, 3);
+    assert!(stats.is_balanced());
+}
+
+#[test]
+fn per_listener_overrides_win_over_hub_defaults() {
+    let hub = Hub::builder().capacity(100).build();
+    let context = OpenContext::default()
+        .with_capacity(1)
+        .with_overflow(Overflow::Disconnect);
+    let mut strict = hub
+        .listen_with(&Filter::new().with_prompts_list_changed(), &context)
+        .unwrap();
+    let mut lenient = hub
+        .listen(&Filter::new().with_prompts_list_changed())
+        .unwrap();
+    hub.notify_prompts_list_changed();
+    let report = hub.notify_prompts_list_changed();
+    assert_eq!((report.queued, report.disconnected), (1, 1));
+    assert!(matches!(strict.try_next(), Some(Next::Failed(_))));
+    assert_eq!(drain(&mut lenient).len(), 2);
+    let stats = hub.stats();
+    assert_eq!(
+        (stats.capacity, stats.overflow),
+        (100, Overflow::DropOldest)
+    );
+}
+
+#[test]
+fn a_listener_never_receives_what_it_was_not_granted() {
+    let hub = Hub::builder()
+        .capabilities(
+            Capabilities::none()
+                .with_tools_list_changed()
+                .with_resources_subscribe(),
+        )
+        .build();
+    let requested = Filter::new()
+        .with_tools_list_changed()
+        .with_prompts_list_changed()
+        .with_resource("file:///mine")
+        .with_extension("taskIds", json!(["t1"]));
+    let mut listener = hub.listen(&requested).unwrap();
+    assert_eq!(
+        listener.filter(),
+        &Filter::new()
+            .with_tools_list_changed()
+            .with_resource("file:///mine")
+    );
+    hub.notify_prompts_list_changed();
+    hub.notify_resources_list_changed();
+    hub.notify_resource_updated("file:///other");
+    hub.notify_resource_updated("file:///mine/child");
+    hub.publish(Event::extension(
+        "notifications/tasks",
+        serde_json::Map::new(),
+        Some(mcp_subscriptions::Selector::new(
+            "taskIds",
+            Some("t1".into()),
+        )),
+    ));
+    hub.notify_tools_list_changed();
+    hub.notify_resource_updated("file:///mine");
+    let got: Vec<String> = drain(&mut listener)
+        .into_iter()
+        .map(|next| event(Some(next)).to_plain_json())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            Event::tools_list_changed().to_plain_json(),
+            Event::resource_updated("file:///mine").to_plain_json()
+        ]
+    );
+}
+
+#[test]
+fn complete_drains_what_is_held_then_ends_and_refuses_newcomers() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(&Filter::new().with_resources_list_changed())
+        .unwrap();
+    hub.notify_resources_list_changed();
+    hub.notify_resources_list_changed();
+    hub.complete();
+    assert!(hub.is_complete());
+    assert_eq!(hub.notify_resources_list_changed().matched, 0);
+    assert!(matches!(
+        hub.listen(&Filter::new()),
+        Err(OpenError::Completed)
+    ));
+    assert!(matches!(listener.try_next(), Some(Next::Event(_))));
+    assert!(matches!(listener.try_next(), Some(Next::Event(_))));
+    assert_eq!(listener.try_next(), Some(Next::Complete));
+    assert_eq!(listener.try_next(), Some(Next::Closed));
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_active, 0);
+    assert_eq!(stats.listeners_closed.complete, 1);
+    assert_eq!(stats.events_delivered, 2);
+    assert!(stats.is_balanced());
+    drop(listener);
+    assert_eq!(
+        hub.stats().listeners_closed.total(),
+        1,
+        "closing twice counts once"
+    );
+}
+
+#[test]
+fn dropping_the_last_hub_handle_completes_its_listeners() {
+    let hub = Hub::new();
+    let publisher = hub.clone();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    drop(hub);
+    publisher.notify_tools_list_changed();
+    drop(publisher);
+    assert!(matches!(listener.try_next(), Some(Next::Event(_))));
+    assert_eq!(listener.try_next(), Some(Next::Complete));
+}
+
+#[test]
+fn dropped_closed_and_aborted_listeners_leave_no_trace() {
+    let hub = Hub::new();
+    let filter = Filter::new().with_tools_list_changed().with_resource("r");
+    let dropped = hub.listen(&filter).unwrap();
+    let mut closed = hub.listen(&filter).unwrap();
+    hub.notify_tools_list_changed();
+    drop(dropped);
+    closed.close(CloseReason::Cancelled);
+    assert_eq!(closed.try_next(), Some(Next::Closed));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut listener = hub.listen(&filter).unwrap();
+        let task = tokio::spawn(async move { listener.next().await });
+        tokio::task::yield_now().await;
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        let mut listener = hub.listen(&filter).unwrap();
+        let task = tokio::spawn(async move {
+            let _ = listener.next().await;
+            panic!("serving task panics");
+        });
+        hub.notify_resource_updated("r");
+        assert!(task.await.unwrap_err().is_panic());
+    });
+
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_active, 0);
+    assert!(hub.listeners().is_empty());
+    assert_eq!(stats.listeners_opened, 4);
+    assert_eq!(stats.listeners_closed.cancelled, 1);
+    assert_eq!(stats.listeners_closed.disconnected, 3);
+    assert_eq!(stats.events_discarded, 2);
+    assert!(stats.is_balanced());
+    // Nothing is routed to the departed: the index is empty again.
+    assert_eq!(hub.notify_tools_list_changed().matched, 0);
+    assert_eq!(hub.notify_resource_updated("r").matched, 0);
+}
+
+#[test]
+fn refusals_are_typed_and_carry_their_json_rpc_codes() {
+    let hub = Hub::builder().max_listeners(1).max_uris(2).build();
+    let too_many = Filter::new()
+        .with_resource("a")
+        .with_resource("b")
+        .with_resource("c");
+    let err = hub.listen(&too_many).unwrap_err();
+    assert_eq!(
+        err,
+        OpenError::InvalidParams(ListenParamsError::TooManyUris { count: 3, limit: 2 })
+    );
+    assert_eq!(err.to_error_data().code.0, -32602);
+
+    let _held = hub.listen(&Filter::new()).unwrap();
+    let err = hub.listen(&Filter::new()).unwrap_err();
+    assert_eq!(err, OpenError::LimitReached { limit: 1 });
+    let data = err.to_error_data();
+    assert_eq!(
+        (data.code.0, &*data.message),
+        (-32603, "Subscription limit reached")
+    );
+    assert_eq!(hub.stats().listeners_opened, 1);
+}
+
+#[test]
+fn listeners_are_listed_by_id_with_their_figures() {
+    let hub = Hub::new();
+    let a = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let b = hub.listen(&Filter::new().with_resource("x")).unwrap();
+    hub.notify_resource_updated("x");
+    let listed = hub.listeners();
+    assert_eq!(
+        listed.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [a.id(), b.id()]
+    );
+    assert_eq!(listed[1].queued, 1);
+    assert_eq!(listed[1].filter, Filter::new().with_resource("x"));
+    assert_eq!(listed[0].matched, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_next_is_woken_by_a_publish_from_another_thread() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let publisher = hub.clone();
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        publisher.notify_tools_list_changed()
+    });
+    let next = tokio::time::timeout(Duration::from_secs(5), listener.next())
+        .await
+        .expect("a publish wakes the reader");
+    assert!(matches!(next, Next::Event(_)));
+    assert_eq!(handle.join().unwrap().queued, 1);
+}
+
+#[tokio::test]
+async fn async_next_is_cancel_safe() {
+    let hub = Hub::new();
+    let mut listener = hub.listen(&Filter::new().with_resource("r")).unwrap();
+    // A cancelled wait loses nothing and leaves no stale waker behind.
+    for _ in 0..3 {
+        let timed_out = tokio::time::timeout(Duration::from_millis(5), listener.next()).await;
+        assert!(timed_out.is_err());
+    }
+    hub.notify_resource_updated("r");
+    let next = tokio::time::timeout(Duration::from_secs(5), listener.next())
+        .await
+        .unwrap();
+    assert_eq!(uri(&event(Some(next))), "r");
+}
+
+#[test]
+fn blocking_next_times_out_then_is_woken_by_a_publish() {
+    let hub = Hub::new();
+    let mut listener = hub.listen(&Filter::new().with_resource("r")).unwrap();
+    assert_eq!(listener.next_timeout(Duration::from_millis(10)), None);
+    let publisher = hub.clone();
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        publisher.notify_resource_updated("r");
+    });
+    let next = listener.next_timeout(Duration::from_secs(5));
+    assert_eq!(uri(&event(next)), "r");
+    handle.join().unwrap();
+}
+
+#[tokio::test]
+async fn the_stream_form_ends_after_the_terminal_item() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    hub.notify_tools_list_changed();
+    hub.complete();
+    let items: Vec<Next> = std::future::poll_fn(|cx| {
+        let mut items = Vec::new();
+        while let std::task::Poll::Ready(item) = std::pin::Pin::new(&mut listener).poll_next(cx) {
+            match item {
+                Some(item) => items.push(item),
+                None => return std::task::Poll::Ready(items),
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await;
+    assert!(matches!(items[..], [Next::Event(_), Next::Complete]));
+}

@@ -1,0 +1,28 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code, unreachable_pub)]
+
+use mcp_subscriptions::{Event, EventKind, Next};
+
+/// The event inside `next`, or a panic saying what came instead.
+pub fn event(next: Option<Next>) -> Event {
+    match next {
+        Some(Next::Event(event)) => event,
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+/// The URI of a `notifications/resources/updated` event.
+pub fn uri(event: &Event) -> &str {
+    match event.kind() {
+        EventKind::ResourceUpdated { uri } => uri,
+        other => panic!("expected a resource update, got {other:?}"),
+    }
+}
+
+/// Reads every item that is ready now.
+pub fn drain(listener: &mut mcp_subscriptions::Listener) -> Vec<Next> {
+    std::iter::from_fn(|| listener.try_next())
+        .take_while(|next| !matches!(next, Next::Closed))
+        .collect()
+}
