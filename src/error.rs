@@ -203,7 +203,7 @@ impl StreamError {
     }
 }
 
-/// A string that names no [`Overflow`] policy.
+/// A string that names no [`Overflow`](crate::Overflow) policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseOverflowError(pub(crate) String);
 

@@ -1,18 +1,4 @@
 //! The interface a serving layer pulls a stream's events from.
-//!
-//! A [`Source`] is opened once per stream with the filter the client asked
-//! for; it grants a subset and hands back a handle. The serving layer then
-//! pulls with [`next`](Source::next) only after the previous event was
-//! written, and closes the handle whenever the stream ends, for any reason.
-//! The [`Hub`](crate::Hub) is one source; an application can write its own
-//! (a directory watcher, a timer, a database change feed) and serve it the
-//! same way (see `examples/custom_source.rs`).
-//!
-//! # Closing
-//!
-//! [`close`](Source::close) says why the stream ended. After it, `next` on
-//! the same handle returns [`Next::Closed`], from whichever thread it is
-//! called, and never panics.
 
 use std::future::Future;
 use std::pin::pin;
@@ -127,6 +113,20 @@ impl<H> Opened<H> {
 }
 
 /// Anything a listen stream can be served from.
+///
+/// A [`Source`] is opened once per stream with the filter the client asked
+/// for; it grants a subset and hands back a handle. The serving layer then
+/// pulls with [`next`](Source::next) only after the previous event was
+/// written, and closes the handle whenever the stream ends, for any reason.
+/// The [`Hub`](crate::Hub) is one source; an application can write its own
+/// (a directory watcher, a timer, a database change feed) and serve it the
+/// same way (see `examples/custom_source.rs`).
+///
+/// # Closing
+///
+/// [`close`](Source::close) says why the stream ended. After it, `next` on
+/// the same handle returns [`Next::Closed`], from whichever thread it is
+/// called, and never panics.
 ///
 /// # Example
 ///

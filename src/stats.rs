@@ -1,41 +1,4 @@
 //! What the hub delivered, dropped and still holds.
-//!
-//! [`HubStats`] is a `Copy` snapshot taken on demand: each live listener's
-//! counts are read under its own short lock and added to the totals of
-//! listeners already gone. Counting happens where the work happens (in each
-//! listener's queue, under the lock the push or pull already holds), so
-//! publishing and reading touch no shared counter beyond one
-//! `events_published` increment per publish.
-//!
-//! # The accounting identity
-//!
-//! Every event matched to a listener is, at any moment, exactly one of:
-//! delivered, dropped by policy, still queued, or discarded when the listener
-//! closed. Hence, in every snapshot,
-//! `events_matched == events_delivered + events_dropped + events_queued +
-//! events_discarded` ([`HubStats::is_balanced`]).
-//!
-//! # Metrics
-//!
-//! [`HubStats::record`] writes a snapshot to whatever
-//! [`metrics`](https://docs.rs/metrics) recorder is installed (a Prometheus
-//! exporter, for instance), under these names:
-//!
-//! | name | type | meaning |
-//! | --- | --- | --- |
-//! | `mcp_subscriptions_listeners_active` | gauge | listeners open now |
-//! | `mcp_subscriptions_listeners_opened_total` | counter | listeners ever opened |
-//! | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow` |
-//! | `mcp_subscriptions_events_published_total` | counter | events published |
-//! | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
-//! | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
-//! | `mcp_subscriptions_events_dropped_total` | counter | events lost to an overflow policy |
-//! | `mcp_subscriptions_events_discarded_total` | counter | events still queued when their listener closed |
-//! | `mcp_subscriptions_events_queued` | gauge | events waiting in queues now |
-//! | `mcp_subscriptions_queue_depth_max` | gauge | the deepest any queue has been |
-//!
-//! Call it when the exporter is scraped (or on a timer): the figures are
-//! absolute, so recording twice counts nothing twice.
 
 use crate::filter::Filter;
 use crate::hub::registry::Retirement;
@@ -77,6 +40,43 @@ impl ClosedCounts {
 }
 
 /// A snapshot of the hub's delivery figures.
+///
+/// [`HubStats`] is a `Copy` snapshot taken on demand: each live listener's
+/// counts are read under its own short lock and added to the totals of
+/// listeners already gone. Counting happens where the work happens (in each
+/// listener's queue, under the lock the push or pull already holds), so
+/// publishing and reading touch no shared counter beyond one
+/// `events_published` increment per publish.
+///
+/// # The accounting identity
+///
+/// Every event matched to a listener is, at any moment, exactly one of:
+/// delivered, dropped by policy, still queued, or discarded when the listener
+/// closed. Hence, in every snapshot,
+/// `events_matched == events_delivered + events_dropped + events_queued +
+/// events_discarded` ([`is_balanced`](Self::is_balanced)).
+///
+/// # Metrics
+///
+/// [`record`](Self::record) writes a snapshot to whatever
+/// [`metrics`](https://docs.rs/metrics) recorder is installed (a Prometheus
+/// exporter, for instance), under these names:
+///
+/// | name | type | meaning |
+/// | --- | --- | --- |
+/// | `mcp_subscriptions_listeners_active` | gauge | listeners open now |
+/// | `mcp_subscriptions_listeners_opened_total` | counter | listeners ever opened |
+/// | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow` |
+/// | `mcp_subscriptions_events_published_total` | counter | events published |
+/// | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
+/// | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
+/// | `mcp_subscriptions_events_dropped_total` | counter | events lost to an overflow policy |
+/// | `mcp_subscriptions_events_discarded_total` | counter | events still queued when their listener closed |
+/// | `mcp_subscriptions_events_queued` | gauge | events waiting in queues now |
+/// | `mcp_subscriptions_queue_depth_max` | gauge | the deepest any queue has been |
+///
+/// Call it when the exporter is scraped (or on a timer): the figures are
+/// absolute, so recording twice counts nothing twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HubStats {
@@ -108,7 +108,7 @@ pub struct HubStats {
 }
 
 impl HubStats {
-    /// Whether the [accounting identity](self#the-accounting-identity)
+    /// Whether the [accounting identity](Self#the-accounting-identity)
     /// holds. It always should; tests assert it.
     pub fn is_balanced(&self) -> bool {
         self.events_matched
@@ -119,7 +119,7 @@ impl HubStats {
     }
 
     /// Writes this snapshot to the installed `metrics` recorder under the
-    /// names in the [module docs](self#metrics).
+    /// names in the [module docs](Self#metrics).
     pub fn record(&self) {
         use metrics::{counter, gauge};
 

@@ -111,7 +111,8 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
                             );
                             *slot = Some(seq);
                             seen += 1;
-                            if matches!(role, Role::Lossy | Role::Strict) && seen % 64 == 0 {
+                            if matches!(role, Role::Lossy | Role::Strict) && seen.is_multiple_of(64)
+                            {
                                 thread::sleep(Duration::from_millis(1));
                             }
                             if matches!(role, Role::Quitter) && seen == 5_000 {

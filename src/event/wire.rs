@@ -90,7 +90,7 @@ impl Wire {
         let (meta, body) = (self.meta(), self.body());
         if meta.is_empty() && body.is_empty() {
             let head = self.head();
-            out.extend_from_slice(head[..head.len() - PARAMS_OPEN.len()].as_bytes());
+            out.extend_from_slice(&head.as_bytes()[..head.len() - PARAMS_OPEN.len()]);
             out.push(b'}');
             return;
         }

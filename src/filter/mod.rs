@@ -7,19 +7,6 @@
 //! *granted* filter: the request narrowed by what the server advertises
 //! ([`Filter::narrow`]), which is what the acknowledgement carries and what
 //! the hub routes by.
-//!
-//! # Extension fields
-//!
-//! An extension field routes events when its value is an array of strings
-//! (each string is a key, like a task id) or `true` (the whole kind).
-//! Any other value is kept and echoed but matches nothing.
-//!
-//! # Matching everything
-//!
-//! [`Filter::everything`] matches every event: all list-changed kinds, every
-//! resource URI and every extension event. It is meant for channels that
-//! carry every notification (the Diverge notification channel) and has no
-//! faithful wire form: it serializes as the three list-changed flags.
 
 mod capabilities;
 mod parse;
@@ -44,6 +31,21 @@ pub(crate) mod field {
 }
 
 /// The notification types a listen stream asked for, or was granted.
+///
+/// # Extension fields
+///
+/// An extension field routes events when its value is an array of strings
+/// (each string is a key, like a task id) or `true` (the whole kind).
+/// Any other value is kept and echoed but matches nothing.
+///
+/// # Matching everything
+///
+/// [`Filter::everything`] matches every event: all list-changed kinds, every
+/// resource URI and every extension event. It is meant for channels that
+/// carry every notification (the Diverge notification channel) and has no
+/// faithful wire form: it serializes as the three list-changed flags.
+///
+/// # Example
 ///
 /// Built from the wire with [`Filter::from_notifications`] or
 /// [`Filter::from_listen_params`], or in code:

@@ -82,6 +82,10 @@ impl Listener {
     /// Cancel-safe: an event leaves the queue only in the poll that returns
     /// it, so dropping the future (in a `select!`, on a timeout) loses
     /// nothing.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "an async pull, named like `Source::next` and `StreamExt::next`"
+    )]
     pub fn next(&mut self) -> NextItem<'_> {
         NextItem {
             listener: self,

@@ -1,41 +1,5 @@
 //! The hub: filter-aware bounded queues per listener, routed through an
 //! index, with overflow policies and delivery counters.
-//!
-//! # How an event travels
-//!
-//! [`Hub::publish`] takes an [`Event`] (already rendered to JSON once), reads
-//! the routing index for the listeners whose granted filter matches it, and
-//! pushes it into each one's bounded queue under that listener's
-//! [`Overflow`] policy, waking the reader only if it is waiting. The cost is
-//! proportional to the listeners that match, not to all listeners.
-//!
-//! # Why locks and not an actor task
-//!
-//! All listener state has one owner, the hub, reached only through its
-//! handle, as an actor's would be. But the owner is state behind short locks
-//! rather than a task with a mailbox: a mailbox would make every publish an
-//! allocation and a hop to another task, would need a runtime to publish at
-//! all, and would turn "publish never waits for a listener" into "publish
-//! waits for the mailbox". Here the registry is behind one read-write lock
-//! that publishers share (many at once) and that only opening, closing and
-//! completing take for writing; each listener's queue has its own mutex,
-//! held for a push or a pop and never across an `.await` or a wake-up. So
-//! nothing runs in the background and there is no future to spawn: the hub
-//! needs no runtime, and any executor, or none, can drive its readers.
-//!
-//! # Ordering
-//!
-//! Events published by one thread reach each listener in publish order: a
-//! publish has pushed into every matching queue before it returns.
-//!
-//! # Closing and completing
-//!
-//! A [`Listener`] that is dropped or [closed](Listener::close) is
-//! unregistered at once. [`Hub::complete`] refuses new listeners and lets
-//! each listener drain what it holds before it reports [`Next::Complete`];
-//! dropping the last `Hub` handle completes the hub the same way.
-//!
-//! [`Next::Complete`]: crate::Next::Complete
 
 mod builder;
 mod index;
@@ -72,6 +36,42 @@ use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering};
 /// `Hub` is a cheap handle (clone it into every task that publishes).
 /// Publishing is a plain function: it never blocks on a listener, never
 /// awaits, and needs no runtime.
+///
+/// # How an event travels
+///
+/// [`Hub::publish`] takes an [`Event`] (already rendered to JSON once), reads
+/// the routing index for the listeners whose granted filter matches it, and
+/// pushes it into each one's bounded queue under that listener's
+/// [`Overflow`] policy, waking the reader only if it is waiting. The cost is
+/// proportional to the listeners that match, not to all listeners.
+///
+/// # Why locks and not an actor task
+///
+/// All listener state has one owner, the hub, reached only through its
+/// handle, as an actor's would be. But the owner is state behind short locks
+/// rather than a task with a mailbox: a mailbox would make every publish an
+/// allocation and a hop to another task, would need a runtime to publish at
+/// all, and would turn "publish never waits for a listener" into "publish
+/// waits for the mailbox". Here the registry is behind one read-write lock
+/// that publishers share (many at once) and that only opening, closing and
+/// completing take for writing; each listener's queue has its own mutex,
+/// held for a push or a pop and never across an `.await` or a wake-up. So
+/// nothing runs in the background and there is no future to spawn: the hub
+/// needs no runtime, and any executor, or none, can drive its readers.
+///
+/// # Ordering
+///
+/// Events published by one thread reach each listener in publish order: a
+/// publish has pushed into every matching queue before it returns.
+///
+/// # Closing and completing
+///
+/// A [`Listener`] that is dropped or [closed](Listener::close) is
+/// unregistered at once. [`Hub::complete`] refuses new listeners and lets
+/// each listener drain what it holds before it reports [`Next::Complete`];
+/// dropping the last `Hub` handle completes the hub the same way.
+///
+/// # Example
 ///
 /// ```
 /// use mcp_subscriptions::{Filter, Hub, Next};
@@ -254,7 +254,7 @@ impl Hub {
 
     /// Shuts the hub down gracefully: refuses new listeners, stops matching,
     /// and lets every listener drain what it holds before it reports
-    /// [`Next::Complete`]. Idempotent.
+    /// [`Next::Complete`](crate::Next::Complete). Idempotent.
     pub fn complete(&self) {
         self.shared.registry.write().complete();
     }

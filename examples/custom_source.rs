@@ -1,0 +1,191 @@
+//! A hand-written `Source`: a directory watcher that polls file modification
+//! times, served by the same generic loop as the `Hub`.
+//!
+//! Run with `cargo run --example custom_source`. It watches a scratch
+//! directory, writes a few files into it, and prints every message a
+//! listen stream would carry: the acknowledgement, the stamped
+//! notifications, and the end.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use mcp_subscriptions::{
+    CloseReason, Event, Filter, Hub, Next, OpenContext, OpenError, Opened, Source,
+};
+use rmcp::model::RequestId;
+
+/// Reports `notifications/resources/list_changed` when files appear or
+/// disappear, and `notifications/resources/updated` for a `file://` URI
+/// whose modification time changed.
+struct DirectorySource {
+    dir: PathBuf,
+    interval: Duration,
+}
+
+struct Watch {
+    granted: Filter,
+    seen: BTreeMap<String, SystemTime>,
+    pending: VecDeque<Event>,
+    closed: bool,
+}
+
+impl DirectorySource {
+    fn scan(&self) -> BTreeMap<String, SystemTime> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return BTreeMap::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                Some((format!("file://{}", entry.path().display()), modified))
+            })
+            .collect()
+    }
+}
+
+impl Source for DirectorySource {
+    type Handle = Watch;
+
+    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Watch>, OpenError> {
+        // This source can report resource changes only.
+        let mut granted = Filter::new();
+        if requested.resources_list_changed() {
+            granted = granted.with_resources_list_changed();
+        }
+        for uri in requested.resource_subscriptions() {
+            granted = granted.with_resource(uri.as_str());
+        }
+        let watch = Watch {
+            granted: granted.clone(),
+            seen: self.scan(),
+            pending: VecDeque::new(),
+            closed: false,
+        };
+        Ok(Opened::new(granted, watch))
+    }
+
+    async fn next(&self, watch: &mut Watch) -> Next {
+        loop {
+            if watch.closed {
+                return Next::Closed;
+            }
+            if let Some(event) = watch.pending.pop_front() {
+                return Next::Event(event);
+            }
+            // Cancel-safe: a dropped sleep loses nothing, the next scan
+            // finds the same differences.
+            tokio::time::sleep(self.interval).await;
+            let now = self.scan();
+            if now.keys().ne(watch.seen.keys()) {
+                watch.pending.push_back(Event::resources_list_changed());
+            }
+            for (uri, modified) in &now {
+                if watch.seen.get(uri).is_some_and(|before| before != modified) {
+                    watch
+                        .pending
+                        .push_back(Event::resource_updated(uri.as_str()));
+                }
+            }
+            watch
+                .pending
+                .retain(|event| watch.granted.matches(event.kind()));
+            watch.seen = now;
+        }
+    }
+
+    fn close(&self, watch: &mut Watch, _: CloseReason) {
+        watch.closed = true;
+        watch.pending.clear();
+    }
+}
+
+/// Serves one stream from any source to stdout, the way a transport would:
+/// acknowledgement first, then each event stamped with the request id, then
+/// the end. Stops after `limit` events.
+async fn serve<S: Source>(source: &S, requested: &Filter, id: RequestId, limit: usize) {
+    let context = OpenContext::default().with_subscription_id(id.clone());
+    let Opened {
+        granted,
+        mut handle,
+        ..
+    } = match source.open(requested, &context) {
+        Ok(opened) => opened,
+        Err(err) => return println!("  refused: {err}"),
+    };
+    println!(
+        "  acknowledged: {}",
+        serde_json::to_string(&granted).unwrap()
+    );
+    let mut out = Vec::new();
+    for _ in 0..limit {
+        match source.next(&mut handle).await {
+            Next::Event(event) => {
+                out.clear();
+                event.write_stamped(&id, &mut out);
+                println!("  {}", String::from_utf8_lossy(&out));
+            }
+            Next::Lagged(n) => println!("  (lost {n} events)"),
+            other => {
+                println!("  ended: {other:?}");
+                return;
+            }
+        }
+    }
+    source.close(&mut handle, CloseReason::Cancelled);
+    println!("  closed after {limit} events");
+}
+
+fn touch(path: &Path, contents: &str) {
+    std::fs::write(path, contents).expect("the scratch directory is writable");
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = std::env::temp_dir().join(format!("mcp-subscriptions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.json");
+    touch(&config, "{}");
+
+    let source = DirectorySource {
+        dir: dir.clone(),
+        interval: Duration::from_millis(50),
+    };
+    let requested = Filter::new()
+        .with_tools_list_changed() // not served by this source: narrowed away
+        .with_resources_list_changed()
+        .with_resource(format!("file://{}", config.display()));
+
+    let writer = tokio::spawn({
+        let (dir, config) = (dir.clone(), config.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            touch(&dir.join("new.txt"), "hello");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // Some file systems keep whole-second times; make the change visible.
+            let later = SystemTime::now() + Duration::from_secs(2);
+            std::fs::File::options()
+                .write(true)
+                .open(&config)
+                .and_then(|f| f.set_modified(later))
+                .unwrap();
+        }
+    });
+
+    println!("directory source:");
+    serve(&source, &requested, RequestId::String("listen-1".into()), 2).await;
+    writer.await.unwrap();
+
+    println!("hub, served by the same loop:");
+    let hub = Hub::new();
+    let publisher = hub.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        publisher.notify_tools_list_changed();
+        publisher.complete();
+    });
+    serve(&hub, &requested, RequestId::Number(2), 10).await;
+
+    std::fs::remove_dir_all(&dir).ok();
+}
