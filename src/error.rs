@@ -9,7 +9,9 @@
 
 use std::fmt;
 
-use rmcp::model::{ErrorCode, ErrorData};
+use rmcp::model::{ErrorCode, ErrorData, RequestId};
+
+use crate::event::request_id_json;
 use serde_json::json;
 
 /// The JSON-RPC error code that ends a stream whose listener was disconnected
@@ -44,7 +46,7 @@ pub enum ListenParamsError {
     },
     /// More distinct URIs than the server accepts in one request.
     TooManyUris {
-        /// How many distinct URIs were asked for.
+        /// How many URIs the request named.
         count: usize,
         /// The configured limit.
         limit: usize,
@@ -218,3 +220,72 @@ impl fmt::Display for ParseOverflowError {
 }
 
 impl std::error::Error for ParseOverflowError {}
+
+/// A listen request refused before its acknowledgement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    id: RequestId,
+    error: ErrorData,
+}
+
+impl Refusal {
+    pub(crate) fn new(id: RequestId, error: ErrorData) -> Self {
+        Self { id, error }
+    }
+
+    /// The JSON-RPC error the request is answered with.
+    pub fn error(&self) -> &ErrorData {
+        &self.error
+    }
+
+    /// The error response, as the bytes to write.
+    pub fn to_message(&self) -> Vec<u8> {
+        crate::serve::message::error_response(&request_id_json(&self.id), &self.error)
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "listen refused ({}): {}",
+            self.error.code.0, self.error.message
+        )
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Why a server's capabilities cannot be advertised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AdvertiseError {
+    /// A subscription capability is advertised but no source is installed.
+    NoSource {
+        /// The capability, such as `tools.listChanged`.
+        capability: &'static str,
+    },
+    /// A subscription capability is advertised that the installed source
+    /// does not serve.
+    NotServed {
+        /// The capability, such as `resources.subscribe`.
+        capability: &'static str,
+    },
+}
+
+impl fmt::Display for AdvertiseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSource { capability } => write!(
+                f,
+                "{capability} is advertised but no subscription source is installed"
+            ),
+            Self::NotServed { capability } => write!(
+                f,
+                "{capability} is advertised but the subscription source does not serve it"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AdvertiseError {}

@@ -4,12 +4,14 @@ mod error;
 mod event;
 mod filter;
 mod hub;
+mod serve;
 mod source;
 mod stats;
 mod sync;
 
 pub use error::{
-    ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, StreamError,
+    AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
+    StreamError,
 };
 pub use event::{Event, EventKind, SUBSCRIPTION_ID_META_KEY, Selector};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
@@ -17,5 +19,6 @@ pub use hub::{
     DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, Listener, ListenerId, NextItem,
     Overflow, PublishReport,
 };
+pub use serve::{Advertise, DEFAULT_KEEPALIVE, ListenOptions, ListenService, ListenStream};
 pub use source::{CloseReason, Next, OpenContext, Opened, Source};
 pub use stats::{ClosedCounts, HubStats, ListenerStats};

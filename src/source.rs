@@ -1,6 +1,7 @@
 //! The interface a serving layer pulls a stream's events from.
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -11,7 +12,7 @@ use rmcp::model::RequestId;
 
 use crate::error::{OpenError, StreamError};
 use crate::event::Event;
-use crate::filter::Filter;
+use crate::filter::{Capabilities, Filter};
 use crate::hub::Overflow;
 
 /// What pulling from a stream produced.
@@ -64,7 +65,7 @@ pub struct OpenContext {
     /// The id of the `subscriptions/listen` request, when there is one.
     pub subscription_id: Option<RequestId>,
     /// This stream's queue capacity, overriding the source's default.
-    pub capacity: Option<usize>,
+    pub capacity: Option<NonZeroUsize>,
     /// This stream's overflow policy, overriding the source's default.
     pub overflow: Option<Overflow>,
 }
@@ -82,7 +83,8 @@ impl OpenContext {
     ///
     /// When `capacity` is zero.
     pub fn with_capacity(mut self, capacity: usize) -> Self {
-        assert!(capacity > 0, "a listener's capacity must be at least 1");
+        let capacity =
+            NonZeroUsize::new(capacity).expect("a listener's capacity must be at least 1");
         self.capacity = Some(capacity);
         self
     }
@@ -168,6 +170,14 @@ pub trait Source: Send + Sync {
     /// One open stream's state.
     type Handle: Send;
 
+    /// The notification kinds this source can serve, which a server
+    /// advertises (see [`Advertise`](crate::Advertise)) and requests are
+    /// narrowed to. The default claims every core kind; override it when
+    /// the source serves fewer.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
     /// Opens a stream for `requested`, granting a subset of it.
     ///
     /// # Errors
@@ -207,6 +217,22 @@ pub trait Source: Send + Sync {
     fn close(&self, handle: &mut Self::Handle, reason: CloseReason);
 }
 
+/// Parks this thread until unparked or `deadline`; `false` once the
+/// deadline has passed.
+pub(crate) fn park_until(deadline: Option<Instant>) -> bool {
+    match deadline {
+        None => thread::park(),
+        Some(deadline) => {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            thread::park_timeout(deadline - now);
+        }
+    }
+    true
+}
+
 /// Polls `future` on this thread until it is ready or `timeout` passes.
 fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
     struct Unpark(Thread);
@@ -216,7 +242,8 @@ fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output
         }
     }
 
-    let deadline = Instant::now() + timeout;
+    // A timeout too large to add (`Duration::MAX`) means no deadline.
+    let deadline = Instant::now().checked_add(timeout);
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
@@ -224,12 +251,10 @@ fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return Some(output);
         }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
         // A wake between the poll and this park leaves the unpark token set,
         // so the park returns at once instead of missing it.
-        thread::park_timeout(deadline - now);
+        if !park_until(deadline) {
+            return None;
+        }
     }
 }

@@ -17,6 +17,7 @@ const KEYS: [&str; 3] = ["a", "b", "c"];
 enum Op {
     Open {
         keys: Vec<usize>,
+        everything: bool,
         capacity: usize,
         disconnect: bool,
     },
@@ -34,8 +35,18 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        2 => (proptest::collection::vec(0..KEYS.len(), 0..3), 1..4usize, any::<bool>())
-            .prop_map(|(keys, capacity, disconnect)| Op::Open { keys, capacity, disconnect }),
+        2 => (
+            proptest::collection::vec(0..KEYS.len(), 0..3),
+            proptest::bool::weighted(0.25),
+            1..4usize,
+            any::<bool>(),
+        )
+            .prop_map(|(keys, everything, capacity, disconnect)| Op::Open {
+                keys,
+                everything,
+                capacity,
+                disconnect,
+            }),
         6 => (0..KEYS.len()).prop_map(|key| Op::Publish { key }),
         4 => (0..8usize).prop_map(|listener| Op::Read { listener }),
         1 => (0..8usize).prop_map(|listener| Op::Close { listener }),
@@ -47,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Debug)]
 struct Model {
     keys: Vec<usize>,
+    everything: bool,
     capacity: usize,
     disconnect: bool,
     queue: VecDeque<u64>,
@@ -62,8 +74,24 @@ enum State {
     Ended,
 }
 
+/// What the hub's closed counters should say.
+#[derive(Debug, Default, PartialEq)]
+struct Closed {
+    cancelled: u64,
+    complete: u64,
+    overflow: u64,
+}
+
 impl Model {
-    fn push(&mut self, seq: u64) {
+    fn matches(&self, key: usize) -> bool {
+        self.state == State::Open && (self.everything || self.keys.contains(&key))
+    }
+
+    fn is_registered(&self) -> bool {
+        matches!(self.state, State::Open | State::Completing)
+    }
+
+    fn push(&mut self, seq: u64, closed: &mut Closed) {
         if self.state != State::Open {
             return;
         }
@@ -71,6 +99,7 @@ impl Model {
             if self.disconnect {
                 self.state = State::Failed(self.queue.len() as u64 + 1);
                 self.queue.clear();
+                closed.overflow += 1;
                 return;
             }
             self.queue.pop_front();
@@ -79,7 +108,7 @@ impl Model {
         self.queue.push_back(seq);
     }
 
-    fn pop(&mut self) -> Option<Expected> {
+    fn pop(&mut self, closed: &mut Closed) -> Option<Expected> {
         if self.lag > 0 {
             return Some(Expected::Lagged(std::mem::take(&mut self.lag)));
         }
@@ -91,7 +120,10 @@ impl Model {
                 self.state = State::Open;
                 None
             }
-            State::Completing => Some(Expected::Complete),
+            State::Completing => {
+                closed.complete += 1;
+                Some(Expected::Complete)
+            }
             State::Failed(dropped) => Some(Expected::Failed(dropped)),
             State::Ended => Some(Expected::Closed),
         }
@@ -127,15 +159,22 @@ fn run(ops: Vec<Op>) {
         .build();
     let mut listeners: Vec<(Listener, Model)> = Vec::new();
     let mut completed = false;
+    let mut closed = Closed::default();
     for (seq, op) in (0u64..).zip(ops) {
         match op {
             Op::Open {
                 keys,
+                everything,
                 capacity,
                 disconnect,
             } => {
                 let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
-                let filter = Filter::new().with_extension("k", json!(names));
+                let base = if everything {
+                    Filter::everything()
+                } else {
+                    Filter::new()
+                };
+                let filter = base.with_extension("k", json!(names));
                 let policy = if disconnect {
                     Overflow::Disconnect
                 } else {
@@ -149,6 +188,7 @@ fn run(ops: Vec<Op>) {
                         assert!(!completed);
                         let model = Model {
                             keys,
+                            everything,
                             capacity,
                             disconnect,
                             queue: VecDeque::new(),
@@ -169,21 +209,24 @@ fn run(ops: Vec<Op>) {
                 let report = hub.publish(event);
                 let mut matched = 0;
                 for (_, model) in &mut listeners {
-                    if model.state == State::Open && model.keys.contains(&key) {
+                    if model.matches(key) {
                         matched += 1;
-                        model.push(seq);
+                        model.push(seq, &mut closed);
                     }
                 }
                 assert_eq!(report.matched, matched);
             }
             Op::Read { listener } => {
                 if let Some((listener, model)) = listeners.get_mut(listener) {
-                    assert_eq!(observed(listener.try_next()), model.pop());
+                    assert_eq!(observed(listener.try_next()), model.pop(&mut closed));
                 }
             }
             Op::Close { listener } => {
                 if let Some((listener, model)) = listeners.get_mut(listener) {
                     listener.close(CloseReason::Cancelled);
+                    if model.is_registered() {
+                        closed.cancelled += 1;
+                    }
                     model.queue.clear();
                     model.lag = 0;
                     model.state = State::Ended;
@@ -203,9 +246,23 @@ fn run(ops: Vec<Op>) {
             let s = listener.stats();
             assert_eq!(s.matched, s.delivered + s.dropped + s.queued + s.discarded);
         }
-        assert!(hub.stats().is_balanced());
+        let stats = hub.stats();
+        assert!(stats.is_balanced());
+        let registered = listeners.iter().filter(|(_, m)| m.is_registered()).count();
+        assert_eq!(stats.listeners_active, registered as u64);
+        let counted = stats.listeners_closed;
+        assert_eq!(
+            closed,
+            Closed {
+                cancelled: counted.cancelled,
+                complete: counted.complete,
+                overflow: counted.overflow,
+            }
+        );
     }
+    let still_registered = listeners.iter().filter(|(_, m)| m.is_registered()).count() as u64;
     drop(listeners);
+    assert_eq!(hub.stats().listeners_closed.disconnected, still_registered);
     let stats = hub.stats();
     assert_eq!(stats.listeners_active, 0);
     assert_eq!(stats.events_queued, 0);

@@ -39,7 +39,7 @@ fn drop_oldest_keeps_the_newest_n_and_reports_the_exact_lag() {
     let hub = Hub::builder().capacity(4).build();
     let mut listener = hub.listen(&Filter::everything()).unwrap();
     let evictions: usize = (0..10)
-        .map(|i| hub.notify_resource_updated(format!("file:///{i}")).dropped)
+        .map(|i| hub.notify_resource_updated(format!("file:///{i}")).evicted)
         .sum();
     assert_eq!(evictions, 6);
     assert_eq!(listener.try_next(), Some(Next::Lagged(6)));
@@ -336,6 +336,111 @@ async fn async_next_is_cancel_safe() {
         .await
         .unwrap();
     assert_eq!(uri(&event(Some(next))), "r");
+}
+
+#[test]
+fn a_wait_woken_then_dropped_before_its_next_poll_loses_nothing() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Wake, Waker};
+
+    struct CountWakes(AtomicUsize);
+    impl Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    let hub = Hub::new();
+    let mut listener = hub.listen(&Filter::new().with_resource("r")).unwrap();
+    let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
+    let waker = Waker::from(wakes.clone());
+    {
+        let mut wait = pin!(listener.next());
+        assert!(
+            wait.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        hub.notify_resource_updated("r");
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            1,
+            "a publish wakes the waiting reader"
+        );
+        // Dropped here, woken but never polled again.
+    }
+    let next = listener.try_next();
+    assert_eq!(uri(&event(next)), "r");
+
+    // A wait dropped before any publish leaves no waker behind to wake.
+    {
+        let mut wait = pin!(listener.next());
+        assert!(
+            wait.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+    }
+    hub.notify_resource_updated("r");
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "no stale waker was woken"
+    );
+    assert!(matches!(listener.try_next(), Some(Next::Event(_))));
+}
+
+#[test]
+fn a_match_everything_listener_gets_each_event_once() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(
+            &Filter::everything()
+                .with_resource("r")
+                .with_extension("taskIds", json!(true)),
+        )
+        .unwrap();
+    assert_eq!(hub.notify_resource_updated("r").matched, 1);
+    assert_eq!(hub.notify_tools_list_changed().matched, 1);
+    assert_eq!(drain(&mut listener).len(), 2);
+}
+
+#[test]
+fn an_overflowed_listener_counts_as_overflow_whoever_retires_it() {
+    let hub = Hub::builder()
+        .capacity(1)
+        .overflow(Overflow::Disconnect)
+        .build();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    hub.notify_tools_list_changed();
+    hub.notify_tools_list_changed();
+    assert!(matches!(listener.try_next(), Some(Next::Failed(_))));
+    listener.close(CloseReason::Error);
+    let closed = hub.stats().listeners_closed;
+    assert_eq!((closed.overflow, closed.error, closed.total()), (1, 0, 1));
+}
+
+#[test]
+fn blocking_next_accepts_an_endless_timeout() {
+    let hub = Hub::new();
+    let mut listener = hub
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let publisher = hub.clone();
+    let handle = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(10));
+        publisher.notify_tools_list_changed();
+    });
+    assert!(matches!(
+        listener.next_timeout(Duration::MAX),
+        Some(Next::Event(_))
+    ));
+    handle.join().unwrap();
 }
 
 #[test]

@@ -2,13 +2,14 @@
 //! events: per listener, every matched event is accounted for, and each
 //! publisher's events arrive in the order it published them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, EventKind, Filter, Hub, ListenerStats, Next, OpenContext,
-    Overflow, Selector,
+    Overflow, Selector, StreamError,
 };
 use serde_json::{Map, json};
 
@@ -49,6 +50,7 @@ struct Outcome {
     role: Role,
     publishers: Vec<u64>,
     seen: u64,
+    ended_by: Next,
     stats: ListenerStats,
 }
 
@@ -56,10 +58,12 @@ struct Outcome {
 fn every_matched_event_is_accounted_for_and_order_is_kept() {
     let hub = Hub::builder()
         .capacity(1 << 20)
-        .max_listeners(LISTENERS)
+        // The readers, and one listener that comes and goes while publishing runs.
+        .max_listeners(LISTENERS + 1)
         .capabilities(Capabilities::default().with_extension_field("publisher"))
         .build();
-    let start = Arc::new(Barrier::new(LISTENERS + PUBLISHERS as usize));
+    // Readers, publishers, the monitor and the churner start together.
+    let start = Arc::new(Barrier::new(LISTENERS + PUBLISHERS as usize + 2));
 
     let readers: Vec<_> = (0..LISTENERS)
         .map(|i| {
@@ -97,7 +101,7 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
                 start.wait();
                 let mut last = [None::<u64>; PUBLISHERS as usize];
                 let mut seen = 0u64;
-                loop {
+                let ended_by = loop {
                     let Some(next) = listener.next_timeout(Duration::from_secs(30)) else {
                         panic!("reader {i} starved");
                     };
@@ -120,19 +124,66 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
                             }
                         }
                         Next::Lagged(_) => {}
-                        Next::Complete | Next::Failed(_) | Next::Closed => break,
+                        end @ (Next::Complete | Next::Failed(_) | Next::Closed) => break end,
                         other => panic!("unexpected {other:?}"),
                     }
-                }
+                };
                 Outcome {
                     role,
                     publishers,
                     seen,
+                    ended_by,
                     stats: listener.stats(),
                 }
             })
         })
         .collect();
+
+    // While publishing runs: the figures balance at every snapshot, and
+    // listeners come and go (some reading asynchronously) without disturbing
+    // anyone else.
+    let publishing = Arc::new(AtomicBool::new(true));
+    let monitor = {
+        let (hub, publishing, start) = (hub.clone(), publishing.clone(), start.clone());
+        thread::spawn(move || {
+            start.wait();
+            let mut snapshots = 0;
+            while publishing.load(Ordering::Acquire) {
+                let stats = hub.stats();
+                assert!(stats.is_balanced(), "mid-run snapshot: {stats:?}");
+                snapshots += 1;
+                thread::sleep(Duration::from_millis(1));
+            }
+            snapshots
+        })
+    };
+    let churn = {
+        let (hub, publishing, start) = (hub.clone(), publishing.clone(), start.clone());
+        thread::spawn(move || {
+            start.wait();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let mut rounds = 0;
+            while publishing.load(Ordering::Acquire) {
+                let mut listener = hub.listen(&Filter::everything()).unwrap();
+                runtime.block_on(async {
+                    for _ in 0..10 {
+                        let wait = tokio::time::timeout(Duration::from_millis(5), listener.next());
+                        if wait.await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                if rounds % 2 == 0 {
+                    listener.close(CloseReason::Cancelled);
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
 
     let publishers: Vec<_> = (0..PUBLISHERS)
         .map(|p| {
@@ -149,14 +200,20 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
     for publisher in publishers {
         publisher.join().unwrap();
     }
+    publishing.store(false, Ordering::Release);
+    assert!(monitor.join().unwrap() > 0);
+    let churned = churn.join().unwrap();
+    assert!(churned > 0);
     hub.complete();
 
     let mut matched_total = 0;
+    let (mut overflowed, mut quitters) = (0, 0);
     for reader in readers {
         let Outcome {
             role,
             publishers,
             seen,
+            ended_by,
             stats,
         } = reader.join().unwrap();
         assert_eq!(
@@ -169,25 +226,52 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
         let published_to_it = publishers.len() as u64 * EVENTS_PER_PUBLISHER;
         match role {
             Role::Complete => {
+                assert_eq!(ended_by, Next::Complete);
                 assert_eq!(stats.matched, published_to_it);
                 assert_eq!(
                     seen, published_to_it,
                     "a listener that never overflows sees all"
                 );
             }
-            Role::Lossy => assert_eq!(stats.matched, published_to_it),
-            Role::Strict => assert!(stats.matched <= published_to_it),
+            Role::Lossy => {
+                assert_eq!(ended_by, Next::Complete);
+                assert_eq!(stats.matched, published_to_it);
+                assert_eq!(stats.discarded, 0);
+            }
+            Role::Strict => match ended_by {
+                Next::Failed(StreamError::Overflow { dropped }) => {
+                    overflowed += 1;
+                    assert_eq!(dropped, 65, "the full queue and the event that did not fit");
+                    assert_eq!(stats.dropped, dropped);
+                    assert_eq!(stats.matched, stats.delivered + stats.dropped);
+                }
+                Next::Complete => assert_eq!(stats.matched, published_to_it),
+                other => panic!("a strict reader ends by overflow or completion, not {other:?}"),
+            },
             Role::Quitter => {
-                assert!(stats.matched <= published_to_it);
-                assert_eq!(stats.queued, 0, "closing empties the queue");
+                quitters += 1;
+                assert_eq!(ended_by, Next::Closed);
+                assert_eq!(seen, 5_000, "it read until it closed");
+                assert_eq!(stats.dropped, 0);
+                assert_eq!(
+                    stats.discarded,
+                    stats.matched - 5_000,
+                    "closing discards the rest"
+                );
             }
         }
     }
 
     let stats = hub.stats();
     assert_eq!(stats.events_published, PUBLISHERS * EVENTS_PER_PUBLISHER);
-    assert_eq!(stats.events_matched, matched_total);
+    assert!(
+        stats.events_matched >= matched_total,
+        "the churners matched some too"
+    );
     assert_eq!(stats.listeners_active, 0);
-    assert_eq!(stats.listeners_closed.total(), LISTENERS as u64);
+    assert_eq!(stats.listeners_opened, LISTENERS as u64 + churned);
+    assert_eq!(stats.listeners_closed.total(), LISTENERS as u64 + churned);
+    assert_eq!(stats.listeners_closed.overflow, overflowed);
+    assert!(stats.listeners_closed.cancelled >= quitters);
     assert!(stats.is_balanced(), "{stats:?}");
 }

@@ -28,6 +28,36 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The kind a notification with `method` and `params` is: a core kind
+    /// when the method is one (a resource update needs a string `uri`),
+    /// otherwise an extension event routed by `selector`.
+    pub(crate) fn of(
+        method: String,
+        params: &serde_json::Map<String, serde_json::Value>,
+        selector: Option<Selector>,
+    ) -> Self {
+        match method.as_str() {
+            "notifications/tools/list_changed" => Self::ToolsListChanged,
+            "notifications/prompts/list_changed" => Self::PromptsListChanged,
+            "notifications/resources/list_changed" => Self::ResourcesListChanged,
+            "notifications/resources/updated" => match params.get("uri") {
+                Some(serde_json::Value::String(uri)) => Self::ResourceUpdated { uri: uri.clone() },
+                _ => Self::Extension { method, selector },
+            },
+            _ => Self::Extension { method, selector },
+        }
+    }
+
+    /// Whether the kind may travel on a `subscriptions/listen` stream at
+    /// all: progress and log notifications never do, whoever asks.
+    pub fn travels_on_listen_streams(&self) -> bool {
+        !matches!(
+            self,
+            Self::Extension { method, .. }
+                if method == "notifications/progress" || method == "notifications/message"
+        )
+    }
+
     /// The JSON-RPC method of the notification.
     pub fn method(&self) -> &str {
         match self {

@@ -79,6 +79,12 @@ impl Event {
     /// `params` is the notification's params object; a `_meta` object in it
     /// is kept, and the subscription id is stamped next to its entries.
     ///
+    /// A core method (`notifications/tools/list_changed`, …, or
+    /// `notifications/resources/updated` with a `uri`) becomes its core kind
+    /// and is routed as such, whatever the selector, so it never reaches a
+    /// listener that did not ask for it. Progress and log notifications
+    /// reach only match-everything listeners, never a listen stream.
+    ///
     /// ```
     /// use mcp_subscriptions::{Event, Filter, Selector};
     /// use serde_json::json;
@@ -97,10 +103,7 @@ impl Event {
         params: Map<String, Value>,
         selector: Option<Selector>,
     ) -> Self {
-        let kind = EventKind::Extension {
-            method: method.into(),
-            selector,
-        };
+        let kind = EventKind::of(method.into(), &params, selector);
         Self::new(kind, &params)
     }
 
@@ -212,6 +215,31 @@ mod tests {
             text.contains(r#""io.modelcontextprotocol/subscriptionId":"a\"b""#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn core_methods_published_as_extensions_keep_their_core_kind() {
+        let selector = Some(Selector::new("taskIds", Some("t".into())));
+        let listed = Event::extension(
+            "notifications/tools/list_changed",
+            Map::new(),
+            selector.clone(),
+        );
+        assert_eq!(listed.kind(), &EventKind::ToolsListChanged);
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::from("file:///a"));
+        let updated = Event::extension("notifications/resources/updated", params, selector.clone());
+        assert_eq!(
+            updated.kind(),
+            &EventKind::ResourceUpdated {
+                uri: "file:///a".into()
+            }
+        );
+        let progress = Event::extension("notifications/progress", Map::new(), selector);
+        assert!(!progress.kind().travels_on_listen_streams());
+        let filter = crate::Filter::new().with_extension("taskIds", serde_json::json!(true));
+        assert!(!filter.matches(progress.kind()));
+        assert!(crate::Filter::everything().matches(progress.kind()));
     }
 
     #[test]

@@ -174,6 +174,7 @@ impl Filter {
             EventKind::ResourceUpdated { uri } => {
                 self.everything || self.resource_subscriptions.iter().any(|s| s == uri)
             }
+            EventKind::Extension { .. } if !kind.travels_on_listen_streams() => self.everything,
             EventKind::Extension { selector, .. } => {
                 self.everything
                     || selector.as_ref().is_some_and(|selector| {

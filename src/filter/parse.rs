@@ -4,6 +4,8 @@
 //! where it must be (extension fields are kept verbatim, whatever they hold).
 //! Every refusal is a [`ListenParamsError`], which becomes JSON-RPC `-32602`.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::{Filter, field};
@@ -98,23 +100,26 @@ fn flag(value: &Value, field: &'static str) -> Result<bool, ListenParamsError> {
         .ok_or(ListenParamsError::FlagNotBoolean { field })
 }
 
+/// Reads distinct URIs in request order, refusing as soon as one more than
+/// `max_uris` is seen, so an oversized request costs no more than a
+/// full one.
 fn uris(value: &Value, max_uris: usize) -> Result<Vec<String>, ListenParamsError> {
     let array = value.as_array().ok_or(ListenParamsError::UrisNotArray)?;
-    let uris = array
-        .iter()
-        .enumerate()
-        .map(|(index, uri)| {
-            uri.as_str()
-                .map(str::to_owned)
-                .ok_or(ListenParamsError::UriNotString { index })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let uris = Filter::dedup_uris(uris);
-    if uris.len() > max_uris {
-        return Err(ListenParamsError::TooManyUris {
-            count: uris.len(),
-            limit: max_uris,
-        });
+    let mut seen = HashSet::new();
+    let mut uris = Vec::new();
+    for (index, uri) in array.iter().enumerate() {
+        let uri = uri
+            .as_str()
+            .ok_or(ListenParamsError::UriNotString { index })?;
+        if seen.insert(uri) {
+            if uris.len() == max_uris {
+                return Err(ListenParamsError::TooManyUris {
+                    count: array.len(),
+                    limit: max_uris,
+                });
+            }
+            uris.push(uri.to_owned());
+        }
     }
     Ok(uris)
 }

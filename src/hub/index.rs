@@ -85,7 +85,10 @@ impl Index {
             self.resources.insert(entry);
         }
         if filter.is_everything() {
+            // Everything reaches it through this bucket; indexing its URIs or
+            // extension keys as well would deliver some events twice.
             self.everything.insert(entry);
+            return;
         }
         for uri in filter.resource_subscriptions() {
             self.uris.entry(uri.clone()).or_default().insert(entry);
@@ -138,8 +141,8 @@ impl Index {
     ///
     /// A listener is in at most one of the buckets an event kind consults
     /// (a filter's extension field is either a key list or `true`, and
-    /// match-everything filters have no URIs or extension fields), so no
-    /// listener is visited twice.
+    /// match-everything listeners are indexed only by kind and in the
+    /// everything bucket), so no listener is visited twice.
     pub(crate) fn for_each_match(&self, kind: &EventKind, mut visit: impl FnMut(&Arc<Entry>)) {
         let mut walk = |bucket: Option<&Bucket>| {
             bucket
@@ -153,6 +156,9 @@ impl Index {
             EventKind::ResourcesListChanged => walk(Some(&self.resources)),
             EventKind::ResourceUpdated { uri } => {
                 walk(self.uris.get(uri));
+                walk(Some(&self.everything));
+            }
+            EventKind::Extension { .. } if !kind.travels_on_listen_streams() => {
                 walk(Some(&self.everything));
             }
             EventKind::Extension { selector, .. } => {
@@ -224,7 +230,12 @@ mod tests {
                 Filter::new().with_extension("taskIds", json!(["t1", "t2"])),
             ),
             entry(5, Filter::new().with_extension("taskIds", json!(true))),
-            entry(6, Filter::everything()),
+            entry(
+                6,
+                Filter::everything()
+                    .with_resource("a")
+                    .with_extension("taskIds", json!(true)),
+            ),
         ];
         for e in &entries {
             index.insert(e);

@@ -13,7 +13,7 @@ use super::Shared;
 use super::queue::Waiter;
 use super::registry::{Entry, Retirement};
 use crate::filter::Filter;
-use crate::source::{CloseReason, Next};
+use crate::source::{CloseReason, Next, park_until};
 use crate::stats::ListenerStats;
 use crate::sync::Arc;
 
@@ -47,6 +47,9 @@ pub struct Listener {
     entry: Arc<Entry>,
     /// A terminal item was returned, so the stream form ends.
     finished: bool,
+    /// The hub no longer has it registered: closing again need not take
+    /// the registry's write lock.
+    retired: bool,
 }
 
 impl Listener {
@@ -55,6 +58,7 @@ impl Listener {
             hub,
             entry,
             finished: false,
+            retired: false,
         }
     }
 
@@ -100,7 +104,8 @@ impl Listener {
     /// Parks the calling thread; a publish wakes it. Do not call it from an
     /// async task.
     pub fn next_timeout(&mut self, timeout: Duration) -> Option<Next> {
-        let deadline = Instant::now() + timeout;
+        // A timeout too large to add (`Duration::MAX`) means no deadline.
+        let deadline = Instant::now().checked_add(timeout);
         loop {
             let next = self.entry.queue.pop_or_register(|slot| {
                 *slot = Some(Waiter::Thread(thread::current()));
@@ -109,14 +114,12 @@ impl Listener {
                 self.observe(&next);
                 return Some(next);
             }
-            let now = Instant::now();
-            if now >= deadline {
+            // A publish between the check and this park leaves the unpark
+            // token set, so the park returns at once instead of missing it.
+            if !park_until(deadline) {
                 self.entry.queue.forget_waiter();
                 return None;
             }
-            // A publish between the check and this park leaves the unpark
-            // token set, so the park returns at once instead of missing it.
-            thread::park_timeout(deadline - now);
         }
     }
 
@@ -125,7 +128,13 @@ impl Listener {
     /// Closing twice is harmless.
     pub fn close(&mut self, reason: CloseReason) {
         self.entry.queue.close();
-        self.hub.retire(self.entry.id, Retirement::Closed(reason));
+        self.retire(Retirement::Closed(reason));
+    }
+
+    fn retire(&mut self, why: Retirement) {
+        if !std::mem::replace(&mut self.retired, true) {
+            self.hub.retire(self.entry.id, why);
+        }
     }
 
     /// A snapshot of this listener's counts.
@@ -148,15 +157,17 @@ impl Listener {
         }
     }
 
-    /// Bookkeeping on every item handed out: a graceful end retires the
-    /// listener (its tally is final once `Complete` was returned).
+    /// Bookkeeping on every item handed out: an end retires the listener
+    /// (its tally is final once a terminal item was returned).
     fn observe(&mut self, next: &Next) {
+        match next {
+            Next::Complete => self.retire(Retirement::Closed(CloseReason::Complete)),
+            // Only the overflow policy fails a hub listener.
+            Next::Failed(_) => self.retire(Retirement::Overflow),
+            _ => {}
+        }
         if next.is_terminal() {
             self.finished = true;
-        }
-        if matches!(next, Next::Complete) {
-            self.hub
-                .retire(self.entry.id, Retirement::Closed(CloseReason::Complete));
         }
     }
 }

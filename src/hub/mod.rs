@@ -10,6 +10,7 @@ pub(crate) mod registry;
 mod report;
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -172,7 +173,7 @@ impl Hub {
             id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
             filter: requested.narrow(&config.capabilities),
             queue: Queue::new(
-                context.capacity.unwrap_or(config.capacity),
+                context.capacity.map_or(config.capacity, NonZeroUsize::get),
                 context.overflow.unwrap_or(config.overflow),
             ),
         });
@@ -200,10 +201,14 @@ impl Hub {
         self.shared.published.fetch_add(1, Ordering::Relaxed);
         let mut report = PublishReport::default();
         let mut overflowed = Vec::new();
+        let mut waiters = Vec::new();
         {
+            // A read lock: publishers run side by side, and only opening,
+            // closing and completing (all brief) exclude them.
             let registry = self.shared.registry.read();
             registry.index.for_each_match(event.kind(), |entry| {
-                let pushed = entry.queue.push(&event);
+                let (pushed, waiter) = entry.queue.push(&event);
+                waiters.extend(waiter);
                 if pushed != Pushed::NotOpen {
                     report.matched += 1;
                 }
@@ -211,7 +216,7 @@ impl Hub {
                     Pushed::Queued => report.queued += 1,
                     Pushed::DroppedOldest => {
                         report.queued += 1;
-                        report.dropped += 1;
+                        report.evicted += 1;
                     }
                     Pushed::Disconnected => {
                         report.disconnected += 1;
@@ -220,6 +225,11 @@ impl Hub {
                     Pushed::NotOpen => {}
                 }
             });
+        }
+        // Readers are woken with no lock held: waking runs executor code,
+        // which may drop a task owning a listener, and that takes the lock.
+        for waiter in waiters {
+            waiter.wake();
         }
         // Retiring needs the write lock, so it waits until the read lock is
         // released; the failed queues take no events in between.
@@ -256,7 +266,10 @@ impl Hub {
     /// and lets every listener drain what it holds before it reports
     /// [`Next::Complete`](crate::Next::Complete). Idempotent.
     pub fn complete(&self) {
-        self.shared.registry.write().complete();
+        let waiters = self.shared.registry.write().complete();
+        for waiter in waiters {
+            waiter.wake();
+        }
     }
 
     /// Whether [`complete`](Self::complete) was called (or every handle
@@ -357,6 +370,10 @@ impl fmt::Debug for Hub {
 
 impl Source for Hub {
     type Handle = Listener;
+
+    fn capabilities(&self) -> Capabilities {
+        self.shared.config.capabilities.clone()
+    }
 
     fn open(
         &self,

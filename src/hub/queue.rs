@@ -32,7 +32,7 @@ pub(crate) enum Waiter {
 }
 
 impl Waiter {
-    fn wake(self) {
+    pub(crate) fn wake(self) {
         match self {
             Self::Task(waker) => waker.wake(),
             Self::Thread(thread) => thread.unpark(),
@@ -72,6 +72,8 @@ pub(crate) struct QueueSnapshot {
     pub(crate) lag: u64,
     pub(crate) capacity: usize,
     pub(crate) overflow: Overflow,
+    /// Disconnected by its overflow policy, whoever retires it.
+    pub(crate) overflowed: bool,
 }
 
 #[derive(Debug)]
@@ -97,6 +99,7 @@ struct State {
     lag: u64,
     waiter: Option<Waiter>,
     tally: Tally,
+    overflowed: bool,
 }
 
 #[derive(Debug)]
@@ -115,30 +118,27 @@ impl Queue {
                 lag: 0,
                 waiter: None,
                 tally: Tally::default(),
+                overflowed: false,
             }),
         }
     }
 
     /// Offers `event` under the overflow policy. Never blocks on the reader.
-    pub(crate) fn push(&self, event: &Event) -> Pushed {
-        let (pushed, waiter) = {
-            let mut state = self.state.lock();
-            let pushed = state.push(event);
-            // Only a reader parked on an empty queue registered a waiter;
-            // taking it here means a busy reader is never woken needlessly.
-            let waiter = if pushed == Pushed::NotOpen {
-                None
-            } else {
-                state.waiter.take()
-            };
-            (pushed, waiter)
+    ///
+    /// Returns the reader's waiter, if it was waiting, for the caller to wake
+    /// once it holds no lock at all: waking runs executor code, which must
+    /// not find the hub locked (it may drop a task that owns a listener).
+    pub(crate) fn push(&self, event: &Event) -> (Pushed, Option<Waiter>) {
+        let mut state = self.state.lock();
+        let pushed = state.push(event);
+        // Only a reader parked on an empty queue registered a waiter; taking
+        // it here means a busy reader is never woken needlessly.
+        let waiter = if pushed == Pushed::NotOpen {
+            None
+        } else {
+            state.waiter.take()
         };
-        // Woken after unlocking, so the reader never contends with us for
-        // the lock it is about to take.
-        if let Some(waiter) = waiter {
-            waiter.wake();
-        }
-        pushed
+        (pushed, waiter)
     }
 
     /// Takes the next item, or, when there is none yet, lets `register`
@@ -162,19 +162,14 @@ impl Queue {
     }
 
     /// Stops taking events; the reader drains what is queued, then gets
-    /// `Complete`.
-    pub(crate) fn complete(&self) {
-        let waiter = {
-            let mut state = self.state.lock();
-            if !matches!(state.phase, Phase::Open) {
-                return;
-            }
-            state.phase = Phase::Completing;
-            state.waiter.take()
-        };
-        if let Some(waiter) = waiter {
-            waiter.wake();
+    /// `Complete`. Returns the waiter to wake, as [`push`](Self::push) does.
+    pub(crate) fn complete(&self) -> Option<Waiter> {
+        let mut state = self.state.lock();
+        if !matches!(state.phase, Phase::Open) {
+            return None;
         }
+        state.phase = Phase::Completing;
+        state.waiter.take()
     }
 
     /// Ends the queue, discarding what it holds. Idempotent.
@@ -201,6 +196,7 @@ impl Queue {
             lag: state.lag,
             capacity: state.capacity,
             overflow: state.overflow,
+            overflowed: state.overflowed,
         }
     }
 }
@@ -224,6 +220,7 @@ impl State {
                     let lost = self.events.len() as u64 + 1;
                     self.tally.dropped += lost;
                     self.events = VecDeque::new();
+                    self.overflowed = true;
                     self.phase = Phase::Failed(StreamError::Overflow { dropped: lost });
                     return Pushed::Disconnected;
                 }
@@ -300,13 +297,13 @@ mod tests {
     #[test]
     fn disconnect_fails_once_then_closes() {
         let queue = Queue::new(2, Overflow::Disconnect);
-        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::Queued);
-        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::Queued);
+        assert_eq!(queue.push(&Event::tools_list_changed()).0, Pushed::Queued);
+        assert_eq!(queue.push(&Event::tools_list_changed()).0, Pushed::Queued);
         assert_eq!(
-            queue.push(&Event::tools_list_changed()),
+            queue.push(&Event::tools_list_changed()).0,
             Pushed::Disconnected
         );
-        assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::NotOpen);
+        assert_eq!(queue.push(&Event::tools_list_changed()).0, Pushed::NotOpen);
         assert_eq!(
             pop(&queue),
             Some(Next::Failed(StreamError::Overflow { dropped: 3 }))
@@ -320,7 +317,7 @@ mod tests {
         let queue = Queue::new(4, Overflow::DropOldest);
         queue.push(&Event::resource_updated("a"));
         queue.complete();
-        assert_eq!(queue.push(&Event::resource_updated("b")), Pushed::NotOpen);
+        assert_eq!(queue.push(&Event::resource_updated("b")).0, Pushed::NotOpen);
         assert_eq!(uri(pop(&queue)), "a");
         assert_eq!(pop(&queue), Some(Next::Complete));
         assert_eq!(pop(&queue), Some(Next::Closed));
@@ -350,7 +347,8 @@ mod tests {
             None
         );
         assert!(registered);
-        queue.push(&Event::tools_list_changed());
+        let (_, waiter) = queue.push(&Event::tools_list_changed());
+        assert!(matches!(waiter, Some(Waiter::Task(_))));
         assert!(queue.state.lock().waiter.is_none());
         let next = queue.pop_or_register(|_| panic!("must not register when an event is ready"));
         assert!(matches!(next, Some(Next::Event(_))));
@@ -373,12 +371,13 @@ mod loom_model {
                 let queue = queue.clone();
                 thread::spawn(move || {
                     for i in 0..3 {
-                        queue.push(&Event::resource_updated(i.to_string()));
+                        let (_, waiter) = queue.push(&Event::resource_updated(i.to_string()));
+                        waiter.into_iter().for_each(Waiter::wake);
                     }
                 })
             };
             let mut seen = Vec::new();
-            let mut reader = |queue: &Queue| {
+            let mut drain = |queue: &Queue| {
                 while let Some(next) = queue.pop_or_register(|_| {}) {
                     match next {
                         Next::Event(event) => seen.push(event.to_plain_json()),
@@ -387,9 +386,9 @@ mod loom_model {
                     }
                 }
             };
-            reader(&queue);
+            drain(&queue);
             publisher.join().unwrap();
-            reader(&queue);
+            drain(&queue);
             queue.close();
 
             let snap = queue.snapshot();
@@ -407,6 +406,59 @@ mod loom_model {
             sorted.sort();
             assert_eq!(seen, sorted, "delivery order must follow publish order");
         });
+    }
+
+    /// A reader that registers its waker and sleeps must be woken by the
+    /// pushes and the completion: a lost wake-up is a loom deadlock.
+    fn waiting_reader(capacity: usize) {
+        loom::model(move || {
+            let queue = Arc::new(Queue::new(capacity, Overflow::DropOldest));
+            let publisher = {
+                let queue = queue.clone();
+                thread::spawn(move || {
+                    for i in 0..2 {
+                        let (_, waiter) = queue.push(&Event::resource_updated(i.to_string()));
+                        waiter.into_iter().for_each(Waiter::wake);
+                    }
+                    queue.complete().into_iter().for_each(Waiter::wake);
+                })
+            };
+            let mut delivered = 0;
+            loom::future::block_on(std::future::poll_fn(|cx| {
+                loop {
+                    let next = queue.pop_or_register(|slot| {
+                        *slot = Some(Waiter::Task(cx.waker().clone()));
+                    });
+                    match next {
+                        Some(Next::Event(_)) => delivered += 1,
+                        Some(Next::Lagged(_)) => {}
+                        Some(Next::Complete) => return std::task::Poll::Ready(()),
+                        Some(other) => panic!("unexpected {other:?}"),
+                        // Registered; the publisher will wake us. Events
+                        // already counted stay counted in the tally.
+                        None => return std::task::Poll::Pending,
+                    }
+                }
+            }));
+            publisher.join().unwrap();
+            let snap = queue.snapshot();
+            assert!(delivered >= 1, "the newest event always survives");
+            assert_eq!(snap.queued, 0);
+            assert_eq!(
+                snap.tally.matched,
+                snap.tally.delivered + snap.tally.dropped
+            );
+        });
+    }
+
+    #[test]
+    fn waiting_reader_capacity_1() {
+        waiting_reader(1);
+    }
+
+    #[test]
+    fn waiting_reader_capacity_2() {
+        waiting_reader(2);
     }
 
     #[test]

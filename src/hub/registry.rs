@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::ListenerId;
 use super::index::Index;
-use super::queue::{Queue, Tally};
+use super::queue::{Queue, Tally, Waiter};
 use crate::filter::Filter;
 use crate::source::CloseReason;
 use crate::stats::ClosedCounts;
@@ -60,18 +60,28 @@ impl Registry {
             return;
         };
         self.index.remove(&entry);
-        self.retired += entry.queue.snapshot().tally;
-        self.closed.count(why);
+        let snap = entry.queue.snapshot();
+        self.retired += snap.tally;
+        // A listener its policy disconnected counts as overflowed, even if
+        // its reader saw the failure and closed it before the publisher got
+        // round to retiring it.
+        self.closed.count(if snap.overflowed {
+            Retirement::Overflow
+        } else {
+            why
+        });
     }
 
     /// Refuses new listeners and stops every queue taking events; each
     /// listener stays registered until it has drained and seen `Complete`.
-    pub(crate) fn complete(&mut self) {
+    /// Returns the waiters to wake once the registry is unlocked.
+    pub(crate) fn complete(&mut self) -> Vec<Waiter> {
         self.completed = true;
         self.index = Index::default();
-        for entry in self.entries.values() {
-            entry.queue.complete();
-        }
+        self.entries
+            .values()
+            .filter_map(|entry| entry.queue.complete())
+            .collect()
     }
 }
 

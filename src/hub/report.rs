@@ -11,9 +11,10 @@ pub struct PublishReport {
     pub queued: usize,
     /// Listeners that evicted their oldest event to queue it
     /// ([`DropOldest`](crate::Overflow::DropOldest)); also counted in
-    /// `queued`.
-    pub dropped: usize,
+    /// `queued`. Each evicted one event.
+    pub evicted: usize,
     /// Listeners disconnected because it did not fit
-    /// ([`Disconnect`](crate::Overflow::Disconnect)).
+    /// ([`Disconnect`](crate::Overflow::Disconnect)); each lost everything
+    /// it held, as [`HubStats::events_dropped`](crate::HubStats) counts.
     pub disconnected: usize,
 }
