@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "rmcp")]
+mod adapters;
 mod error;
 mod event;
 mod filter;
@@ -9,6 +11,8 @@ mod source;
 mod stats;
 mod sync;
 
+#[cfg(feature = "rmcp")]
+pub use adapters::{StdioTransport, http_endpoint};
 pub use error::{
     AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
     StreamError,

@@ -6,7 +6,7 @@ use crate::hub::{ListenerId, Overflow};
 use crate::source::CloseReason;
 
 /// How many listeners ended, by why.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ClosedCounts {
     /// Cancelled by the client.
@@ -77,7 +77,7 @@ impl ClosedCounts {
 ///
 /// Call it when the exporter is scraped (or on a timer): the figures are
 /// absolute, so recording twice counts nothing twice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct HubStats {
     /// Listeners open now.

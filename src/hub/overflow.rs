@@ -7,7 +7,8 @@ use crate::error::ParseOverflowError;
 ///
 /// Publishing never waits for a listener, so a full queue must give
 /// something up; the policy says what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Overflow {
     /// Evict the oldest queued event to make room. The listener stays

@@ -1,0 +1,317 @@
+//! A real MCP server (rmcp, protocol 2026-07-28) whose `subscriptions/listen`
+//! streams are served from a `Hub`.
+//!
+//! ```sh
+//! cargo run --release --example server -- [--bind ADDR] [--stdio]
+//!     [--keepalive-secs N] [--capacity N] [--overflow drop-oldest|disconnect]
+//!     [--max-subscriptions N]
+//! ```
+//!
+//! Over HTTP it serves `POST /mcp` (Streamable HTTP), `GET /metrics`
+//! (Prometheus text) and `GET /stats` (the hub's statistics as JSON). Its
+//! tools publish into the hub: `test_trigger_tool_change`,
+//! `test_trigger_prompt_change`, `test_trigger_resource_update {uri}` and
+//! `test_trigger_burst {uri, count}`, plus the conformance suite's
+//! diagnostic tools. Ctrl-C or SIGTERM completes every open stream
+//! gracefully before the process exits.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::get;
+use mcp_subscriptions::{
+    Advertise, Hub, ListenOptions, ListenService, Overflow, StdioTransport, http_endpoint,
+};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    ErrorCode, ErrorData, Implementation, PromptsCapability, ProtocolVersion, RequestMetaObject,
+    ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
+};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::json;
+
+/// Command-line options.
+struct Options {
+    bind: SocketAddr,
+    stdio: bool,
+    keepalive: Duration,
+    capacity: usize,
+    overflow: Overflow,
+    max_subscriptions: usize,
+}
+
+impl Options {
+    fn parse() -> Result<Self, String> {
+        let mut options = Options {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8808)),
+            stdio: false,
+            keepalive: mcp_subscriptions::DEFAULT_KEEPALIVE,
+            capacity: mcp_subscriptions::DEFAULT_CAPACITY,
+            overflow: Overflow::DropOldest,
+            max_subscriptions: mcp_subscriptions::DEFAULT_MAX_LISTENERS,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            if flag == "--stdio" {
+                options.stdio = true;
+                continue;
+            }
+            let value = args.next().ok_or(format!("{flag} needs a value"))?;
+            let invalid = |err: &dyn std::fmt::Display| format!("{flag} {value}: {err}");
+            match flag.as_str() {
+                "--bind" => options.bind = value.parse().map_err(|e| invalid(&e))?,
+                "--keepalive-secs" => {
+                    options.keepalive = Duration::from_secs(value.parse().map_err(|e| invalid(&e))?)
+                }
+                "--capacity" => match value.parse() {
+                    Ok(0) => return Err(invalid(&"the capacity must be at least 1")),
+                    Ok(n) => options.capacity = n,
+                    Err(e) => return Err(invalid(&e)),
+                },
+                "--overflow" => options.overflow = value.parse().map_err(|e| invalid(&e))?,
+                "--max-subscriptions" => {
+                    options.max_subscriptions = value.parse().map_err(|e| invalid(&e))?
+                }
+                _ => return Err(format!("unknown option {flag}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The MCP server: its tools publish into the hub.
+#[derive(Clone)]
+struct DemoServer {
+    hub: Hub,
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct UriArgs {
+    /// The resource that changed.
+    uri: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct BurstArgs {
+    /// The resource that changed.
+    uri: String,
+    /// How many updates to publish.
+    count: u64,
+}
+
+#[tool_router]
+impl DemoServer {
+    fn new(hub: Hub) -> Self {
+        Self {
+            hub,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(description = "Publish notifications/tools/list_changed")]
+    fn test_trigger_tool_change(&self) -> String {
+        let report = self.hub.notify_tools_list_changed();
+        format!("queued for {} listeners", report.queued)
+    }
+
+    #[tool(description = "Publish notifications/prompts/list_changed")]
+    fn test_trigger_prompt_change(&self) -> String {
+        let report = self.hub.notify_prompts_list_changed();
+        format!("queued for {} listeners", report.queued)
+    }
+
+    #[tool(description = "Publish notifications/resources/updated for a URI")]
+    fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
+        let report = self.hub.notify_resource_updated(args.uri);
+        format!("queued for {} listeners", report.queued)
+    }
+
+    #[tool(
+        description = "Publish `count` resource updates for a URI as fast as possible; returns at once"
+    )]
+    fn test_trigger_burst(&self, Parameters(args): Parameters<BurstArgs>) -> String {
+        let hub = self.hub.clone();
+        std::thread::spawn(move || {
+            for _ in 0..args.count {
+                hub.notify_resource_updated(args.uri.as_str());
+            }
+        });
+        format!("publishing {} updates", args.count)
+    }
+
+    #[tool(description = "Needs the client's sampling capability; refuses with -32021 without it")]
+    fn test_missing_capability(&self, meta: RequestMetaObject) -> Result<String, ErrorData> {
+        let sampling = meta.client_capabilities().and_then(|caps| caps.sampling);
+        match sampling {
+            Some(_) => Ok("the client declared sampling".to_owned()),
+            None => Err(ErrorData::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "Missing required client capability: sampling",
+                Some(json!({"requiredCapabilities": {"sampling": {}}})),
+            )),
+        }
+    }
+
+    #[tool(
+        description = "Answers on its response stream without ever sending the client a request"
+    )]
+    fn test_streaming_elicitation(&self) -> String {
+        "no elicitation needed: this server never sends requests on a response stream".to_owned()
+    }
+
+    #[tool(
+        description = "Would log; sends no notifications/message unless the request set a logLevel"
+    )]
+    fn test_logging_tool(&self, meta: RequestMetaObject) -> String {
+        // Logging is deprecated (SEP-2577), and this server never logs to
+        // clients; a request without a logLevel must certainly get no log.
+        match meta.log_level() {
+            Some(level) => format!("asked for {level:?} logs; this server sends none"),
+            None => "not logged: the request set no logLevel".to_owned(),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for DemoServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut base = ServerCapabilities::default();
+        base.tools = Some(ToolsCapability::default());
+        base.prompts = Some(PromptsCapability::default());
+        base.resources = Some(ResourcesCapability::default());
+        let capabilities = Advertise::new(base)
+            .source(&self.hub)
+            .build()
+            .expect("the hub serves every subscription capability");
+        ServerConfig::new(capabilities).with_server_info(server_info())
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
+    }
+}
+
+fn server_info() -> Implementation {
+    Implementation::new("mcp-subscriptions-example", env!("CARGO_PKG_VERSION"))
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Completes the hub, then waits (briefly) until every stream has written
+/// its completion result.
+async fn complete(hub: &Hub) {
+    hub.complete();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while hub.stats().listeners_active > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn serve_http(
+    hub: Hub,
+    listen: ListenService<Hub>,
+    options: &Options,
+    metrics: PrometheusHandle,
+) -> std::io::Result<()> {
+    let server = DemoServer::new(hub.clone());
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_sse_keep_alive(Some(options.keepalive)),
+    );
+    let stats_hub = hub.clone();
+    let metrics_hub = hub.clone();
+    let app = axum::Router::new()
+        .route("/mcp", http_endpoint(listen, mcp))
+        .route(
+            "/metrics",
+            get(move || async move {
+                metrics_hub.record_metrics();
+                metrics.render()
+            }),
+        )
+        .route(
+            "/stats",
+            get(move || async move {
+                let body = serde_json::to_string(&stats_hub.stats()).expect("stats serialize");
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    body,
+                )
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind(options.bind).await?;
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            complete(&hub).await;
+        })
+        .await
+}
+
+async fn serve_stdio(
+    hub: Hub,
+    listen: ListenService<Hub>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    eprintln!("serving MCP on stdin/stdout");
+    let running = DemoServer::new(hub.clone())
+        .serve(StdioTransport::stdio(listen))
+        .await?;
+    tokio::select! {
+        _ = running.waiting() => {}
+        _ = shutdown_signal() => complete(&hub).await,
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let options = match Options::parse() {
+        Ok(options) => options,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::exit(2);
+        }
+    };
+    let metrics = PrometheusBuilder::new().install_recorder()?;
+    let hub = Hub::builder()
+        .capacity(options.capacity)
+        .overflow(options.overflow)
+        .max_listeners(options.max_subscriptions)
+        .build();
+    let listen = ListenService::with_options(
+        hub.clone(),
+        ListenOptions::default()
+            .with_keepalive(options.keepalive)
+            .with_server_info(server_info()),
+    );
+    if options.stdio {
+        serve_stdio(hub, listen).await
+    } else {
+        Ok(serve_http(hub, listen, &options, metrics).await?)
+    }
+}
