@@ -15,7 +15,7 @@ use rmcp::model::{ErrorCode, ErrorData, RequestId};
 use serde_json::Value;
 use tower_service::Service;
 
-use super::request_id;
+use super::{listen_request, request_id};
 use crate::serve::{ListenService, ListenStream, message};
 use crate::source::{CloseReason, Source};
 
@@ -80,11 +80,8 @@ where
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
     if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-        if let Some(id) = request_id(&message, "subscriptions/listen") {
-            // An id rmcp would not accept either is left for rmcp to refuse.
-            if let Ok(id) = serde_json::from_value::<RequestId>(id.clone()) {
-                return serve_listen(&listen, id, message.get("params"));
-            }
+        if let Some(id) = listen_request(&message) {
+            return serve_listen(&listen, id, message.get("params"));
         }
         for removed in ["resources/subscribe", "resources/unsubscribe"] {
             if let Some(id) = request_id(&message, removed) {

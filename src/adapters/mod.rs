@@ -14,9 +14,19 @@ mod stdio;
 pub use http::http_endpoint;
 pub use stdio::StdioTransport;
 
-/// Whether a JSON-RPC message is a request for `method`, and its id.
-fn request_id<'a>(message: &'a serde_json::Value, method: &str) -> Option<&'a serde_json::Value> {
+use rmcp::model::RequestId;
+use serde_json::Value;
+
+/// The id of a request for `method`, or `None` for any other message.
+fn request_id<'a>(message: &'a Value, method: &str) -> Option<&'a Value> {
     (message.get("method")?.as_str()? == method)
         .then(|| message.get("id"))
         .flatten()
+}
+
+/// The id of a `subscriptions/listen` request; `None` for any other message,
+/// and for an id rmcp would not accept either (rmcp then refuses it).
+fn listen_request(message: &Value) -> Option<RequestId> {
+    let id = request_id(message, "subscriptions/listen")?;
+    serde_json::from_value(id.clone()).ok()
 }

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 
-use super::request_id;
+use super::listen_request;
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source};
 
@@ -198,15 +198,13 @@ where
                     Err(_) => continue,
                 }
             };
-            if let Some(id) = request_id(&message, "subscriptions/listen") {
-                if let Ok(id) = serde_json::from_value::<RequestId>(id.clone()) {
-                    if let Some(refusal) = self.start(id, message.get("params")) {
-                        // The pipe is gone if this fails; the input ends too.
-                        let writer = self.writer.clone();
-                        drop(write_line(&writer, &refusal).await);
-                    }
-                    continue;
+            if let Some(id) = listen_request(&message) {
+                if let Some(refusal) = self.start(id, message.get("params")) {
+                    // The pipe is gone if this fails; the input ends too.
+                    let writer = self.writer.clone();
+                    drop(write_line(&writer, &refusal).await);
                 }
+                continue;
             }
             if self.cancel(&message) {
                 continue;
