@@ -202,37 +202,40 @@ fn server_info() -> Implementation {
     Implementation::new("mcp-subscriptions-example", env!("CARGO_PKG_VERSION"))
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+/// Ctrl-C (SIGINT) or SIGTERM. Installed first thing, so that a signal
+/// arriving while the server starts is not fatal.
+struct Shutdown {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
 }
 
-/// Completes the hub, then waits (briefly) until every stream has written
-/// its completion result.
-async fn complete(hub: &Hub) {
-    hub.complete();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while hub.stats().listeners_active > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+impl Shutdown {
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn requested(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }
+
+/// How long a graceful shutdown waits for streams to write their last
+/// message.
+const DRAIN: Duration = Duration::from_secs(5);
 
 async fn serve_http(
     hub: Hub,
     listen: ListenService<Hub>,
     options: &Options,
     metrics: PrometheusHandle,
+    shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let server = DemoServer::new(hub.clone());
     let mcp = StreamableHttpService::new(
@@ -265,31 +268,58 @@ async fn serve_http(
         );
     let listener = tokio::net::TcpListener::bind(options.bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    axum::serve(listener, app)
+    let (stopping, stopped) = tokio::sync::oneshot::channel();
+    let server = axum::serve(listener, app)
+        // Completing the hub ends every listen stream with its `complete`
+        // result; the graceful shutdown then waits for those responses.
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            complete(&hub).await;
-        })
-        .await
+            shutdown.requested().await;
+            hub.complete();
+            let _ = stopping.send(());
+        });
+    // A client that stopped reading must not hold the exit up for ever.
+    let drain_limit = async {
+        if stopped.await.is_ok() {
+            tokio::time::sleep(DRAIN).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        served = server => served,
+        () = drain_limit => Ok(()),
+    }
 }
 
 async fn serve_stdio(
     hub: Hub,
     listen: ListenService<Hub>,
+    shutdown: Shutdown,
 ) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("serving MCP on stdin/stdout");
-    let running = DemoServer::new(hub.clone())
-        .serve(StdioTransport::stdio(listen))
-        .await?;
+    let transport = StdioTransport::stdio(listen);
+    let streams = transport.streams();
+    let serving = async {
+        let running = DemoServer::new(hub.clone()).serve(transport).await?;
+        running.waiting().await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    };
     tokio::select! {
-        _ = running.waiting() => {}
-        _ = shutdown_signal() => complete(&hub).await,
+        served = serving => served?,
+        // rmcp may still be waiting for the client's first request here; the
+        // listen streams are served either way.
+        () = shutdown.requested() => {
+            hub.complete();
+            // Each stream writes its `complete` result before the exit.
+            let _ = tokio::time::timeout(DRAIN, streams.finished()).await;
+        }
     }
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let shutdown = Shutdown::install()?;
     let options = match Options::parse() {
         Ok(options) => options,
         Err(err) => {
@@ -310,8 +340,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_server_info(server_info()),
     );
     if options.stdio {
-        serve_stdio(hub, listen).await
+        serve_stdio(hub, listen, shutdown).await?;
+        // tokio's stdin reader is a blocking thread that would hold the
+        // runtime's shutdown until the client closes its end.
+        std::process::exit(0)
     } else {
-        Ok(serve_http(hub, listen, &options, metrics).await?)
+        Ok(serve_http(hub, listen, &options, metrics, shutdown).await?)
     }
 }

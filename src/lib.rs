@@ -12,7 +12,7 @@ mod stats;
 mod sync;
 
 #[cfg(feature = "rmcp")]
-pub use adapters::{StdioTransport, http_endpoint};
+pub use adapters::{StdioStreams, StdioTransport, http_endpoint};
 pub use error::{
     AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
     StreamError,

@@ -12,7 +12,7 @@ mod http;
 mod stdio;
 
 pub use http::http_endpoint;
-pub use stdio::StdioTransport;
+pub use stdio::{StdioStreams, StdioTransport};
 
 use rmcp::model::RequestId;
 use serde_json::Value;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::listen_request;
 use crate::serve::{ListenService, ListenStream};
@@ -52,6 +53,36 @@ pub struct StdioTransport<S: Source> {
     /// Cancelled when the input ends or the transport closes; every stream's
     /// token is a child of it.
     closing: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// The listen streams of one [`StdioTransport`], to wait for at shutdown.
+#[derive(Debug, Clone)]
+pub struct StdioStreams {
+    tasks: TaskTracker,
+}
+
+impl StdioStreams {
+    /// Resolves once every listen stream has written its last message.
+    ///
+    /// A graceful shutdown completes the source (for example
+    /// [`Hub::complete`](crate::Hub::complete)) and then awaits this before
+    /// the process exits, so each stream's `complete` result reaches the
+    /// client.
+    pub async fn finished(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+
+    /// How many listen streams are being served now.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no listen stream is being served.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
 }
 
 impl<S> StdioTransport<S>
@@ -79,6 +110,15 @@ where
             listen,
             streams: Arc::default(),
             closing: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// A handle on this transport's listen streams, for a graceful shutdown
+    /// to wait on.
+    pub fn streams(&self) -> StdioStreams {
+        StdioStreams {
+            tasks: self.tasks.clone(),
         }
     }
 
@@ -88,7 +128,7 @@ where
             Ok(stream) => {
                 let token = self.closing.child_token();
                 self.streams.lock().insert(id.clone(), token.clone());
-                tokio::spawn(serve(
+                self.tasks.spawn(serve(
                     stream,
                     token,
                     self.closing.clone(),

@@ -26,3 +26,6 @@ pub fn drain(listener: &mut mcp_subscriptions::Listener) -> Vec<Next> {
         .take_while(|next| !matches!(next, Next::Closed))
         .collect()
 }
+
+#[cfg(feature = "rmcp")]
+pub mod example;

@@ -1,0 +1,400 @@
+//! The example server, run as a real process, against rmcp's own client:
+//! over Streamable HTTP on loopback and over stdio.
+
+#![cfg(feature = "rmcp")]
+
+mod support;
+
+use std::time::Duration;
+
+use rmcp::model::{ServerNotification, SubscriptionFilter};
+use rmcp::service::{ServiceError, SubscriptionEnd};
+use serde_json::json;
+use support::example::{HttpServer, call, raw_http, request_meta, stdio_client};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn next(subscription: &mut rmcp::service::Subscription) -> Option<ServerNotification> {
+    tokio::time::timeout(WAIT, subscription.next())
+        .await
+        .expect("the stream moves on")
+        .expect("no error on the stream")
+}
+
+#[tokio::test]
+async fn http_smoke_acknowledged_stamped_and_filtered() {
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let filter = SubscriptionFilter::builder()
+        .tools_list_changed()
+        .resource_subscription("file:///a")
+        .build();
+    let mut subscription = client.listen(filter.clone()).await.unwrap();
+    assert_eq!(subscription.acknowledged(), &filter);
+
+    // Not asked for: a prompts change and another URI. rmcp's client fails
+    // the stream if any of them arrives, or if an id is not ours.
+    call(&client, "test_trigger_prompt_change", json!({})).await;
+    call(
+        &client,
+        "test_trigger_resource_update",
+        json!({"uri": "file:///b"}),
+    )
+    .await;
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    call(
+        &client,
+        "test_trigger_resource_update",
+        json!({"uri": "file:///a"}),
+    )
+    .await;
+
+    assert!(matches!(
+        next(&mut subscription).await,
+        Some(ServerNotification::ToolListChangedNotification(_))
+    ));
+    match next(&mut subscription).await {
+        Some(ServerNotification::ResourceUpdatedNotification(updated)) => {
+            assert_eq!(updated.params.uri, "file:///a");
+        }
+        other => panic!("expected the update for file:///a, got {other:?}"),
+    }
+    let stats = server.stats().await;
+    assert_eq!(stats["events_published"], 4);
+    assert_eq!(stats["events_delivered"], 2);
+}
+
+#[tokio::test]
+async fn http_cancelling_one_stream_leaves_the_others_and_frees_the_listener_at_once() {
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let tools = || SubscriptionFilter::builder().tools_list_changed().build();
+    let mut kept = client.listen(tools()).await.unwrap();
+    let mut cancelled = client.listen(tools()).await.unwrap();
+    server.wait_for_active(2, WAIT).await;
+
+    cancelled.cancel().await.unwrap();
+    server.wait_for_active(1, Duration::from_secs(1)).await;
+    assert_eq!(server.stats().await["listeners_closed"]["cancelled"], 1);
+
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    assert!(matches!(
+        next(&mut kept).await,
+        Some(ServerNotification::ToolListChangedNotification(_))
+    ));
+}
+
+#[tokio::test]
+async fn http_shutdown_completes_every_stream_gracefully() {
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let mut first = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    let mut second = client
+        .listen(SubscriptionFilter::builder().prompts_list_changed().build())
+        .await
+        .unwrap();
+    server.wait_for_active(2, WAIT).await;
+    server.interrupt();
+    for subscription in [&mut first, &mut second] {
+        assert!(next(subscription).await.is_none());
+        assert!(
+            matches!(subscription.end(), Some(SubscriptionEnd::Graceful(_))),
+            "{:?}",
+            subscription.end()
+        );
+    }
+}
+
+#[tokio::test]
+async fn http_overflow_under_disconnect_ends_with_an_error_the_client_sees() {
+    let server = HttpServer::start(&["--capacity", "1", "--overflow", "disconnect"]).await;
+    let client = server.client().await;
+    let mut subscription = client
+        .listen_with_capacity(
+            SubscriptionFilter::builder()
+                .resource_subscription("r")
+                .build(),
+            std::num::NonZeroUsize::new(100_000).unwrap(),
+        )
+        .await
+        .unwrap();
+    call(
+        &client,
+        "test_trigger_burst",
+        json!({"uri": "r", "count": 100_000}),
+    )
+    .await;
+    let error = loop {
+        match tokio::time::timeout(WAIT, subscription.next())
+            .await
+            .unwrap()
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("expected an error end, got {:?}", subscription.end()),
+            Err(ServiceError::McpError(error)) => break error,
+            Err(other) => panic!("unexpected {other}"),
+        }
+    };
+    assert_eq!(error.code.0, -32000);
+    assert_eq!(error.data.as_ref().unwrap()["reason"], "overflow");
+    assert!(error.data.as_ref().unwrap()["dropped"].as_u64().unwrap() >= 2);
+    server.wait_for_active(0, WAIT).await;
+    assert_eq!(server.stats().await["listeners_closed"]["overflow"], 1);
+}
+
+#[tokio::test]
+async fn http_refusals_come_before_any_acknowledgement() {
+    let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
+    let addr = server.addr();
+    let listen = |id: u64, notifications: Option<serde_json::Value>| {
+        let mut params = json!({"_meta": request_meta()});
+        if let Some(notifications) = notifications {
+            params["notifications"] = notifications;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params})
+    };
+
+    let (head, body) = raw_http(&addr, "POST", "/mcp", Some(&listen(1, None))).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["id"], 1);
+    assert_eq!(body["error"]["code"], -32602);
+    assert_eq!(body["error"]["message"], "missing params.notifications");
+
+    let uris: Vec<String> = (0..1_001).map(|i| format!("file:///{i}")).collect();
+    let (_, body) = raw_http(
+        &addr,
+        "POST",
+        "/mcp",
+        Some(&listen(2, Some(json!({"resourceSubscriptions": uris})))),
+    )
+    .await;
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], -32602);
+
+    // Fill the one slot, then ask for another.
+    let client = server.client().await;
+    let _held = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    let (_, body) = raw_http(&addr, "POST", "/mcp", Some(&listen(3, Some(json!({}))))).await;
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], -32603);
+    assert_eq!(body["error"]["message"], "Subscription limit reached");
+    assert_eq!(server.stats().await["listeners_opened"], 1);
+}
+
+#[tokio::test]
+async fn http_endpoint_methods_headers_and_keepalives() {
+    let server = HttpServer::start(&["--keepalive-secs", "1"]).await;
+    let addr = server.addr();
+    for method in ["GET", "DELETE"] {
+        let (head, _) = raw_http(&addr, method, "/mcp", None).await;
+        assert!(head.starts_with("HTTP/1.1 405"), "{method}: {head}");
+    }
+    let subscribe = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/subscribe",
+        "params": {"_meta": request_meta(), "uri": "file:///a"}});
+    let (head, body) = raw_http(&addr, "POST", "/mcp", Some(&subscribe)).await;
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["error"]["code"],
+        -32601
+    );
+
+    // A listen stream: headers, the acknowledgement first, then comment
+    // keep-alives while idle.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": "s", "method": "subscriptions/listen",
+        "params": {"_meta": request_meta(), "notifications": {"toolsListChanged": true}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !seen.contains("\n:") {
+        let mut buf = [0; 4096];
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+            .await
+            .expect("a keep-alive arrives")
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let lower = seen.to_ascii_lowercase();
+    assert!(lower.contains("content-type: text/event-stream"), "{seen}");
+    assert!(lower.contains("x-accel-buffering: no"), "{seen}");
+    let ack = seen
+        .find("notifications/subscriptions/acknowledged")
+        .unwrap();
+    assert!(
+        ack < seen.find("\n:").unwrap(),
+        "the acknowledgement comes first"
+    );
+    drop(stream);
+    server.wait_for_active(0, Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn http_a_client_that_stops_reading_delays_no_one_else() {
+    let server = HttpServer::start(&["--capacity", "64"]).await;
+    let addr = server.addr();
+    // A raw client that opens a stream for "hot" and never reads it.
+    use tokio::io::AsyncWriteExt;
+    let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"_meta": request_meta(), "notifications": {"resourceSubscriptions": ["hot"]}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stalled.write_all(request.as_bytes()).await.unwrap();
+
+    let client = server.client().await;
+    let mut reader = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    server.wait_for_active(2, WAIT).await;
+    // Far more than the stalled socket and its queue can hold.
+    call(
+        &client,
+        "test_trigger_burst",
+        json!({"uri": "hot", "count": 200_000}),
+    )
+    .await;
+    for _ in 0..5 {
+        call(&client, "test_trigger_tool_change", json!({})).await;
+        let started = tokio::time::Instant::now();
+        assert!(matches!(
+            next(&mut reader).await,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ));
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+    let stats = server.stats().await;
+    assert!(stats["events_dropped"].as_u64().unwrap() > 0, "{stats}");
+    drop(stalled);
+}
+
+#[tokio::test]
+async fn http_metrics_are_exposed_in_prometheus_text() {
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let _subscription = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    let (head, body) = raw_http(&server.addr(), "GET", "/metrics", None).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        body.contains("mcp_subscriptions_listeners_active 1"),
+        "{body}"
+    );
+    assert!(
+        body.contains("mcp_subscriptions_events_published_total"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn stdio_streams_share_one_connection_and_cancel_one_at_a_time() {
+    let (_child, client) = stdio_client(&[]).await;
+    let mut tools = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    let mut prompts = client
+        .listen(SubscriptionFilter::builder().prompts_list_changed().build())
+        .await
+        .unwrap();
+    let mut both = client
+        .listen(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .build(),
+        )
+        .await
+        .unwrap();
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    assert!(matches!(
+        next(&mut tools).await,
+        Some(ServerNotification::ToolListChangedNotification(_))
+    ));
+    assert!(matches!(
+        next(&mut both).await,
+        Some(ServerNotification::ToolListChangedNotification(_))
+    ));
+
+    tools.cancel().await.unwrap();
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    call(&client, "test_trigger_prompt_change", json!({})).await;
+    assert!(matches!(
+        next(&mut both).await,
+        Some(ServerNotification::ToolListChangedNotification(_))
+    ));
+    assert!(matches!(
+        next(&mut both).await,
+        Some(ServerNotification::PromptListChangedNotification(_))
+    ));
+    assert!(matches!(
+        next(&mut prompts).await,
+        Some(ServerNotification::PromptListChangedNotification(_))
+    ));
+}
+
+#[tokio::test]
+async fn stdio_refusals_and_graceful_shutdown() {
+    let (child, client) = stdio_client(&["--max-subscriptions", "1"]).await;
+    let uris: Vec<String> = (0..1_001).map(|i| format!("file:///{i}")).collect();
+    let err = client
+        .listen(
+            SubscriptionFilter::builder()
+                .resource_subscriptions(uris)
+                .build(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ServiceError::McpError(e) if e.code.0 == -32602),
+        "{err}"
+    );
+
+    let mut held = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    let err = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ServiceError::McpError(e) if e.code.0 == -32603 && e.message == "Subscription limit reached"),
+        "{err}"
+    );
+
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(next(&mut held).await.is_none());
+    assert!(
+        matches!(held.end(), Some(SubscriptionEnd::Graceful(_))),
+        "{:?}",
+        held.end()
+    );
+}

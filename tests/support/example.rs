@@ -1,0 +1,191 @@
+//! The example server (`examples/server.rs`, built by `cargo test`) run as a
+//! child process, and rmcp clients for it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// `target/<profile>/examples/server`, next to this test's own binary.
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("tests run from target/<profile>/deps");
+    let path = profile_dir.join("examples").join("server");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the example server",
+        path.display()
+    );
+    path
+}
+
+/// The example server on a loopback port of its own.
+pub struct HttpServer {
+    pub child: Child,
+    pub base: String,
+}
+
+impl HttpServer {
+    pub async fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(binary())
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the example server starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server says where it listens")
+            .unwrap()
+            .expect("a line on stdout");
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let base = url.trim_end_matches("/mcp").to_owned();
+        Self { child, base }
+    }
+
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
+
+    /// An rmcp client speaking 2026-07-28 over Streamable HTTP.
+    pub async fn client(&self) -> Client {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.mcp_url()),
+        );
+        modern(transport).await
+    }
+
+    /// `GET /stats` as JSON.
+    pub async fn stats(&self) -> Value {
+        let (_, body) = raw_http(&self.addr(), "GET", "/stats", None).await;
+        serde_json::from_str(&body).expect("stats are JSON")
+    }
+
+    /// Waits until `/stats` says `listeners_active == n`.
+    pub async fn wait_for_active(&self, n: u64, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let active = self.stats().await["listeners_active"].as_u64().unwrap();
+            if active == n {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "listeners_active stayed {active}, expected {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C would.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().expect("running") as i32;
+        // SAFETY-free: kill(1) with the pid, no libc needed.
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// The example server speaking over its stdin and stdout.
+pub async fn stdio_client(args: &[&str]) -> (Child, Client) {
+    let mut child = Command::new(binary())
+        .arg("--stdio")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example server starts");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let client = modern((stdout, stdin)).await;
+    (child, client)
+}
+
+async fn modern<T, E, A>(transport: T) -> Client
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    ClientConfig::default()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("the client connects")
+}
+
+/// Calls one of the example server's tools.
+pub async fn call(client: &Client, tool: &'static str, arguments: Value) {
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    client
+        .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|err| panic!("{tool} failed: {err}"));
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+pub fn request_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
+}
+
+/// One HTTP/1.1 request over a fresh connection; the status line and body
+/// (the whole response, for streams that end).
+pub async fn raw_http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("the response ends")
+    .unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (head.to_owned(), body.to_owned())
+}
