@@ -1,8 +1,11 @@
 //! The synchronization primitives the hub is built on, swapped for loom's
-//! model-checked versions under `--cfg loom` (the way tokio does it), so the
-//! queue's model test exercises the very code that ships.
+//! model-checked versions under `--cfg mcp_subscriptions_loom` (the way
+//! tokio does it), so the queue's model test exercises the very code that
+//! ships. The cfg is ours rather than plain `loom` because `--cfg loom`
+//! would also switch tokio, which our dev-dependencies build on, into its
+//! own loom mode, where it lacks its network types.
 
-#[cfg(not(loom))]
+#[cfg(not(mcp_subscriptions_loom))]
 mod imp {
     pub(crate) use std::sync::Arc;
     pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -23,7 +26,7 @@ mod imp {
     }
 }
 
-#[cfg(loom)]
+#[cfg(mcp_subscriptions_loom)]
 mod imp {
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

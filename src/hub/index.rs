@@ -191,7 +191,7 @@ impl Index {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
     use serde_json::json;
 

@@ -253,7 +253,7 @@ impl State {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
     use super::*;
 
@@ -355,7 +355,7 @@ mod tests {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, mcp_subscriptions_loom))]
 mod loom_model {
     use loom::thread;
 
