@@ -8,6 +8,7 @@
 
 mod advertise;
 pub(crate) mod message;
+pub(crate) mod pull;
 mod stream;
 
 use std::sync::Arc;

@@ -1,14 +1,12 @@
 //! One listen stream, served from a [`Source`] as a sequence of messages.
 
-use std::panic::AssertUnwindSafe;
+use rmcp::model::RequestId;
 
-use futures_util::FutureExt;
-use rmcp::model::{ErrorCode, ErrorData, RequestId};
-
+use super::pull::{Pull, Pulled};
 use super::{ListenService, message};
 use crate::event::request_id_json;
 use crate::filter::Filter;
-use crate::source::{CloseReason, Next, Source};
+use crate::source::{CloseReason, Source};
 
 /// One `subscriptions/listen` stream: the acknowledgement, then each event
 /// stamped with the request id, then the response that ends it.
@@ -32,19 +30,12 @@ use crate::source::{CloseReason, Next, Source};
 /// 7. a source that fails, is disconnected for overflow, panics or closes
 ///    underneath ends it with a JSON-RPC error response instead.
 pub struct ListenStream<S: Source> {
-    service: ListenService<S>,
-    handle: Option<S::Handle>,
+    pull: Pull<S>,
     id: RequestId,
     id_json: String,
     granted: Filter,
     acknowledged: bool,
-    drop_reason: CloseReason,
 }
-
-/// The error code and message of a source that panicked.
-const PANICKED: &str = "Subscription source panicked";
-/// The error code and message of a source closed underneath its stream.
-const CLOSED: &str = "Subscription closed by the server";
 
 impl<S: Source> ListenStream<S> {
     pub(super) fn new(
@@ -54,13 +45,11 @@ impl<S: Source> ListenStream<S> {
         granted: Filter,
     ) -> Self {
         Self {
-            service,
-            handle: Some(handle),
+            pull: Pull::new(service, handle),
             id_json: request_id_json(&id),
             id,
             granted,
             acknowledged: false,
-            drop_reason: CloseReason::Disconnected,
         }
     }
 
@@ -77,7 +66,7 @@ impl<S: Source> ListenStream<S> {
     /// Whether the stream has ended (its terminal message was produced, or
     /// it was cancelled).
     pub fn is_finished(&self) -> bool {
-        self.handle.is_none()
+        self.pull.is_finished()
     }
 
     /// Sets the reason the source is closed with if the stream is dropped
@@ -85,7 +74,7 @@ impl<S: Source> ListenStream<S> {
     /// transport, where a closed response is the client cancelling, sets
     /// [`CloseReason::Cancelled`].
     pub fn set_drop_reason(&mut self, reason: CloseReason) {
-        self.drop_reason = reason;
+        self.pull.set_drop_reason(reason);
     }
 
     /// The next message to write, or `None` once the stream has ended.
@@ -99,57 +88,29 @@ impl<S: Source> ListenStream<S> {
             self.acknowledged = true;
             return Some(message::acknowledgement(&self.id_json, &self.granted));
         }
-        let handle = self.handle.as_mut()?;
-        let source = self.service.source();
         loop {
-            let next = AssertUnwindSafe(source.next(handle)).catch_unwind().await;
-            let (reason, message) = match next {
-                Ok(Next::Event(event)) => {
+            return Some(match self.pull.next().await? {
+                Pulled::Event(event) => {
                     if !self.granted.matches(event.kind()) {
                         continue;
                     }
                     let mut out = Vec::new();
                     event.write_stamped(&self.id, &mut out);
-                    return Some(out);
+                    out
                 }
-                Ok(Next::Lagged(_)) => continue,
-                Ok(Next::Complete) => (
-                    CloseReason::Complete,
-                    message::completion(&self.id_json, &self.service.options().server_info),
-                ),
-                Ok(Next::Failed(err)) => (
-                    CloseReason::Error,
-                    message::error_response(&self.id_json, &err.to_error_data()),
-                ),
-                Ok(Next::Closed) => (CloseReason::Error, self.internal_error(CLOSED)),
-                Err(_panic) => (CloseReason::Error, self.internal_error(PANICKED)),
-            };
-            self.finish(reason);
-            return Some(message);
+                Pulled::Complete => {
+                    let server_info = &self.pull.service().options().server_info;
+                    message::completion(&self.id_json, server_info)
+                }
+                Pulled::Failed(error) => message::error_response(&self.id_json, &error),
+            });
         }
     }
 
     /// Ends the stream for `reason` without another message: the client
     /// cancelled it, or the transport is gone.
     pub fn cancel(&mut self, reason: CloseReason) {
-        self.finish(reason);
-    }
-
-    fn internal_error(&self, message: &'static str) -> Vec<u8> {
-        let error = ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None);
-        message::error_response(&self.id_json, &error)
-    }
-
-    fn finish(&mut self, reason: CloseReason) {
-        if let Some(mut handle) = self.handle.take() {
-            self.service.source().close(&mut handle, reason);
-        }
-    }
-}
-
-impl<S: Source> Drop for ListenStream<S> {
-    fn drop(&mut self) {
-        self.finish(self.drop_reason);
+        self.pull.finish(reason);
     }
 }
 

@@ -1,0 +1,92 @@
+//! A stream's hold on its source: pulling events, and closing the source
+//! exactly once, whatever ends the stream.
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use rmcp::model::{ErrorCode, ErrorData};
+
+use super::ListenService;
+use crate::event::Event;
+use crate::source::{CloseReason, Next, Source};
+
+/// What a pull produced.
+pub(crate) enum Pulled {
+    Event(Event),
+    /// The source completed gracefully; it is closed.
+    Complete,
+    /// The stream failed with this error; the source is closed.
+    Failed(ErrorData),
+}
+
+pub(crate) struct Pull<S: Source> {
+    service: ListenService<S>,
+    handle: Option<S::Handle>,
+    drop_reason: CloseReason,
+}
+
+impl<S: Source> Pull<S> {
+    pub(crate) fn new(service: ListenService<S>, handle: S::Handle) -> Self {
+        Self {
+            service,
+            handle: Some(handle),
+            drop_reason: CloseReason::Disconnected,
+        }
+    }
+
+    pub(crate) fn service(&self) -> &ListenService<S> {
+        &self.service
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.is_none()
+    }
+
+    pub(crate) fn set_drop_reason(&mut self, reason: CloseReason) {
+        self.drop_reason = reason;
+    }
+
+    /// Pulls the next event or the end; `None` once ended. Lag reports are
+    /// skipped: no transport has a way to say them. A source that panics,
+    /// or that reports itself closed underneath the stream, fails it.
+    pub(crate) async fn next(&mut self) -> Option<Pulled> {
+        let handle = self.handle.as_mut()?;
+        let source = self.service.source();
+        let (reason, pulled) = loop {
+            match AssertUnwindSafe(source.next(handle)).catch_unwind().await {
+                Ok(Next::Event(event)) => return Some(Pulled::Event(event)),
+                Ok(Next::Lagged(_)) => continue,
+                Ok(Next::Complete) => break (CloseReason::Complete, Pulled::Complete),
+                Ok(Next::Failed(err)) => {
+                    break (CloseReason::Error, Pulled::Failed(err.to_error_data()));
+                }
+                Ok(Next::Closed) => break (CloseReason::Error, internal_error(CLOSED)),
+                Err(_panic) => break (CloseReason::Error, internal_error(PANICKED)),
+            }
+        };
+        self.finish(reason);
+        Some(pulled)
+    }
+
+    /// Closes the source for `reason`, once.
+    pub(crate) fn finish(&mut self, reason: CloseReason) {
+        if let Some(mut handle) = self.handle.take() {
+            self.service.source().close(&mut handle, reason);
+        }
+    }
+}
+
+impl<S: Source> Drop for Pull<S> {
+    fn drop(&mut self) {
+        self.finish(self.drop_reason);
+    }
+}
+
+/// The message of a source that panicked.
+const PANICKED: &str = "Subscription source panicked";
+/// The message of a source closed underneath its stream.
+const CLOSED: &str = "Subscription closed by the server";
+
+fn internal_error(message: &'static str) -> Pulled {
+    Pulled::Failed(ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None))
+}
