@@ -7,10 +7,13 @@
 //!     [--max-subscriptions N]
 //! ```
 //!
-//! Over HTTP it serves `POST /mcp` (Streamable HTTP), `GET /metrics`
+//! Over HTTP it serves `POST /mcp` (Streamable HTTP),
+//! `GET /mcp/notifications/{channel}` (the Diverge notification channel, a
+//! WebSocket), `GET /metrics`
 //! (Prometheus text) and `GET /stats` (the hub's statistics as JSON). Its
 //! tools publish into the hub: `test_trigger_tool_change`,
-//! `test_trigger_prompt_change`, `test_trigger_resource_update {uri}` and
+//! `test_trigger_prompt_change`, `test_trigger_resource_update {uri}`,
+//! `test_trigger_custom {method, params}` and
 //! `test_trigger_burst {uri, count}`, plus the conformance suite's
 //! diagnostic tools. Ctrl-C or SIGTERM completes every open stream
 //! gracefully before the process exits.
@@ -21,7 +24,8 @@ use std::time::Duration;
 
 use axum::routing::get;
 use mcp_subscriptions::{
-    Advertise, Hub, ListenOptions, ListenService, Overflow, StdioTransport, http_endpoint,
+    Advertise, ChannelEndpoint, Event, Hub, ListenOptions, ListenService, Overflow, StdioTransport,
+    http_endpoint,
 };
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -99,6 +103,15 @@ struct UriArgs {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+struct CustomArgs {
+    /// The notification's method.
+    method: String,
+    /// Its params object.
+    #[serde(default)]
+    params: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
 struct BurstArgs {
     /// The resource that changed.
     uri: String,
@@ -130,6 +143,16 @@ impl DemoServer {
     #[tool(description = "Publish notifications/resources/updated for a URI")]
     fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
         let report = self.hub.notify_resource_updated(args.uri);
+        format!("queued for {} listeners", report.queued)
+    }
+
+    #[tool(
+        description = "Publish any notification; only match-everything listeners (notification channels) get it"
+    )]
+    fn test_trigger_custom(&self, Parameters(args): Parameters<CustomArgs>) -> String {
+        let report = self
+            .hub
+            .publish(Event::extension(args.method, args.params, None));
         format!("queued for {} listeners", report.queued)
     }
 
@@ -245,10 +268,13 @@ async fn serve_http(
             .with_legacy_session_mode(false)
             .with_sse_keep_alive(Some(options.keepalive)),
     );
+    let channel = ChannelEndpoint::new(listen.clone());
+    let channels = channel.streams();
     let stats_hub = hub.clone();
     let metrics_hub = hub.clone();
     let app = axum::Router::new()
         .route("/mcp", http_endpoint(listen, mcp))
+        .route("/mcp/notifications/{channel}", channel.into_method_router())
         .route(
             "/metrics",
             get(move || async move {
@@ -285,10 +311,14 @@ async fn serve_http(
             std::future::pending::<()>().await;
         }
     };
-    tokio::select! {
+    let served = tokio::select! {
         served = server => served,
         () = drain_limit => Ok(()),
-    }
+    };
+    // Upgraded WebSockets outlive the HTTP server; each closes cleanly once
+    // the hub is complete.
+    let _ = tokio::time::timeout(DRAIN, channels.finished()).await;
+    served
 }
 
 async fn serve_stdio(

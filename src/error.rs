@@ -289,3 +289,44 @@ impl fmt::Display for AdvertiseError {
 }
 
 impl std::error::Error for AdvertiseError {}
+
+/// Why a notification-channel frame could not be decoded.
+#[cfg(feature = "channel")]
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The frame has no bytes at all.
+    Empty,
+    /// The tag byte is neither `0` (notification) nor `1` (error).
+    UnknownTag(u8),
+    /// The body is not valid JSON for its tag.
+    InvalidBody {
+        /// The frame's tag.
+        tag: u8,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+}
+
+#[cfg(feature = "channel")]
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => f.write_str("empty channel frame"),
+            Self::UnknownTag(tag) => write!(f, "unknown channel frame tag {tag}"),
+            Self::InvalidBody { tag, source } => {
+                write!(f, "invalid body for channel frame tag {tag}: {source}")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "channel")]
+impl std::error::Error for FrameError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::InvalidBody { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

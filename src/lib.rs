@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 
-#[cfg(feature = "rmcp")]
+#[cfg(any(feature = "rmcp", feature = "channel"))]
 mod adapters;
+#[cfg(feature = "channel")]
+mod channel;
 mod error;
 mod event;
 mod filter;
@@ -11,8 +13,16 @@ mod source;
 mod stats;
 mod sync;
 
+#[cfg(feature = "channel")]
+pub use adapters::ChannelEndpoint;
+#[cfg(any(feature = "rmcp", feature = "channel"))]
+pub use adapters::Streams;
 #[cfg(feature = "rmcp")]
-pub use adapters::{StdioStreams, StdioTransport, http_endpoint};
+pub use adapters::{StdioTransport, http_endpoint};
+#[cfg(feature = "channel")]
+pub use channel::{Ask, ChannelStream, ERROR_TAG, Frame, NOTIFICATION_TAG};
+#[cfg(feature = "channel")]
+pub use error::FrameError;
 pub use error::{
     AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
     StreamError,

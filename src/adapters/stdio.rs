@@ -15,12 +15,12 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::listen_request;
+use super::{Streams, listen_request};
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source};
 
 type Writer = Arc<AsyncMutex<Pin<Box<dyn AsyncWrite + Send>>>>;
-type Streams = Arc<parking_lot::Mutex<HashMap<RequestId, CancellationToken>>>;
+type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// A newline-delimited JSON-RPC transport for rmcp (stdin/stdout or any
 /// byte pipe) that serves `subscriptions/listen` itself.
@@ -49,40 +49,11 @@ pub struct StdioTransport<S: Source> {
     input: BufReader<Pin<Box<dyn AsyncRead + Send>>>,
     writer: Writer,
     listen: ListenService<S>,
-    streams: Streams,
+    cancels: Cancels,
     /// Cancelled when the input ends or the transport closes; every stream's
     /// token is a child of it.
     closing: CancellationToken,
     tasks: TaskTracker,
-}
-
-/// The listen streams of one [`StdioTransport`], to wait for at shutdown.
-#[derive(Debug, Clone)]
-pub struct StdioStreams {
-    tasks: TaskTracker,
-}
-
-impl StdioStreams {
-    /// Resolves once every listen stream has written its last message.
-    ///
-    /// A graceful shutdown completes the source (for example
-    /// [`Hub::complete`](crate::Hub::complete)) and then awaits this before
-    /// the process exits, so each stream's `complete` result reaches the
-    /// client.
-    pub async fn finished(&self) {
-        self.tasks.close();
-        self.tasks.wait().await;
-    }
-
-    /// How many listen streams are being served now.
-    pub fn len(&self) -> usize {
-        self.tasks.len()
-    }
-
-    /// Whether no listen stream is being served.
-    pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-    }
 }
 
 impl<S> StdioTransport<S>
@@ -108,7 +79,7 @@ where
             input: BufReader::new(input),
             writer: Arc::new(AsyncMutex::new(output)),
             listen,
-            streams: Arc::default(),
+            cancels: Arc::default(),
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
         }
@@ -116,10 +87,8 @@ where
 
     /// A handle on this transport's listen streams, for a graceful shutdown
     /// to wait on.
-    pub fn streams(&self) -> StdioStreams {
-        StdioStreams {
-            tasks: self.tasks.clone(),
-        }
+    pub fn streams(&self) -> Streams {
+        Streams::new(self.tasks.clone())
     }
 
     /// Opens and spawns a listen stream, or returns its refusal to write.
@@ -127,13 +96,13 @@ where
         match self.listen.open(id.clone(), params) {
             Ok(stream) => {
                 let token = self.closing.child_token();
-                self.streams.lock().insert(id.clone(), token.clone());
+                self.cancels.lock().insert(id.clone(), token.clone());
                 self.tasks.spawn(serve(
                     stream,
                     token,
                     self.closing.clone(),
                     self.writer.clone(),
-                    self.streams.clone(),
+                    self.cancels.clone(),
                 ));
                 None
             }
@@ -149,7 +118,7 @@ where
             .pointer("/params/requestId")
             .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
         match (is_cancel, id) {
-            (true, Some(id)) => match self.streams.lock().remove(&id) {
+            (true, Some(id)) => match self.cancels.lock().remove(&id) {
                 Some(token) => {
                     token.cancel();
                     true
@@ -167,7 +136,7 @@ async fn serve<S: Source>(
     token: CancellationToken,
     closing: CancellationToken,
     writer: Writer,
-    streams: Streams,
+    cancels: Cancels,
 ) {
     loop {
         let message = tokio::select! {
@@ -190,7 +159,7 @@ async fn serve<S: Source>(
             break;
         }
     }
-    streams.lock().remove(stream.id());
+    cancels.lock().remove(stream.id());
 }
 
 /// Writes one message and its newline, and flushes: the write completing

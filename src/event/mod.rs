@@ -132,10 +132,17 @@ impl Event {
         into_string(out)
     }
 
-    /// Appends the notification without a subscription id to `out` (for
-    /// channels that carry every notification and have no listen request).
+    /// Appends the notification without a subscription id to `out`, as a
+    /// JSON-RPC message.
     pub fn write_plain(&self, out: &mut Vec<u8>) {
-        self.0.wire.write_plain(out);
+        self.0.wire.write_plain(true, out);
+    }
+
+    /// Appends the bare notification (`method` and `params`, no `jsonrpc`
+    /// member, no subscription id) to `out`: what rmcp's
+    /// `ServerNotification` serializes to, and what a channel frame carries.
+    pub fn write_notification(&self, out: &mut Vec<u8>) {
+        self.0.wire.write_plain(false, out);
     }
 
     /// The notification without a subscription id, as a string.

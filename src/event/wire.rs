@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 /// The `_meta` key every message of a listen stream carries.
 pub const SUBSCRIPTION_ID_META_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
+const ENVELOPE: &str = r#"{"jsonrpc":"2.0","#;
 const PARAMS_OPEN: &str = r#","params":{"#;
 const META_OPEN: &str = r#""_meta":{"#;
 const STAMP_OPEN: &str = r#""_meta":{"io.modelcontextprotocol/subscriptionId":"#;
@@ -36,7 +37,8 @@ impl Wire {
     /// Renders `method` with `params`: any `_meta` object in it is kept, except
     /// a stale subscription id, which stamping replaces.
     pub(crate) fn render(method: &str, params: &Map<String, Value>) -> Self {
-        let mut text = String::from(r#"{"jsonrpc":"2.0","method":"#);
+        let mut text = String::from(ENVELOPE);
+        text.push_str(r#""method":"#);
         push_json(&mut text, &Value::from(method));
         text.push_str(PARAMS_OPEN);
         let head_end = text.len();
@@ -86,16 +88,25 @@ impl Wire {
 
     /// Appends the message without a subscription id to `out`; a
     /// notification with no params is written without a `params` member.
-    pub(crate) fn write_plain(&self, out: &mut Vec<u8>) {
+    /// With `envelope` false the `"jsonrpc":"2.0"` member is left out too,
+    /// giving the bare notification as rmcp's `ServerNotification`
+    /// serializes it.
+    pub(crate) fn write_plain(&self, envelope: bool, out: &mut Vec<u8>) {
+        let head = if envelope {
+            self.head()
+        } else {
+            // `{"jsonrpc":"2.0",` → `{`, then the rest of the head.
+            out.push(b'{');
+            &self.head()[ENVELOPE.len()..]
+        };
         let (meta, body) = (self.meta(), self.body());
         if meta.is_empty() && body.is_empty() {
-            let head = self.head();
             out.extend_from_slice(&head.as_bytes()[..head.len() - PARAMS_OPEN.len()]);
             out.push(b'}');
             return;
         }
         out.reserve(self.text.len() + META_OPEN.len() + 4);
-        out.extend_from_slice(self.head().as_bytes());
+        out.extend_from_slice(head.as_bytes());
         if !meta.is_empty() {
             out.extend_from_slice(META_OPEN.as_bytes());
             out.extend_from_slice(meta.as_bytes());
@@ -144,8 +155,16 @@ mod tests {
 
     fn plain(wire: &Wire) -> String {
         let mut out = Vec::new();
-        wire.write_plain(&mut out);
-        String::from_utf8(out).unwrap()
+        wire.write_plain(true, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let mut bare = Vec::new();
+        wire.write_plain(false, &mut bare);
+        assert_eq!(
+            String::from_utf8(bare).unwrap(),
+            text.replacen(r#""jsonrpc":"2.0","#, "", 1),
+            "the bare form is the message without its envelope"
+        );
+        text
     }
 
     #[test]

@@ -1,0 +1,104 @@
+//! The Diverge notification channel over a WebSocket: one binary message per
+//! frame.
+
+use axum::extract::WebSocketUpgrade;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
+use axum::routing::{MethodRouter, get};
+use futures_util::{SinkExt, StreamExt};
+use tokio_util::task::TaskTracker;
+
+use super::Streams;
+use crate::serve::ListenService;
+use crate::source::{CloseReason, Source};
+
+/// The notification-channel endpoint: a `GET` upgraded to a WebSocket that
+/// carries every notification the source produces, one binary message per
+/// [`Frame`](crate::Frame).
+///
+/// Mount it at `/mcp/notifications/{channel}`. Text, ping and pong messages
+/// from the peer are ignored; the peer closing the socket is a cancellation
+/// (the source is closed at once). The channel closes cleanly (a normal
+/// close, no error frame) when the source completes, after an error frame
+/// when it fails, and without any frame when the ask cannot be served (a
+/// full hub, say).
+///
+/// ```no_run
+/// use mcp_subscriptions::{ChannelEndpoint, Hub, ListenService};
+///
+/// let hub = Hub::new();
+/// let channel = ChannelEndpoint::new(ListenService::new(hub.clone()));
+/// let streams = channel.streams(); // to await at shutdown
+/// let app: axum::Router = axum::Router::new()
+///     .route("/mcp/notifications/{channel}", channel.into_method_router());
+/// ```
+pub struct ChannelEndpoint<S> {
+    listen: ListenService<S>,
+    tasks: TaskTracker,
+}
+
+impl<S> ChannelEndpoint<S>
+where
+    S: Source + 'static,
+    S::Handle: 'static,
+{
+    /// Serves channels from `listen`'s source.
+    pub fn new(listen: ListenService<S>) -> Self {
+        Self {
+            listen,
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// The channels being served, for a graceful shutdown to wait on.
+    pub fn streams(&self) -> Streams {
+        Streams::new(self.tasks.clone())
+    }
+
+    /// The route: `GET` with a WebSocket upgrade.
+    pub fn into_method_router(self) -> MethodRouter {
+        let Self { listen, tasks } = self;
+        get(move |upgrade: WebSocketUpgrade| {
+            let (listen, tasks) = (listen.clone(), tasks.clone());
+            async move { upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, socket))) }
+        })
+    }
+}
+
+impl<S> std::fmt::Debug for ChannelEndpoint<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelEndpoint").finish_non_exhaustive()
+    }
+}
+
+async fn serve<S: Source>(listen: ListenService<S>, socket: WebSocket) {
+    let (mut outgoing, mut incoming) = socket.split();
+    let Ok(mut channel) = listen.open_channel() else {
+        // The ask cannot be served: a clean close, and no frame at all.
+        let _ = outgoing.send(Message::Close(None)).await;
+        return;
+    };
+    loop {
+        tokio::select! {
+            frame = channel.next_frame() => {
+                let Some(frame) = frame else {
+                    let normal = CloseFrame { code: close_code::NORMAL, reason: "".into() };
+                    let _ = outgoing.send(Message::Close(Some(normal))).await;
+                    return;
+                };
+                // The frame is written before the next event is pulled.
+                if outgoing.send(Message::Binary(frame.into())).await.is_err() {
+                    channel.cancel(CloseReason::Disconnected);
+                    return;
+                }
+            }
+            message = incoming.next() => match message {
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                    channel.cancel(CloseReason::Cancelled);
+                    return;
+                }
+                // Text, ping, pong, and any bytes a newer peer sends.
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+}
