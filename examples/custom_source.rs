@@ -2,18 +2,20 @@
 //! times, served by the same generic loop as the `Hub`.
 //!
 //! Run with `cargo run --example custom_source`. It watches a scratch
-//! directory, writes a few files into it, and prints every message a
-//! listen stream would carry: the acknowledgement, the stamped
-//! notifications, and the end.
+//! directory, writes a few files into it, and prints every message its
+//! listen stream carries (the acknowledgement, the stamped notifications,
+//! and the end), served by the same `ListenService` as the real transports.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use mcp_subscriptions::{
-    CloseReason, Event, Filter, Hub, Next, OpenContext, OpenError, Opened, Source,
+    Capabilities, CloseReason, Event, Filter, Hub, ListenService, Next, OpenContext, OpenError,
+    Opened, Source,
 };
 use rmcp::model::RequestId;
+use serde_json::{Value, json};
 
 /// Reports `notifications/resources/list_changed` when files appear or
 /// disappear, and `notifications/resources/updated` for a `file://` URI
@@ -48,15 +50,15 @@ impl DirectorySource {
 impl Source for DirectorySource {
     type Handle = Watch;
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+            .with_resources_list_changed()
+            .with_resources_subscribe()
+    }
+
     fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Watch>, OpenError> {
         // This source can report resource changes only.
-        let mut granted = Filter::new();
-        if requested.resources_list_changed() {
-            granted = granted.with_resources_list_changed();
-        }
-        for uri in requested.resource_subscriptions() {
-            granted = granted.with_resource(uri.as_str());
-        }
+        let granted = requested.narrow(&self.capabilities());
         let watch = Watch {
             granted: granted.clone(),
             seen: self.scan(),
@@ -101,40 +103,24 @@ impl Source for DirectorySource {
     }
 }
 
-/// Serves one stream from any source to stdout, the way a transport would:
-/// acknowledgement first, then each event stamped with the request id, then
-/// the end. Stops after `limit` events.
-async fn serve<S: Source>(source: &S, requested: &Filter, id: RequestId, limit: usize) {
-    let context = OpenContext::default().with_subscription_id(id.clone());
-    let Opened {
-        granted,
-        mut handle,
-        ..
-    } = match source.open(requested, &context) {
-        Ok(opened) => opened,
-        Err(err) => return println!("  refused: {err}"),
+/// Serves one listen stream from any source to stdout with the crate's
+/// serving layer, exactly as the stdio and HTTP transports do: the
+/// acknowledgement, each event stamped with the request id, then the end.
+/// Cancels after `limit` messages.
+async fn serve<S: Source + 'static>(source: S, params: Value, id: RequestId, limit: usize) {
+    let service = ListenService::new(source);
+    let mut stream = match service.open(id, Some(&params)) {
+        Ok(stream) => stream,
+        Err(refusal) => return println!("  refused: {refusal}"),
     };
-    println!(
-        "  acknowledged: {}",
-        serde_json::to_string(&granted).unwrap()
-    );
-    let mut out = Vec::new();
     for _ in 0..limit {
-        match source.next(&mut handle).await {
-            Next::Event(event) => {
-                out.clear();
-                event.write_stamped(&id, &mut out);
-                println!("  {}", String::from_utf8_lossy(&out));
-            }
-            Next::Lagged(n) => println!("  (lost {n} events)"),
-            other => {
-                println!("  ended: {other:?}");
-                return;
-            }
+        match stream.next_message().await {
+            Some(message) => println!("  {}", String::from_utf8_lossy(&message)),
+            None => return,
         }
     }
-    source.close(&mut handle, CloseReason::Cancelled);
-    println!("  closed after {limit} events");
+    stream.cancel(CloseReason::Cancelled);
+    println!("  cancelled after {limit} messages");
 }
 
 fn touch(path: &Path, contents: &str) {
@@ -152,10 +138,11 @@ async fn main() {
         dir: dir.clone(),
         interval: Duration::from_millis(50),
     };
-    let requested = Filter::new()
-        .with_tools_list_changed() // not served by this source: narrowed away
-        .with_resources_list_changed()
-        .with_resource(format!("file://{}", config.display()));
+    let params = json!({"notifications": {
+        "toolsListChanged": true, // not served by the directory source: narrowed away
+        "resourcesListChanged": true,
+        "resourceSubscriptions": [format!("file://{}", config.display())],
+    }});
 
     let writer = tokio::spawn({
         let (dir, config) = (dir.clone(), config.clone());
@@ -174,7 +161,13 @@ async fn main() {
     });
 
     println!("directory source:");
-    serve(&source, &requested, RequestId::String("listen-1".into()), 2).await;
+    serve(
+        source,
+        params.clone(),
+        RequestId::String("listen-1".into()),
+        3,
+    )
+    .await;
     writer.await.unwrap();
 
     println!("hub, served by the same loop:");
@@ -185,7 +178,7 @@ async fn main() {
         publisher.notify_tools_list_changed();
         publisher.complete();
     });
-    serve(&hub, &requested, RequestId::Number(2), 10).await;
+    serve(hub, params, RequestId::Number(2), 10).await;
 
     std::fs::remove_dir_all(&dir).ok();
 }
