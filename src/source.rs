@@ -68,6 +68,9 @@ pub struct OpenContext {
     pub capacity: Option<NonZeroUsize>,
     /// This stream's overflow policy, overriding the source's default.
     pub overflow: Option<Overflow>,
+    /// Whether this stream's queue coalesces duplicate signals, overriding
+    /// the source's default.
+    pub coalesce: Option<bool>,
 }
 
 impl OpenContext {
@@ -92,6 +95,12 @@ impl OpenContext {
     /// Overrides the overflow policy for this stream.
     pub fn with_overflow(mut self, overflow: Overflow) -> Self {
         self.overflow = Some(overflow);
+        self
+    }
+
+    /// Overrides whether this stream's queue coalesces duplicate signals.
+    pub fn with_coalesce(mut self, coalesce: bool) -> Self {
+        self.coalesce = Some(coalesce);
         self
     }
 }

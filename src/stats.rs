@@ -51,10 +51,11 @@ impl ClosedCounts {
 /// # The accounting identity
 ///
 /// Every event matched to a listener is, at any moment, exactly one of:
-/// delivered, dropped by policy, still queued, or discarded when the listener
-/// closed. Hence, in every snapshot,
-/// `events_matched == events_delivered + events_dropped + events_queued +
-/// events_discarded` ([`is_balanced`](Self::is_balanced)).
+/// delivered, dropped by policy, absorbed by a pending duplicate
+/// (coalesced), still queued, or discarded when the listener closed. Hence,
+/// in every snapshot, `events_matched == events_delivered + events_dropped +
+/// events_coalesced + events_queued + events_discarded`
+/// ([`is_balanced`](Self::is_balanced)).
 ///
 /// # Metrics
 ///
@@ -71,6 +72,7 @@ impl ClosedCounts {
 /// | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
 /// | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
 /// | `mcp_subscriptions_events_dropped_total` | counter | events lost to an overflow policy |
+/// | `mcp_subscriptions_events_coalesced_total` | counter | duplicate signals absorbed by a pending copy |
 /// | `mcp_subscriptions_events_discarded_total` | counter | events still queued when their listener closed |
 /// | `mcp_subscriptions_events_queued` | gauge | events waiting in queues now |
 /// | `mcp_subscriptions_queue_depth_max` | gauge | the deepest any queue has been |
@@ -97,6 +99,8 @@ pub struct HubStats {
     pub events_delivered: u64,
     /// Events lost to an overflow policy.
     pub events_dropped: u64,
+    /// Duplicate signals absorbed by a pending copy (coalescing queues).
+    pub events_coalesced: u64,
     /// Events still queued when their listener closed.
     pub events_discarded: u64,
     /// The deepest any listener's queue has been.
@@ -105,6 +109,8 @@ pub struct HubStats {
     pub capacity: usize,
     /// The default overflow policy.
     pub overflow: Overflow,
+    /// Whether queues coalesce by default.
+    pub coalesce: bool,
 }
 
 impl HubStats {
@@ -114,6 +120,7 @@ impl HubStats {
         self.events_matched
             == self.events_delivered
                 + self.events_dropped
+                + self.events_coalesced
                 + self.events_queued
                 + self.events_discarded
     }
@@ -140,6 +147,7 @@ impl HubStats {
         counter!("mcp_subscriptions_events_matched_total").absolute(self.events_matched);
         counter!("mcp_subscriptions_events_delivered_total").absolute(self.events_delivered);
         counter!("mcp_subscriptions_events_dropped_total").absolute(self.events_dropped);
+        counter!("mcp_subscriptions_events_coalesced_total").absolute(self.events_coalesced);
         counter!("mcp_subscriptions_events_discarded_total").absolute(self.events_discarded);
         gauge!("mcp_subscriptions_events_queued").set(self.events_queued as f64);
         gauge!("mcp_subscriptions_queue_depth_max").set(self.max_queue_depth as f64);
@@ -162,6 +170,8 @@ pub struct ListenerStats {
     pub delivered: u64,
     /// Events it lost to its overflow policy.
     pub dropped: u64,
+    /// Duplicate signals it absorbed.
+    pub coalesced: u64,
     /// Events still queued when it closed.
     pub discarded: u64,
     /// Events lost to drop-oldest that its reader has not yet been told
@@ -173,4 +183,6 @@ pub struct ListenerStats {
     pub capacity: usize,
     /// Its overflow policy.
     pub overflow: Overflow,
+    /// Whether its queue coalesces duplicate signals.
+    pub coalesce: bool,
 }

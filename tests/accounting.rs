@@ -1,15 +1,14 @@
 //! A property test: over random sequences of open, publish, read, close and
 //! complete, the hub behaves exactly like a simple reference model of
-//! bounded queues, and every matched event is accounted for.
+//! bounded (optionally coalescing) queues, and every matched event is
+//! accounted for.
 
 use std::collections::VecDeque;
 
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Filter, Hub, Listener, Next, OpenContext,
-    Overflow, Selector, StreamError,
+    CloseReason, EventKind, Filter, Hub, Listener, Next, OpenContext, Overflow, StreamError,
 };
 use proptest::prelude::*;
-use serde_json::{Map, json};
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
 
@@ -20,6 +19,7 @@ enum Op {
         everything: bool,
         capacity: usize,
         disconnect: bool,
+        coalesce: bool,
     },
     Publish {
         key: usize,
@@ -40,12 +40,14 @@ fn op() -> impl Strategy<Value = Op> {
             proptest::bool::weighted(0.25),
             1..4usize,
             any::<bool>(),
+            any::<bool>(),
         )
-            .prop_map(|(keys, everything, capacity, disconnect)| Op::Open {
+            .prop_map(|(keys, everything, capacity, disconnect, coalesce)| Op::Open {
                 keys,
                 everything,
                 capacity,
                 disconnect,
+                coalesce,
             }),
         6 => (0..KEYS.len()).prop_map(|key| Op::Publish { key }),
         4 => (0..8usize).prop_map(|listener| Op::Read { listener }),
@@ -59,9 +61,11 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     keys: Vec<usize>,
     everything: bool,
+    coalesce: bool,
     capacity: usize,
     disconnect: bool,
-    queue: VecDeque<u64>,
+    /// The keys of the queued resource updates.
+    queue: VecDeque<usize>,
     lag: u64,
     state: State,
 }
@@ -91,29 +95,34 @@ impl Model {
         matches!(self.state, State::Open | State::Completing)
     }
 
-    fn push(&mut self, seq: u64, closed: &mut Closed) {
+    /// Offers an update of `key`; whether a pending copy absorbed it.
+    fn push(&mut self, key: usize, closed: &mut Closed) -> bool {
         if self.state != State::Open {
-            return;
+            return false;
+        }
+        if self.coalesce && self.queue.contains(&key) {
+            return true;
         }
         if self.queue.len() == self.capacity {
             if self.disconnect {
                 self.state = State::Failed(self.queue.len() as u64 + 1);
                 self.queue.clear();
                 closed.overflow += 1;
-                return;
+                return false;
             }
             self.queue.pop_front();
             self.lag += 1;
         }
-        self.queue.push_back(seq);
+        self.queue.push_back(key);
+        false
     }
 
     fn pop(&mut self, closed: &mut Closed) -> Option<Expected> {
         if self.lag > 0 {
             return Some(Expected::Lagged(std::mem::take(&mut self.lag)));
         }
-        if let Some(seq) = self.queue.pop_front() {
-            return Some(Expected::Event(seq));
+        if let Some(key) = self.queue.pop_front() {
+            return Some(Expected::Event(KEYS[key].to_owned()));
         }
         match std::mem::replace(&mut self.state, State::Ended) {
             State::Open => {
@@ -132,7 +141,8 @@ impl Model {
 
 #[derive(Debug, PartialEq)]
 enum Expected {
-    Event(u64),
+    /// A resource update, by URI.
+    Event(String),
     Lagged(u64),
     Complete,
     Failed(u64),
@@ -142,7 +152,7 @@ enum Expected {
 fn observed(next: Option<Next>) -> Option<Expected> {
     next.map(|next| match next {
         Next::Event(event) => match event.kind() {
-            EventKind::Extension { method, .. } => Expected::Event(method.parse().unwrap()),
+            EventKind::ResourceUpdated { uri } => Expected::Event(uri.clone()),
             other => panic!("unexpected {other:?}"),
         },
         Next::Lagged(n) => Expected::Lagged(n),
@@ -154,27 +164,25 @@ fn observed(next: Option<Next>) -> Option<Expected> {
 }
 
 fn run(ops: Vec<Op>) {
-    let hub = Hub::builder()
-        .capabilities(Capabilities::default().with_extension_field("k"))
-        .build();
+    let hub = Hub::new();
     let mut listeners: Vec<(Listener, Model)> = Vec::new();
     let mut completed = false;
     let mut closed = Closed::default();
-    for (seq, op) in (0u64..).zip(ops) {
+    for op in ops {
         match op {
             Op::Open {
                 keys,
                 everything,
                 capacity,
                 disconnect,
+                coalesce,
             } => {
-                let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
                 let base = if everything {
                     Filter::everything()
                 } else {
                     Filter::new()
                 };
-                let filter = base.with_extension("k", json!(names));
+                let filter = keys.iter().fold(base, |f, &k| f.with_resource(KEYS[k]));
                 let policy = if disconnect {
                     Overflow::Disconnect
                 } else {
@@ -182,13 +190,15 @@ fn run(ops: Vec<Op>) {
                 };
                 let context = OpenContext::default()
                     .with_capacity(capacity)
-                    .with_overflow(policy);
+                    .with_overflow(policy)
+                    .with_coalesce(coalesce);
                 match hub.listen_with(&filter, &context) {
                     Ok(listener) => {
                         assert!(!completed);
                         let model = Model {
                             keys,
                             everything,
+                            coalesce,
                             capacity,
                             disconnect,
                             queue: VecDeque::new(),
@@ -201,20 +211,15 @@ fn run(ops: Vec<Op>) {
                 }
             }
             Op::Publish { key } => {
-                let event = Event::extension(
-                    seq.to_string(),
-                    Map::new(),
-                    Some(Selector::new("k", Some(KEYS[key].to_owned()))),
-                );
-                let report = hub.publish(event);
-                let mut matched = 0;
+                let report = hub.notify_resource_updated(KEYS[key]);
+                let (mut matched, mut coalesced) = (0, 0);
                 for (_, model) in &mut listeners {
                     if model.matches(key) {
                         matched += 1;
-                        model.push(seq, &mut closed);
+                        coalesced += usize::from(model.push(key, &mut closed));
                     }
                 }
-                assert_eq!(report.matched, matched);
+                assert_eq!((report.matched, report.coalesced), (matched, coalesced));
             }
             Op::Read { listener } => {
                 if let Some((listener, model)) = listeners.get_mut(listener) {
@@ -244,7 +249,10 @@ fn run(ops: Vec<Op>) {
         }
         for (listener, _) in &listeners {
             let s = listener.stats();
-            assert_eq!(s.matched, s.delivered + s.dropped + s.queued + s.discarded);
+            assert_eq!(
+                s.matched,
+                s.delivered + s.dropped + s.coalesced + s.queued + s.discarded
+            );
         }
         let stats = hub.stats();
         assert!(stats.is_balanced());

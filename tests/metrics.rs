@@ -80,6 +80,7 @@ fn hub_figures_are_exported_under_documented_names() {
     assert_eq!(counter("mcp_subscriptions_events_matched_total"), 4.0);
     assert_eq!(counter("mcp_subscriptions_events_delivered_total"), 0.0);
     assert_eq!(counter("mcp_subscriptions_events_dropped_total"), 2.0);
+    assert_eq!(counter("mcp_subscriptions_events_coalesced_total"), 0.0);
     assert_eq!(counter("mcp_subscriptions_events_discarded_total"), 1.0);
     assert_eq!(get("mcp_subscriptions_events_queued", &[]), 1.0);
     assert_eq!(get("mcp_subscriptions_queue_depth_max", &[]), 1.0);

@@ -48,6 +48,13 @@ impl EventKind {
         }
     }
 
+    /// Whether a second copy of this event adds nothing while the first is
+    /// still pending (a list changed; one URI updated), so a coalescing
+    /// queue may absorb it. Extension events carry data and never are.
+    pub fn is_idempotent(&self) -> bool {
+        !matches!(self, Self::Extension { .. })
+    }
+
     /// Whether the kind may travel on a `subscriptions/listen` stream at
     /// all: progress and log notifications never do, whoever asks.
     pub fn travels_on_listen_streams(&self) -> bool {

@@ -17,6 +17,7 @@ pub(crate) struct Config {
     pub(crate) max_uris: usize,
     pub(crate) max_listeners: usize,
     pub(crate) capabilities: Capabilities,
+    pub(crate) coalesce: bool,
 }
 
 impl Default for Config {
@@ -27,6 +28,7 @@ impl Default for Config {
             max_uris: DEFAULT_MAX_URIS,
             max_listeners: DEFAULT_MAX_LISTENERS,
             capabilities: Capabilities::default(),
+            coalesce: false,
         }
     }
 }
@@ -80,6 +82,17 @@ impl HubBuilder {
     /// one more is refused with `-32603` `Subscription limit reached`.
     pub fn max_listeners(mut self, max_listeners: usize) -> Self {
         self.config.max_listeners = max_listeners;
+        self
+    }
+
+    /// Whether each listener's queue coalesces duplicate idempotent signals,
+    /// unless it asks otherwise (default `false`). A list-changed kind, or
+    /// an update of one URI, published while the same one is still queued
+    /// is absorbed and counted as coalesced instead of taking a slot: under
+    /// overload nothing a client needs is lost, and a queue never holds more
+    /// than one copy of each signal.
+    pub fn coalesce(mut self, coalesce: bool) -> Self {
+        self.config.coalesce = coalesce;
         self
     }
 

@@ -204,7 +204,7 @@ mod tests {
         Arc::new(Entry {
             id: ListenerId(id),
             filter,
-            queue: Queue::new(1, Overflow::DropOldest),
+            queue: Queue::new(1, Overflow::DropOldest, false),
         })
     }
 

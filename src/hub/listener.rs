@@ -243,11 +243,13 @@ impl Entry {
             queued: snap.queued,
             delivered: snap.tally.delivered,
             dropped: snap.tally.dropped,
+            coalesced: snap.tally.coalesced,
             discarded: snap.tally.discarded,
             lag: snap.lag,
             max_queue_depth: snap.tally.max_depth,
             capacity: snap.capacity,
             overflow: snap.overflow,
+            coalesce: snap.coalesce,
         }
     }
 }

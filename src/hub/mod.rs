@@ -175,6 +175,7 @@ impl Hub {
             queue: Queue::new(
                 context.capacity.map_or(config.capacity, NonZeroUsize::get),
                 context.overflow.unwrap_or(config.overflow),
+                context.coalesce.unwrap_or(config.coalesce),
             ),
         });
         let mut registry = self.shared.registry.write();
@@ -218,6 +219,7 @@ impl Hub {
                         report.queued += 1;
                         report.evicted += 1;
                     }
+                    Pushed::Coalesced => report.coalesced += 1,
                     Pushed::Disconnected => {
                         report.disconnected += 1;
                         overflowed.push(entry.id);
@@ -312,10 +314,12 @@ impl Hub {
             events_queued: queued,
             events_delivered: total.delivered,
             events_dropped: total.dropped,
+            events_coalesced: total.coalesced,
             events_discarded: total.discarded,
             max_queue_depth: total.max_depth,
             capacity: self.shared.config.capacity,
             overflow: self.shared.config.overflow,
+            coalesce: self.shared.config.coalesce,
         }
     }
 

@@ -8,17 +8,29 @@
 //! wake-up.
 //!
 //! The queue also keeps the listener's tally. Every event pushed to it is,
-//! at every moment, exactly one of delivered, dropped by policy, still
-//! queued, or discarded at close: `matched = delivered + dropped + queued +
-//! discarded`.
+//! at every moment, exactly one of delivered, dropped by policy, absorbed by
+//! a pending duplicate (coalesced), still queued, or discarded at close:
+//! `matched = delivered + dropped + coalesced + queued + discarded`.
+//!
+//! # Coalescing
+//!
+//! A list-changed signal, or an update of one URI, carries nothing a second
+//! copy would add. A coalescing queue keeps at most one pending copy of each
+//! such event: a duplicate published while one is still queued is absorbed
+//! (and counted) instead of taking a slot. The pending copy keeps its place,
+//! and the reader still gets the signal after the last publish, so under
+//! overload nothing a client needs is lost, and the memory is bounded by the
+//! number of distinct signals.
 
-use std::collections::VecDeque;
+use std::borrow::Borrow;
+use std::collections::{HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::task::Waker;
 use std::thread::Thread;
 
 use super::Overflow;
 use crate::error::StreamError;
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::source::Next;
 use crate::sync::Mutex;
 
@@ -47,6 +59,8 @@ pub(crate) enum Pushed {
     Queued,
     /// Queued after evicting the oldest event.
     DroppedOldest,
+    /// Absorbed by the same signal, still pending.
+    Coalesced,
     /// The queue was full under [`Overflow::Disconnect`]: everything it held
     /// and this event were dropped, and the listener failed.
     Disconnected,
@@ -60,6 +74,7 @@ pub(crate) struct Tally {
     pub(crate) matched: u64,
     pub(crate) delivered: u64,
     pub(crate) dropped: u64,
+    pub(crate) coalesced: u64,
     pub(crate) discarded: u64,
     pub(crate) max_depth: u64,
 }
@@ -72,6 +87,7 @@ pub(crate) struct QueueSnapshot {
     pub(crate) lag: u64,
     pub(crate) capacity: usize,
     pub(crate) overflow: Overflow,
+    pub(crate) coalesce: bool,
     /// Disconnected by its overflow policy, whoever retires it.
     pub(crate) overflowed: bool,
 }
@@ -88,12 +104,40 @@ enum Phase {
     Ended,
 }
 
+/// A queued idempotent event, compared by its kind, so the pending set can
+/// be searched with an `&EventKind`.
+#[derive(Debug)]
+struct Pending(Event);
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind()
+    }
+}
+
+impl Eq for Pending {}
+
+impl Hash for Pending {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.kind().hash(state);
+    }
+}
+
+impl Borrow<EventKind> for Pending {
+    fn borrow(&self) -> &EventKind {
+        self.0.kind()
+    }
+}
+
 #[derive(Debug)]
 struct State {
     /// Grows on demand up to `capacity`, so an idle listener holds no buffer.
     events: VecDeque<Event>,
     capacity: usize,
     overflow: Overflow,
+    coalesce: bool,
+    /// The idempotent events in `events`, when coalescing: one copy each.
+    pending: HashSet<Pending>,
     phase: Phase,
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
@@ -108,12 +152,14 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    pub(crate) fn new(capacity: usize, overflow: Overflow) -> Self {
+    pub(crate) fn new(capacity: usize, overflow: Overflow, coalesce: bool) -> Self {
         Self {
             state: Mutex::new(State {
                 events: VecDeque::new(),
                 capacity,
                 overflow,
+                coalesce,
+                pending: HashSet::new(),
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
@@ -132,11 +178,11 @@ impl Queue {
         let mut state = self.state.lock();
         let pushed = state.push(event);
         // Only a reader parked on an empty queue registered a waiter; taking
-        // it here means a busy reader is never woken needlessly.
-        let waiter = if pushed == Pushed::NotOpen {
-            None
-        } else {
-            state.waiter.take()
+        // it here means a busy reader is never woken needlessly. Nothing new
+        // to read after a refusal or an absorbed duplicate.
+        let waiter = match pushed {
+            Pushed::NotOpen | Pushed::Coalesced => None,
+            _ => state.waiter.take(),
         };
         (pushed, waiter)
     }
@@ -179,6 +225,7 @@ impl Queue {
             let discarded = state.events.len() as u64;
             state.tally.discarded += discarded;
             state.events = VecDeque::new();
+            state.pending = HashSet::new();
             state.lag = 0;
             state.phase = Phase::Ended;
             state.waiter.take()
@@ -196,6 +243,7 @@ impl Queue {
             lag: state.lag,
             capacity: state.capacity,
             overflow: state.overflow,
+            coalesce: state.coalesce,
             overflowed: state.overflowed,
         }
     }
@@ -207,11 +255,18 @@ impl State {
             return Pushed::NotOpen;
         }
         self.tally.matched += 1;
+        let idempotent = self.coalesce && event.kind().is_idempotent();
+        if idempotent && self.pending.contains(event.kind()) {
+            self.tally.coalesced += 1;
+            return Pushed::Coalesced;
+        }
         let mut pushed = Pushed::Queued;
         if self.events.len() >= self.capacity {
             match self.overflow {
                 Overflow::DropOldest => {
-                    self.events.pop_front();
+                    if let Some(evicted) = self.events.pop_front() {
+                        self.forget_pending(&evicted);
+                    }
                     self.tally.dropped += 1;
                     self.lag += 1;
                     pushed = Pushed::DroppedOldest;
@@ -220,6 +275,7 @@ impl State {
                     let lost = self.events.len() as u64 + 1;
                     self.tally.dropped += lost;
                     self.events = VecDeque::new();
+                    self.pending = HashSet::new();
                     self.overflowed = true;
                     self.phase = Phase::Failed(StreamError::Overflow { dropped: lost });
                     return Pushed::Disconnected;
@@ -227,8 +283,18 @@ impl State {
             }
         }
         self.events.push_back(event.clone());
+        if idempotent {
+            self.pending.insert(Pending(event.clone()));
+        }
         self.tally.max_depth = self.tally.max_depth.max(self.events.len() as u64);
         pushed
+    }
+
+    /// Takes `event` out of the pending set once it leaves the queue.
+    fn forget_pending(&mut self, event: &Event) {
+        if self.coalesce && event.kind().is_idempotent() {
+            self.pending.remove(event.kind());
+        }
     }
 
     fn pop(&mut self) -> Option<Next> {
@@ -238,6 +304,7 @@ impl State {
             return Some(Next::Lagged(std::mem::take(&mut self.lag)));
         }
         if let Some(event) = self.events.pop_front() {
+            self.forget_pending(&event);
             self.tally.delivered += 1;
             return Some(Next::Event(event));
         }
@@ -273,7 +340,7 @@ mod tests {
 
     #[test]
     fn drop_oldest_keeps_the_newest_and_reports_lag_first() {
-        let queue = Queue::new(2, Overflow::DropOldest);
+        let queue = Queue::new(2, Overflow::DropOldest, false);
         for i in 0..5 {
             queue.push(&Event::resource_updated(i.to_string()));
         }
@@ -288,6 +355,7 @@ mod tests {
                 matched: 5,
                 delivered: 2,
                 dropped: 3,
+                coalesced: 0,
                 discarded: 0,
                 max_depth: 2
             }
@@ -296,7 +364,7 @@ mod tests {
 
     #[test]
     fn disconnect_fails_once_then_closes() {
-        let queue = Queue::new(2, Overflow::Disconnect);
+        let queue = Queue::new(2, Overflow::Disconnect, false);
         assert_eq!(queue.push(&Event::tools_list_changed()).0, Pushed::Queued);
         assert_eq!(queue.push(&Event::tools_list_changed()).0, Pushed::Queued);
         assert_eq!(
@@ -314,7 +382,7 @@ mod tests {
 
     #[test]
     fn complete_drains_then_ends() {
-        let queue = Queue::new(4, Overflow::DropOldest);
+        let queue = Queue::new(4, Overflow::DropOldest, false);
         queue.push(&Event::resource_updated("a"));
         queue.complete();
         assert_eq!(queue.push(&Event::resource_updated("b")).0, Pushed::NotOpen);
@@ -324,8 +392,48 @@ mod tests {
     }
 
     #[test]
+    fn coalescing_absorbs_pending_duplicates_and_keeps_their_place() {
+        let queue = Queue::new(3, Overflow::DropOldest, true);
+        for uri in ["a", "b", "a", "a", "c", "b"] {
+            queue.push(&Event::resource_updated(uri));
+        }
+        assert_eq!(
+            queue.push(&Event::tools_list_changed()).0,
+            Pushed::DroppedOldest
+        );
+        assert_eq!(
+            queue.push(&Event::tools_list_changed()).0,
+            Pushed::Coalesced
+        );
+        // "a" was evicted, so a new "a" queues again.
+        assert_eq!(
+            queue.push(&Event::resource_updated("a")).0,
+            Pushed::DroppedOldest
+        );
+        let extension = Event::extension("x/y", Default::default(), None);
+        queue.push(&extension);
+        queue.push(&extension);
+        let snap = queue.snapshot();
+        assert_eq!(snap.tally.coalesced, 4);
+        assert_eq!(snap.queued, 3);
+        let t = snap.tally;
+        assert_eq!(
+            t.matched,
+            t.delivered + t.dropped + t.coalesced + snap.queued + t.discarded
+        );
+        assert!(matches!(pop(&queue), Some(Next::Lagged(_))));
+        let mut order = Vec::new();
+        while let Some(Next::Event(event)) = pop(&queue) {
+            order.push(event.method().to_owned());
+        }
+        assert_eq!(order, ["notifications/resources/updated", "x/y", "x/y"]);
+        // Once delivered, a signal queues again.
+        assert_eq!(queue.push(&Event::resource_updated("a")).0, Pushed::Queued);
+    }
+
+    #[test]
     fn close_discards_and_counts() {
-        let queue = Queue::new(4, Overflow::DropOldest);
+        let queue = Queue::new(4, Overflow::DropOldest, false);
         queue.push(&Event::resource_updated("a"));
         queue.push(&Event::resource_updated("b"));
         queue.close();
@@ -337,7 +445,7 @@ mod tests {
 
     #[test]
     fn registers_a_waiter_only_when_empty_and_push_takes_it() {
-        let queue = Queue::new(4, Overflow::DropOldest);
+        let queue = Queue::new(4, Overflow::DropOldest, false);
         let mut registered = false;
         assert_eq!(
             queue.pop_or_register(|slot| {
@@ -366,7 +474,7 @@ mod loom_model {
     /// interleaving, the tally adds up and delivered events keep their order.
     fn model(capacity: usize, overflow: Overflow) {
         loom::model(move || {
-            let queue = Arc::new(Queue::new(capacity, overflow));
+            let queue = Arc::new(Queue::new(capacity, overflow, false));
             let publisher = {
                 let queue = queue.clone();
                 thread::spawn(move || {
@@ -399,7 +507,7 @@ mod loom_model {
             }
             assert_eq!(
                 t.matched,
-                t.delivered + t.dropped + snap.queued + t.discarded
+                t.delivered + t.dropped + t.coalesced + snap.queued + t.discarded
             );
             assert_eq!(t.delivered as usize, seen.len());
             let mut sorted = seen.clone();
@@ -412,7 +520,7 @@ mod loom_model {
     /// pushes and the completion: a lost wake-up is a loom deadlock.
     fn waiting_reader(capacity: usize) {
         loom::model(move || {
-            let queue = Arc::new(Queue::new(capacity, Overflow::DropOldest));
+            let queue = Arc::new(Queue::new(capacity, Overflow::DropOldest, false));
             let publisher = {
                 let queue = queue.clone();
                 thread::spawn(move || {

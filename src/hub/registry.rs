@@ -90,6 +90,7 @@ impl std::ops::AddAssign for Tally {
         self.matched += other.matched;
         self.delivered += other.delivered;
         self.dropped += other.dropped;
+        self.coalesced += other.coalesced;
         self.discarded += other.discarded;
         self.max_depth = self.max_depth.max(other.max_depth);
     }

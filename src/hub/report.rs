@@ -13,6 +13,9 @@ pub struct PublishReport {
     /// ([`DropOldest`](crate::Overflow::DropOldest)); also counted in
     /// `queued`. Each evicted one event.
     pub evicted: usize,
+    /// Listeners that already held the same idempotent signal and absorbed
+    /// it (see [`HubBuilder::coalesce`](crate::HubBuilder::coalesce)).
+    pub coalesced: usize,
     /// Listeners disconnected because it did not fit
     /// ([`Disconnect`](crate::Overflow::Disconnect)); each lost everything
     /// it held, as [`HubStats::events_dropped`](crate::HubStats) counts.
