@@ -479,3 +479,22 @@ async fn the_stream_form_ends_after_the_terminal_item() {
     .await;
     assert!(matches!(items[..], [Next::Event(_), Next::Complete]));
 }
+
+#[test]
+fn an_event_is_rendered_once_per_publish_whatever_the_listener_count() {
+    let hub = Hub::new();
+    let mut listeners: Vec<_> = (0..100)
+        .map(|_| hub.listen(&Filter::new().with_resource("r")).unwrap())
+        .collect();
+    hub.notify_resource_updated("r");
+    let events: Vec<Event> = listeners
+        .iter_mut()
+        .map(|listener| event(listener.try_next()))
+        .collect();
+    // Every listener holds the very rendering the publish made, not a copy.
+    assert!(events.iter().all(|e| e.ptr_eq(&events[0])));
+    // Stamping splices each listener's id into those bytes.
+    let a = events[0].to_stamped_json(&rmcp::model::RequestId::Number(1));
+    let b = events[99].to_stamped_json(&rmcp::model::RequestId::String("x".into()));
+    assert_eq!(a.replace(r#"Id":1"#, r#"Id":"x""#), b);
+}
