@@ -334,13 +334,16 @@ async fn serve_stdio(
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     };
+    let mut serving = std::pin::pin!(serving);
     tokio::select! {
-        served = serving => served?,
+        served = &mut serving => served?,
         // rmcp may still be waiting for the client's first request here; the
         // listen streams are served either way.
         () = shutdown.requested() => {
             hub.complete();
-            // Each stream writes its `complete` result before the exit.
+            // Each stream writes its `complete` result before the exit. The
+            // rmcp service stays alive meanwhile: dropping it would close
+            // the transport, cancelling the streams before their last word.
             let _ = tokio::time::timeout(DRAIN, streams.finished()).await;
         }
     }
@@ -370,9 +373,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_server_info(server_info()),
     );
     if options.stdio {
-        serve_stdio(hub, listen, shutdown).await?;
+        let served = serve_stdio(hub, listen, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the
         // runtime's shutdown until the client closes its end.
+        if let Err(err) = served {
+            eprintln!("error: {err}");
+            std::process::exit(1);
+        }
         std::process::exit(0)
     } else {
         Ok(serve_http(hub, listen, &options, metrics, shutdown).await?)

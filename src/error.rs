@@ -117,14 +117,9 @@ impl fmt::Display for OpenError {
     }
 }
 
-impl std::error::Error for OpenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::InvalidParams(err) => Some(err),
-            _ => None,
-        }
-    }
-}
+// The inner error is part of the message, so it is not also a `source`:
+// reporters would print it twice.
+impl std::error::Error for OpenError {}
 
 impl From<ListenParamsError> for OpenError {
     fn from(err: ListenParamsError) -> Self {
@@ -321,12 +316,6 @@ impl fmt::Display for FrameError {
     }
 }
 
+// The JSON error is part of the message, so it is not also a `source`.
 #[cfg(feature = "channel")]
-impl std::error::Error for FrameError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::InvalidBody { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+impl std::error::Error for FrameError {}

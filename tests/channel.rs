@@ -119,7 +119,7 @@ async fn overflow_under_disconnect_ends_with_an_error_frame_then_a_close() {
     assert_eq!(error.code.0, -32000);
     assert_eq!(error.data.as_ref().unwrap()["reason"], "overflow");
     match receive(&mut socket).await {
-        Some(Message::Close(_)) | None => {}
+        Some(Message::Close(_)) => {}
         other => panic!("nothing follows the error frame but the close, got {other:?}"),
     }
     assert_eq!(server.stats().await["listeners_closed"]["overflow"], 1);
@@ -143,7 +143,7 @@ async fn closing_the_socket_releases_the_listener() {
     let mut socket = connect(&server).await;
     server.wait_for_active(1, WAIT).await;
     socket.close(None).await.unwrap();
-    server.wait_for_active(0, Duration::from_secs(1)).await;
+    server.wait_for_active(0, WAIT).await;
     assert_eq!(server.stats().await["listeners_closed"]["cancelled"], 1);
 }
 
@@ -152,8 +152,23 @@ async fn an_ask_that_cannot_be_served_closes_without_any_frame() {
     let server = HttpServer::start(&["--max-subscriptions", "0"]).await;
     let mut socket = connect(&server).await;
     match receive(&mut socket).await {
-        Some(Message::Close(_)) | None => {}
+        Some(Message::Close(_)) => {}
         other => panic!("expected a close and no frame, got {other:?}"),
     }
+    assert_eq!(server.stats().await["listeners_opened"], 0);
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_refused_before_the_upgrade() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let server = HttpServer::start(&[]).await;
+    let mut request = format!("ws://{}/mcp/notifications/main", server.addr())
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("origin", "https://evil.example".parse().unwrap());
+    let err = tokio_tungstenite::connect_async(request).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
     assert_eq!(server.stats().await["listeners_opened"], 0);
 }

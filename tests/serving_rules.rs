@@ -184,6 +184,14 @@ async fn rule_2_over_stdio_the_pipe_paces_the_source() {
         .await
         .unwrap();
 
+    // The first byte proves the listen was taken; the rest of the
+    // acknowledgement does not fit the pipe.
+    let mut client_in = BufReader::new(client_in);
+    let mut first = [0u8];
+    tokio::io::AsyncReadExt::read_exact(&mut client_in, &mut first)
+        .await
+        .unwrap();
+    assert_eq!(&first, b"{");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         source.pulls(),
@@ -191,7 +199,7 @@ async fn rule_2_over_stdio_the_pipe_paces_the_source() {
         "the acknowledgement is still being written"
     );
 
-    let mut lines = BufReader::new(client_in).lines();
+    let mut lines = client_in.lines();
     let ack = lines.next_line().await.unwrap().unwrap();
     assert!(ack.contains("subscriptions/acknowledged"), "{ack}");
     for _ in 0..3 {
@@ -470,4 +478,97 @@ async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
         source.closed(),
         [CloseReason::Cancelled, CloseReason::Disconnected]
     );
+}
+
+#[tokio::test]
+async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
+    use rmcp::transport::Transport;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let source = Scripted::default();
+    let (mut client_out, server_in) = tokio::io::duplex(4096);
+    let (server_out, client_in) = tokio::io::duplex(1 << 16);
+    let mut transport = mcp_subscriptions::StdioTransport::new(
+        ListenService::new(source.clone()),
+        server_in,
+        server_out,
+    );
+    let mut replies = BufReader::new(client_in).lines();
+
+    // rmcp drops `receive` whenever it sends; a line cut in two by that
+    // must still arrive whole.
+    let ping = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let (head, tail) = ping.split_at(10);
+    client_out.write_all(head.as_bytes()).await.unwrap();
+    let cut_short = tokio::time::timeout(
+        Duration::from_millis(50),
+        Transport::<rmcp::RoleServer>::receive(&mut transport),
+    )
+    .await;
+    assert!(cut_short.is_err(), "half a line is not a message");
+    client_out
+        .write_all(format!("{tail}\n").as_bytes())
+        .await
+        .unwrap();
+    let received = Transport::<rmcp::RoleServer>::receive(&mut transport).await;
+    assert!(received.is_some(), "the rest of the line completes it");
+
+    // The transport is read by a task of its own from here on.
+    let receiving = tokio::spawn(async move {
+        while Transport::<rmcp::RoleServer>::receive(&mut transport)
+            .await
+            .is_some()
+        {}
+    });
+    let mut next_reply = async || {
+        let line = tokio::time::timeout(Duration::from_secs(5), replies.next_line())
+            .await
+            .expect("a reply")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+
+    // Two listens under one open id: the second is refused, the first goes on.
+    let listen =
+        json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": params()});
+    for _ in 0..2 {
+        client_out
+            .write_all(format!("{listen}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut first_two = [next_reply().await, next_reply().await];
+    first_two.sort_by_key(|m| m.get("error").is_some());
+    assert_eq!(
+        first_two[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert_eq!(first_two[1]["id"], 5);
+    assert_eq!(first_two[1]["error"]["code"], -32600);
+
+    // Not JSON, and JSON that is no JSON-RPC message.
+    client_out.write_all(b"not json\n").await.unwrap();
+    let reply = next_reply().await;
+    assert_eq!(
+        (&reply["id"], &reply["error"]["code"]),
+        (&Value::Null, &json!(-32700))
+    );
+    client_out
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9}\n")
+        .await
+        .unwrap();
+    let reply = next_reply().await;
+    assert_eq!(
+        (&reply["id"], &reply["error"]["code"]),
+        (&json!(9), &json!(-32600))
+    );
+
+    drop(client_out);
+    receiving.await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while source.closed().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(source.closed(), [CloseReason::Disconnected]);
 }

@@ -22,6 +22,9 @@ use crate::source::{CloseReason, Source};
 /// The largest request body read, as rmcp's own limit.
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
+/// Methods this protocol revision removed, answered 404 / `-32601`.
+const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
+
 const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 
 /// The MCP endpoint: `POST` serves `subscriptions/listen` from `listen` as
@@ -80,10 +83,20 @@ where
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
     if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+        let ours = listen_request(&message).is_some()
+            || REMOVED.iter().any(|m| request_id(&message, m).is_some());
+        // What rmcp answers, rmcp guards; what we answer, we guard.
+        if ours && !super::host_allowed(&parts.headers, &listen.options().allowed_hosts) {
+            return (
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host or Origin not allowed",
+            )
+                .into_response();
+        }
         if let Some(id) = listen_request(&message) {
             return serve_listen(&listen, id, message.get("params"));
         }
-        for removed in ["resources/subscribe", "resources/unsubscribe"] {
+        for removed in REMOVED {
             if let Some(id) = request_id(&message, removed) {
                 return method_removed(id, removed);
             }
@@ -118,8 +131,10 @@ where
     ([(X_ACCEL_BUFFERING, HeaderValue::from_static("no"))], sse).into_response()
 }
 
-/// One SSE event per message; the body asks for the next only once the
-/// previous one was taken for writing, so the socket paces the source.
+/// One SSE event per message, pulled only when hyper polls the body for
+/// its next frame. hyper keeps a bounded buffer ahead of the socket (a few
+/// frames, at most about 400 KiB), so a client that stops reading stalls
+/// its stream within that bound, and its queue's policy takes over.
 async fn next_event<S: Source>(
     mut stream: ListenStream<S>,
 ) -> Option<(Result<SseEvent, Infallible>, ListenStream<S>)> {

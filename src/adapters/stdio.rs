@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::RequestId;
+use rmcp::model::{ErrorData, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -16,11 +16,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Streams, listen_request};
-use crate::serve::{ListenService, ListenStream};
+use crate::event::request_id_json;
+use crate::serve::{ListenService, ListenStream, message};
 use crate::source::{CloseReason, Source};
 
 type Writer = Arc<AsyncMutex<Pin<Box<dyn AsyncWrite + Send>>>>;
-type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, CancellationToken>>>;
+/// Open streams by request id, each with a serial number that tells a
+/// stream's own entry from a later one under the same id.
+type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, (u64, CancellationToken)>>>;
 
 /// A newline-delimited JSON-RPC transport for rmcp (stdin/stdout or any
 /// byte pipe) that serves `subscriptions/listen` itself.
@@ -47,9 +50,12 @@ type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, CancellationToken>>>;
 /// ```
 pub struct StdioTransport<S: Source> {
     input: BufReader<Pin<Box<dyn AsyncRead + Send>>>,
+    /// The input line read so far, kept across cancelled reads.
+    line: Vec<u8>,
     writer: Writer,
     listen: ListenService<S>,
     cancels: Cancels,
+    serial: u64,
     /// Cancelled when the input ends or the transport closes; every stream's
     /// token is a child of it.
     closing: CancellationToken,
@@ -77,9 +83,11 @@ where
         let output: Pin<Box<dyn AsyncWrite + Send>> = Box::pin(output);
         Self {
             input: BufReader::new(input),
+            line: Vec::new(),
             writer: Arc::new(AsyncMutex::new(output)),
             listen,
             cancels: Arc::default(),
+            serial: 0,
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
         }
@@ -91,23 +99,32 @@ where
         Streams::new(self.tasks.clone())
     }
 
-    /// Opens and spawns a listen stream, or returns its refusal to write.
-    fn start(&self, id: RequestId, params: Option<&Value>) -> Option<Vec<u8>> {
-        match self.listen.open(id.clone(), params) {
-            Ok(stream) => {
-                let token = self.closing.child_token();
-                self.cancels.lock().insert(id.clone(), token.clone());
-                self.tasks.spawn(serve(
-                    stream,
-                    token,
-                    self.closing.clone(),
-                    self.writer.clone(),
-                    self.cancels.clone(),
-                ));
-                None
-            }
-            Err(refusal) => Some(refusal.to_message()),
+    /// Opens and spawns a listen stream, or returns the error response to
+    /// write instead.
+    fn start(&mut self, id: RequestId, params: Option<&Value>) -> Option<Vec<u8>> {
+        // A second stream under an id still open could not be cancelled
+        // apart from the first: refuse it, as JSON-RPC ids must be unique.
+        if self.cancels.lock().contains_key(&id) {
+            let error =
+                ErrorData::invalid_request("a listen request with this id is still open", None);
+            return Some(message::error_response(&request_id_json(&id), &error));
         }
+        let stream = match self.listen.open(id.clone(), params) {
+            Ok(stream) => stream,
+            Err(refusal) => return Some(refusal.to_message()),
+        };
+        let token = self.closing.child_token();
+        self.serial += 1;
+        self.cancels.lock().insert(id, (self.serial, token.clone()));
+        self.tasks.spawn(serve(
+            stream,
+            self.serial,
+            token,
+            self.closing.clone(),
+            self.writer.clone(),
+            self.cancels.clone(),
+        ));
+        None
     }
 
     /// Ends the listen stream `message` cancels, if it is one of ours.
@@ -119,7 +136,7 @@ where
             .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
         match (is_cancel, id) {
             (true, Some(id)) => match self.cancels.lock().remove(&id) {
-                Some(token) => {
+                Some((_, token)) => {
                     token.cancel();
                     true
                 }
@@ -128,47 +145,110 @@ where
             _ => false,
         }
     }
+
+    /// Writes `message` from a task of its own, so that `receive` never
+    /// awaits a write (rmcp drops its future whenever it sends).
+    fn reply(&self, message: Vec<u8>) {
+        let writer = self.writer.clone();
+        self.tasks.spawn(async move {
+            // The pipe is gone if this fails; the input ends too.
+            let _ = write_line(&mut *writer.lock().await, &message).await;
+        });
+    }
+
+    /// Handles one complete input line: a listen request or its cancel is
+    /// ours; anything rmcp can read is returned for it.
+    fn handle(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let text = std::str::from_utf8(line).unwrap_or_default().trim();
+        if text.is_empty() {
+            return None;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            self.reply(error_reply(
+                &Value::Null,
+                ErrorData::parse_error("Parse error", None),
+            ));
+            return None;
+        };
+        if let Some(id) = listen_request(&message) {
+            if let Some(refusal) = self.start(id, message.get("params")) {
+                self.reply(refusal);
+            }
+            return None;
+        }
+        if self.cancel(&message) {
+            return None;
+        }
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        match serde_json::from_value(message) {
+            Ok(message) => Some(message),
+            Err(_) => {
+                let error = ErrorData::invalid_request("Invalid request", None);
+                self.reply(error_reply(&id, error));
+                None
+            }
+        }
+    }
+}
+
+/// An error response to the request with JSON id `id`.
+fn error_reply(id: &Value, error: ErrorData) -> Vec<u8> {
+    message::error_response(&id.to_string(), &error)
 }
 
 /// Writes one stream's messages until it ends or is cancelled.
 async fn serve<S: Source>(
     mut stream: ListenStream<S>,
+    serial: u64,
     token: CancellationToken,
     closing: CancellationToken,
     writer: Writer,
     cancels: Cancels,
 ) {
+    let cancelled = |stream: &mut ListenStream<S>| {
+        let reason = if closing.is_cancelled() {
+            CloseReason::Disconnected
+        } else {
+            CloseReason::Cancelled
+        };
+        stream.cancel(reason);
+    };
     loop {
         let message = tokio::select! {
             // Cancellation first: once asked to stop, nothing more is written.
             biased;
-            () = token.cancelled() => {
-                let reason = if closing.is_cancelled() {
-                    CloseReason::Disconnected
-                } else {
-                    CloseReason::Cancelled
-                };
-                stream.cancel(reason);
-                break;
-            }
+            () = token.cancelled() => break cancelled(&mut stream),
             message = stream.next_message() => message,
         };
         let Some(message) = message else { break };
-        if write_line(&writer, &message).await.is_err() {
+        // Another stream may hold the pipe for a while (a client slow to
+        // read); a cancel that comes meanwhile still stops this message.
+        let mut out = tokio::select! {
+            biased;
+            () = token.cancelled() => break cancelled(&mut stream),
+            out = writer.lock() => out,
+        };
+        if token.is_cancelled() {
+            break cancelled(&mut stream);
+        }
+        if write_line(&mut *out, &message).await.is_err() {
             stream.cancel(CloseReason::Disconnected);
             break;
         }
     }
-    cancels.lock().remove(stream.id());
+    let mut cancels = cancels.lock();
+    // Only our own entry: the id may already serve a newer stream.
+    if cancels.get(stream.id()).is_some_and(|(s, _)| *s == serial) {
+        cancels.remove(stream.id());
+    }
 }
 
 /// Writes one message and its newline, and flushes: the write completing
 /// is what lets the stream pull again.
-async fn write_line(writer: &Writer, message: &[u8]) -> io::Result<()> {
-    let mut writer = writer.lock().await;
-    writer.write_all(message).await?;
-    writer.write_all(b"\n").await?;
-    writer.flush().await
+async fn write_line(out: &mut (dyn AsyncWrite + Send + Unpin), message: &[u8]) -> io::Result<()> {
+    out.write_all(message).await?;
+    out.write_all(b"\n").await?;
+    out.flush().await
 }
 
 impl<S> Transport<RoleServer> for StdioTransport<S>
@@ -185,43 +265,26 @@ where
         let writer = self.writer.clone();
         async move {
             let bytes = serde_json::to_vec(&item)?;
-            write_line(&writer, &bytes).await
+            write_line(&mut *writer.lock().await, &bytes).await
         }
     }
 
+    /// Cancel-safe, as rmcp needs (it drops this future whenever it sends):
+    /// a partly read line stays in `self.line` for the next call.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let mut line = String::new();
         loop {
-            line.clear();
-            match self.input.read_line(&mut line).await {
+            match self.input.read_until(b'\n', &mut self.line).await {
                 Ok(0) | Err(_) => {
                     self.closing.cancel();
                     return None;
                 }
                 Ok(_) => {}
             }
-            let Ok(message) = serde_json::from_str::<Value>(line.trim()) else {
-                // Not JSON: let rmcp's own parsing decide (it skips blanks).
-                match serde_json::from_str(line.trim()) {
-                    Ok(message) => return Some(message),
-                    Err(_) => continue,
-                }
-            };
-            if let Some(id) = listen_request(&message) {
-                if let Some(refusal) = self.start(id, message.get("params")) {
-                    // The pipe is gone if this fails; the input ends too.
-                    let writer = self.writer.clone();
-                    drop(write_line(&writer, &refusal).await);
-                }
-                continue;
-            }
-            if self.cancel(&message) {
-                continue;
-            }
-            match serde_json::from_value(message) {
-                Ok(message) => return Some(message),
-                // Not a message rmcp knows; it would have skipped it too.
-                Err(_) => continue,
+            // A whole line is in: nothing below awaits, so no cancel can
+            // strike between taking it and handling it.
+            let line = std::mem::take(&mut self.line);
+            if let Some(message) = self.handle(&line) {
+                return Some(message);
             }
         }
     }

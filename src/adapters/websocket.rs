@@ -3,6 +3,8 @@
 
 use axum::extract::WebSocketUpgrade;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get};
 use futures_util::{SinkExt, StreamExt};
 use tokio_util::task::TaskTracker;
@@ -57,9 +59,18 @@ where
     /// The route: `GET` with a WebSocket upgrade.
     pub fn into_method_router(self) -> MethodRouter {
         let Self { listen, tasks } = self;
-        get(move |upgrade: WebSocketUpgrade| {
+        get(move |headers: HeaderMap, upgrade: WebSocketUpgrade| {
             let (listen, tasks) = (listen.clone(), tasks.clone());
-            async move { upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, socket))) }
+            async move {
+                if !super::host_allowed(&headers, &listen.options().allowed_hosts) {
+                    return (
+                        StatusCode::FORBIDDEN,
+                        "Forbidden: Host or Origin not allowed",
+                    )
+                        .into_response();
+                }
+                upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, socket)))
+            }
         })
     }
 }
@@ -92,8 +103,14 @@ async fn serve<S: Source>(listen: ListenService<S>, socket: WebSocket) {
                 }
             }
             message = incoming.next() => match message {
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                Some(Ok(Message::Close(_))) => {
                     channel.cancel(CloseReason::Cancelled);
+                    // Flushes the close reply the WebSocket queued.
+                    let _ = outgoing.close().await;
+                    return;
+                }
+                Some(Err(_)) | None => {
+                    channel.cancel(CloseReason::Disconnected);
                     return;
                 }
                 // Text, ping, pong, and any bytes a newer peer sends.

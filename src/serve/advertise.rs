@@ -56,6 +56,7 @@ impl Advertise {
     /// not serve.
     pub fn build(self) -> Result<ServerCapabilities, AdvertiseError> {
         let claimed = Capabilities::from(&self.base);
+        let installed = self.served.is_some();
         let served = self.served.unwrap_or_else(Capabilities::none);
         for (name, claims, serves) in [
             (
@@ -80,7 +81,7 @@ impl Advertise {
             ),
         ] {
             if claims && !serves {
-                return Err(if served == Capabilities::none() {
+                return Err(if !installed {
                     AdvertiseError::NoSource { capability: name }
                 } else {
                     AdvertiseError::NotServed { capability: name }

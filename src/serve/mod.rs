@@ -40,6 +40,10 @@ pub struct ListenOptions {
     pub keepalive: Duration,
     /// The server's info, carried by the `complete` result.
     pub server_info: Implementation,
+    /// The host names the HTTP and WebSocket endpoints accept in `Host`
+    /// and `Origin` (default: `localhost`, `127.0.0.1`, `::1`, as rmcp's
+    /// Streamable HTTP server), against DNS rebinding; empty accepts any.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ListenOptions {
@@ -48,6 +52,7 @@ impl Default for ListenOptions {
             max_uris: DEFAULT_MAX_URIS,
             keepalive: DEFAULT_KEEPALIVE,
             server_info: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
         }
     }
 }
@@ -68,6 +73,16 @@ impl ListenOptions {
     /// Sets the server info the `complete` result carries.
     pub fn with_server_info(mut self, server_info: Implementation) -> Self {
         self.server_info = server_info;
+        self
+    }
+
+    /// Sets the host names accepted in `Host` and `Origin`; keep it in step
+    /// with rmcp's `StreamableHttpServerConfig::allowed_hosts`.
+    pub fn with_allowed_hosts(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
         self
     }
 }

@@ -52,10 +52,15 @@ impl<S: Source> Pull<S> {
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
         let handle = self.handle.as_mut()?;
         let source = self.service.source();
+        let mut skipped = 0u32;
         let (reason, pulled) = loop {
             match AssertUnwindSafe(source.next(handle)).catch_unwind().await {
                 Ok(Next::Event(event)) => return Some(Pulled::Event(event)),
-                Ok(Next::Lagged(_)) => continue,
+                Ok(Next::Lagged(_)) => {
+                    skipped += 1;
+                    yield_every(SKIPS_PER_YIELD, skipped).await;
+                    continue;
+                }
                 Ok(Next::Complete) => break (CloseReason::Complete, Pulled::Complete),
                 Ok(Next::Failed(err)) => {
                     break (CloseReason::Error, Pulled::Failed(err.to_error_data()));
@@ -80,6 +85,28 @@ impl<S: Source> Drop for Pull<S> {
     fn drop(&mut self) {
         self.finish(self.drop_reason);
     }
+}
+
+/// How many items a stream may skip in a row before it lets other tasks
+/// run: a source that keeps returning ready items the stream does not send
+/// must not starve its executor, or a cancel racing the stream.
+pub(crate) const SKIPS_PER_YIELD: u32 = 64;
+
+/// Yields to the executor once every `every` calls (by `count`).
+pub(crate) async fn yield_every(every: u32, count: u32) {
+    if !count.is_multiple_of(every) {
+        return;
+    }
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await;
 }
 
 /// The message of a source that panicked.

@@ -2,7 +2,7 @@
 
 use rmcp::model::RequestId;
 
-use super::pull::{Pull, Pulled};
+use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use super::{ListenService, message};
 use crate::event::request_id_json;
 use crate::filter::Filter;
@@ -84,14 +84,20 @@ impl<S: Source> ListenStream<S> {
     /// Cancel-safe when the source's `next` is (as the [`Hub`](crate::Hub)'s
     /// is): dropping the future loses no event.
     pub async fn next_message(&mut self) -> Option<Vec<u8>> {
+        if self.pull.is_finished() {
+            return None;
+        }
         if !self.acknowledged {
             self.acknowledged = true;
             return Some(message::acknowledgement(&self.id_json, &self.granted));
         }
+        let mut skipped = 0u32;
         loop {
             return Some(match self.pull.next().await? {
                 Pulled::Event(event) => {
                     if !self.granted.matches(event.kind()) {
+                        skipped += 1;
+                        yield_every(SKIPS_PER_YIELD, skipped).await;
                         continue;
                     }
                     let mut out = Vec::new();
