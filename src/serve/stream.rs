@@ -92,25 +92,26 @@ impl<S: Source> ListenStream<S> {
             return Some(message::acknowledgement(&self.id_json, &self.granted));
         }
         let mut skipped = 0u32;
-        loop {
-            return Some(match self.pull.next().await? {
+        let message = loop {
+            match self.pull.next().await? {
+                // Rule 5: what the client was not granted is never sent.
+                Pulled::Event(event) if !self.granted.matches(event.kind()) => {
+                    skipped += 1;
+                    yield_every(SKIPS_PER_YIELD, skipped).await;
+                }
                 Pulled::Event(event) => {
-                    if !self.granted.matches(event.kind()) {
-                        skipped += 1;
-                        yield_every(SKIPS_PER_YIELD, skipped).await;
-                        continue;
-                    }
                     let mut out = Vec::new();
                     event.write_stamped(&self.id, &mut out);
-                    out
+                    break out;
                 }
                 Pulled::Complete => {
                     let server_info = &self.pull.service().options().server_info;
-                    message::completion(&self.id_json, server_info)
+                    break message::completion(&self.id_json, server_info);
                 }
-                Pulled::Failed(error) => message::error_response(&self.id_json, &error),
-            });
-        }
+                Pulled::Failed(error) => break message::error_response(&self.id_json, &error),
+            }
+        };
+        Some(message)
     }
 
     /// Ends the stream for `reason` without another message: the client
