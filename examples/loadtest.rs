@@ -1,0 +1,291 @@
+//! A load generator: N listeners (tasks on a tokio runtime), one publisher
+//! thread, M events, a live progress bar, and a summary table.
+//!
+//! ```sh
+//! cargo run --release --example loadtest -- --listeners 1000 --events 10000 \
+//!     [--policy drop-oldest|disconnect] [--capacity N] [--coalesce] \
+//!     [--keys K] [--rate EVENTS_PER_SEC] [--workers W]
+//! ```
+//!
+//! Every listener subscribes to all K keys, so each event reaches every
+//! listener. Without `--coalesce` the events are extension events that carry
+//! their sequence number, and latency is exact: publish to receipt. With
+//! `--coalesce` they are resource updates of K URIs, which coalescing queues
+//! absorb; latency is then the age of the signal a listener receives: the
+//! time since that URI was last published.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use mcp_subscriptions::{Capabilities, Event, EventKind, Filter, Hub, Next, Overflow, Selector};
+use serde_json::json;
+
+struct Options {
+    listeners: usize,
+    events: u64,
+    policy: Overflow,
+    capacity: usize,
+    coalesce: bool,
+    keys: usize,
+    rate: u64,
+    workers: usize,
+}
+
+impl Options {
+    fn parse() -> Result<Self, String> {
+        let mut options = Options {
+            listeners: 1_000,
+            events: 10_000,
+            policy: Overflow::DropOldest,
+            capacity: mcp_subscriptions::DEFAULT_CAPACITY,
+            coalesce: false,
+            keys: 16,
+            rate: 0,
+            workers: 2,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            if flag == "--coalesce" {
+                options.coalesce = true;
+                continue;
+            }
+            let value = args.next().ok_or(format!("{flag} needs a value"))?;
+            let invalid = |err: &dyn std::fmt::Display| format!("{flag} {value}: {err}");
+            let number = || value.parse::<u64>().map_err(|e| invalid(&e));
+            match flag.as_str() {
+                "--listeners" => options.listeners = number()? as usize,
+                "--events" => options.events = number()?,
+                "--policy" => options.policy = value.parse().map_err(|e| invalid(&e))?,
+                "--capacity" => options.capacity = number()?.max(1) as usize,
+                "--keys" => options.keys = number()?.max(1) as usize,
+                "--rate" => options.rate = number()?,
+                "--workers" => options.workers = number()?.max(1) as usize,
+                _ => return Err(format!("unknown option {flag}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// What one listener saw.
+#[derive(Default)]
+struct Seen {
+    delivered: u64,
+    lag: u64,
+    disconnected: bool,
+    /// Latencies in microseconds (every event, or a sample under heavy load).
+    latencies: Vec<u32>,
+}
+
+/// Nanoseconds since the run began, per published sequence number (exact
+/// mode) or per key (coalescing mode: the latest publish).
+struct Clock {
+    start: Instant,
+    stamps: Vec<AtomicU64>,
+}
+
+impl Clock {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn stamp(&self, slot: usize) {
+        self.stamps[slot].store(self.now(), Ordering::Release);
+    }
+
+    fn micros_since(&self, slot: usize) -> u32 {
+        let then = self.stamps[slot].load(Ordering::Acquire);
+        (self.now().saturating_sub(then) / 1_000) as u32
+    }
+}
+
+fn key_name(key: usize) -> String {
+    format!("loadtest://{key}")
+}
+
+fn main() {
+    let options = match Options::parse() {
+        Ok(options) => options,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::exit(2);
+        }
+    };
+    let hub = Hub::builder()
+        .capacity(options.capacity)
+        .overflow(options.policy)
+        .coalesce(options.coalesce)
+        .max_listeners(options.listeners)
+        .capabilities(Capabilities::default().with_extension_field("k"))
+        .build();
+    let filter = if options.coalesce {
+        (0..options.keys).fold(Filter::new(), |f, k| f.with_resource(key_name(k)))
+    } else {
+        let keys: Vec<String> = (0..options.keys).map(|k| k.to_string()).collect();
+        Filter::new().with_extension("k", json!(keys))
+    };
+    let slots = if options.coalesce {
+        options.keys
+    } else {
+        options.events as usize
+    };
+    let clock = Arc::new(Clock {
+        start: Instant::now(),
+        stamps: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+    });
+    let deliveries = options.events * options.listeners as u64;
+    // Keep about a million latency samples in all.
+    let sample_every = (deliveries / 1_000_000).max(1);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.workers)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let coalesce = options.coalesce;
+    let readers: Vec<_> = (0..options.listeners)
+        .map(|_| {
+            let mut listener = hub.listen(&filter).expect("within the listener limit");
+            let clock = clock.clone();
+            runtime.spawn(async move {
+                let mut seen = Seen::default();
+                loop {
+                    match listener.next().await {
+                        Next::Event(event) => {
+                            seen.delivered += 1;
+                            if seen.delivered % sample_every == 0 {
+                                let slot = match event.kind() {
+                                    EventKind::ResourceUpdated { uri } if coalesce => {
+                                        uri.trim_start_matches("loadtest://").parse().unwrap_or(0)
+                                    }
+                                    _ => event
+                                        .method()
+                                        .trim_start_matches("loadtest/")
+                                        .parse()
+                                        .unwrap_or(0),
+                                };
+                                seen.latencies.push(clock.micros_since(slot));
+                            }
+                        }
+                        Next::Lagged(n) => seen.lag += n,
+                        Next::Failed(_) => {
+                            seen.disconnected = true;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+
+    let bar = ProgressBar::new(options.events);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} published {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let publisher = {
+        let (hub, clock, bar) = (hub.clone(), clock.clone(), bar.clone());
+        let (events, keys, rate) = (options.events, options.keys, options.rate);
+        std::thread::spawn(move || {
+            for seq in 0..events {
+                let key = seq as usize % keys;
+                let event = if coalesce {
+                    clock.stamp(key);
+                    Event::resource_updated(key_name(key))
+                } else {
+                    clock.stamp(seq as usize);
+                    Event::extension(
+                        format!("loadtest/{seq}"),
+                        Default::default(),
+                        Some(Selector::new("k", Some(key.to_string()))),
+                    )
+                };
+                hub.publish(event);
+                if seq % 256 == 0 {
+                    bar.set_position(seq);
+                }
+                // Paced, when asked: each event at its slot in time.
+                if let Some(offset) = (seq * 1_000_000_000).checked_div(rate) {
+                    let due = started + Duration::from_nanos(offset);
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                }
+            }
+        })
+    };
+    while !publisher.is_finished() {
+        let stats = hub.stats();
+        bar.set_message(format!(
+            "| delivered {} dropped {} coalesced {} queued {}",
+            stats.events_delivered,
+            stats.events_dropped,
+            stats.events_coalesced,
+            stats.events_queued
+        ));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    publisher.join().expect("the publisher finishes");
+    let published_in = started.elapsed();
+    hub.complete();
+    let seen: Vec<Seen> = runtime.block_on(async {
+        let mut seen = Vec::with_capacity(readers.len());
+        for reader in readers {
+            seen.push(reader.await.expect("a reader finishes"));
+        }
+        seen
+    });
+    let drained_in = started.elapsed();
+    bar.finish_with_message("| done");
+
+    let stats = hub.stats();
+    let mut latencies: Vec<u32> = seen
+        .iter()
+        .flat_map(|s| s.latencies.iter().copied())
+        .collect();
+    latencies.sort_unstable();
+    let percentile = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p) as usize)
+            .map_or("-".to_owned(), |us| format!("{us} µs"))
+    };
+    let delivered: u64 = seen.iter().map(|s| s.delivered).sum();
+    let rows = [
+        ("listeners", options.listeners.to_string()),
+        ("events published", stats.events_published.to_string()),
+        ("deliveries expected", deliveries.to_string()),
+        ("delivered", delivered.to_string()),
+        ("dropped", stats.events_dropped.to_string()),
+        ("coalesced", stats.events_coalesced.to_string()),
+        (
+            "lag reported",
+            seen.iter().map(|s| s.lag).sum::<u64>().to_string(),
+        ),
+        (
+            "listeners disconnected",
+            seen.iter().filter(|s| s.disconnected).count().to_string(),
+        ),
+        ("latency p50", percentile(0.50)),
+        ("latency p99", percentile(0.99)),
+        ("latency max", percentile(1.0)),
+        (
+            "events/s published",
+            format!("{:.0}", options.events as f64 / published_in.as_secs_f64()),
+        ),
+        (
+            "deliveries/s",
+            format!("{:.0}", delivered as f64 / drained_in.as_secs_f64()),
+        ),
+        ("accounting balanced", stats.is_balanced().to_string()),
+    ];
+    println!();
+    println!("| figure | value |");
+    println!("| --- | --- |");
+    for (name, value) in rows {
+        println!("| {name} | {value} |");
+    }
+}
