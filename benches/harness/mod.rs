@@ -1,0 +1,270 @@
+//! The measurements shared by the criterion benches and
+//! `examples/bench_report.rs`, so that both time exactly the same work.
+//!
+//! Each scenario is set up once and then run for a number of iterations,
+//! returning the time those took (criterion's `iter_custom` shape).
+
+#![allow(dead_code, unreachable_pub)] // each user takes the scenarios it needs
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
+use tokio::runtime::Runtime;
+use tokio::sync::{broadcast, mpsc as tokio_mpsc};
+
+/// Events per fan-out iteration.
+pub const BURST: usize = 32;
+
+/// Something to time: `run(iters)` does `iters` iterations and says how long
+/// they took.
+pub trait Scenario {
+    fn run(&mut self, iters: u64) -> Duration;
+}
+
+/// The receivers' side of a fan-out: a 2-worker runtime, and a count of
+/// listeners still receiving the current burst (the last one wakes the
+/// publisher).
+struct Fanout {
+    runtime: Runtime,
+    n: usize,
+    remaining: Arc<AtomicUsize>,
+    done_tx: mpsc::SyncSender<()>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Fanout {
+    fn new(n: usize) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let (done_tx, done) = mpsc::sync_channel(1);
+        Self {
+            runtime,
+            n,
+            remaining: Arc::new(AtomicUsize::new(n)),
+            done_tx,
+            done,
+        }
+    }
+
+    /// What a receiving task calls after each event.
+    fn counter(&self) -> impl FnMut() + Send + 'static {
+        let (remaining, done) = (self.remaining.clone(), self.done_tx.clone());
+        let mut got = 0;
+        move || {
+            got += 1;
+            if got % BURST == 0 && remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                done.send(()).unwrap();
+            }
+        }
+    }
+
+    fn time(&self, bursts: u64, mut publish: impl FnMut()) -> Duration {
+        let start = Instant::now();
+        for _ in 0..bursts {
+            self.remaining.store(self.n, Ordering::Release);
+            for _ in 0..BURST {
+                publish();
+            }
+            self.done.recv().unwrap();
+        }
+        start.elapsed()
+    }
+}
+
+/// Fan-out through the hub: every listener matches every event.
+pub struct HubFanout {
+    fanout: Fanout,
+    hub: Hub,
+}
+
+impl HubFanout {
+    pub fn new(n: usize) -> Self {
+        let fanout = Fanout::new(n);
+        let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
+        for _ in 0..n {
+            let mut listener = hub
+                .listen(&Filter::new().with_tools_list_changed())
+                .unwrap();
+            let mut received = fanout.counter();
+            fanout.runtime.spawn(async move {
+                while let Next::Event(_) = listener.next().await {
+                    received();
+                }
+            });
+        }
+        Self { fanout, hub }
+    }
+}
+
+impl Scenario for HubFanout {
+    fn run(&mut self, bursts: u64) -> Duration {
+        let hub = &self.hub;
+        self.fanout.time(bursts, || {
+            hub.publish(Event::tools_list_changed());
+        })
+    }
+}
+
+impl Drop for HubFanout {
+    fn drop(&mut self) {
+        self.hub.complete();
+    }
+}
+
+/// The anchor: `tokio::sync::broadcast`, receivers on the same runtime.
+pub struct BroadcastFanout {
+    fanout: Fanout,
+    tx: broadcast::Sender<Event>,
+}
+
+impl BroadcastFanout {
+    pub fn new(n: usize) -> Self {
+        let fanout = Fanout::new(n);
+        let (tx, _) = broadcast::channel::<Event>(BURST * 2);
+        for _ in 0..n {
+            let mut rx = tx.subscribe();
+            let mut received = fanout.counter();
+            fanout.runtime.spawn(async move {
+                while let Ok(_event) = rx.recv().await {
+                    received();
+                }
+            });
+        }
+        Self { fanout, tx }
+    }
+}
+
+impl Scenario for BroadcastFanout {
+    fn run(&mut self, bursts: u64) -> Duration {
+        let tx = &self.tx;
+        self.fanout.time(bursts, || {
+            let _ = tx.send(Event::tools_list_changed());
+        })
+    }
+}
+
+/// The anchor the TypeScript and Python SDK hubs amount to: one
+/// `tokio::sync::mpsc` channel per listener, the publisher sending to each.
+pub struct MpscFanout {
+    fanout: Fanout,
+    senders: Vec<tokio_mpsc::Sender<Event>>,
+}
+
+impl MpscFanout {
+    pub fn new(n: usize) -> Self {
+        let fanout = Fanout::new(n);
+        let senders = (0..n)
+            .map(|_| {
+                let (tx, mut rx) = tokio_mpsc::channel::<Event>(BURST * 2);
+                let mut received = fanout.counter();
+                fanout.runtime.spawn(async move {
+                    while let Some(_event) = rx.recv().await {
+                        received();
+                    }
+                });
+                tx
+            })
+            .collect();
+        Self { fanout, senders }
+    }
+}
+
+impl Scenario for MpscFanout {
+    fn run(&mut self, bursts: u64) -> Duration {
+        let senders = &self.senders;
+        self.fanout.time(bursts, || {
+            let event = Event::tools_list_changed();
+            for tx in senders {
+                let _ = tx.try_send(event.clone());
+            }
+        })
+    }
+}
+
+fn uri(i: usize) -> String {
+    format!("file:///resource/{i}")
+}
+
+/// Sparse routing through the hub: n listeners, one URI each; an update for
+/// one of them, and that listener takes it.
+pub struct HubSparse {
+    hub: Hub,
+    listeners: Vec<Listener>,
+    target: String,
+}
+
+impl HubSparse {
+    pub fn new(n: usize) -> Self {
+        let hub = Hub::builder().max_listeners(n).build();
+        let listeners = (0..n)
+            .map(|i| hub.listen(&Filter::new().with_resource(uri(i))).unwrap())
+            .collect();
+        Self {
+            hub,
+            listeners,
+            target: uri(n / 2),
+        }
+    }
+}
+
+impl Scenario for HubSparse {
+    fn run(&mut self, iters: u64) -> Duration {
+        let reader = self.listeners.len() / 2;
+        let start = Instant::now();
+        for _ in 0..iters {
+            self.hub.notify_resource_updated(self.target.as_str());
+            let Some(Next::Event(event)) = self.listeners[reader].try_next() else {
+                panic!("the subscriber must have it");
+            };
+            black_box(event);
+        }
+        start.elapsed()
+    }
+}
+
+/// The anchor: `broadcast` with receiver-side filtering: every receiver
+/// takes every event to find out whether it was for it.
+pub struct BroadcastSparse {
+    tx: broadcast::Sender<Event>,
+    receivers: Vec<(String, broadcast::Receiver<Event>)>,
+    target: String,
+}
+
+impl BroadcastSparse {
+    pub fn new(n: usize) -> Self {
+        let (tx, _) = broadcast::channel::<Event>(16);
+        let receivers = (0..n).map(|i| (uri(i), tx.subscribe())).collect();
+        Self {
+            tx,
+            receivers,
+            target: uri(n / 2),
+        }
+    }
+}
+
+impl Scenario for BroadcastSparse {
+    fn run(&mut self, iters: u64) -> Duration {
+        let start = Instant::now();
+        for _ in 0..iters {
+            self.tx
+                .send(Event::resource_updated(self.target.as_str()))
+                .unwrap();
+            let mut delivered = 0;
+            for (mine, rx) in &mut self.receivers {
+                let event = rx.try_recv().unwrap();
+                if matches!(event.kind(), EventKind::ResourceUpdated { uri } if uri == mine) {
+                    delivered += 1;
+                    black_box(&event);
+                }
+            }
+            assert_eq!(delivered, 1);
+        }
+        start.elapsed()
+    }
+}

@@ -1,0 +1,433 @@
+//! Every comparison of the performance work in one process, side by side
+//! with its anchor in the same run: a markdown table on stdout, the same
+//! rows as JSON, and a plot of fan-out throughput against listener count.
+//!
+//! ```sh
+//! cargo run --release --example bench_report -- [--quick] [--json FILE] [--plot FILE.svg]
+//! ```
+//!
+//! Each row's `ratio` is oriented so that higher is better for the hub, and
+//! `met` says whether it reaches the target.
+
+#[path = "../benches/harness/mod.rs"]
+mod harness;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use harness::{
+    BURST, BroadcastFanout, BroadcastSparse, HubFanout, HubSparse, MpscFanout, Scenario,
+};
+use mcp_subscriptions::{Event, Filter, Hub, Next};
+use rmcp::model::RequestId;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// This process's resident memory in bytes (Linux), for the memory
+/// scenario: a resident-set delta over many listeners.
+fn resident_bytes() -> isize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: isize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4_096
+}
+
+/// One row of the report.
+#[derive(Serialize)]
+struct Row {
+    scenario: String,
+    n: usize,
+    ours: f64,
+    anchor: String,
+    anchor_value: f64,
+    ratio: f64,
+    target: String,
+    met: bool,
+}
+
+impl Row {
+    /// A row whose `ratio` must reach `at_least`.
+    fn new(
+        scenario: &str,
+        n: usize,
+        ours: f64,
+        anchor: &str,
+        anchor_value: f64,
+        ratio: f64,
+        at_least: f64,
+    ) -> Self {
+        Self {
+            scenario: scenario.to_owned(),
+            n,
+            ours,
+            anchor: anchor.to_owned(),
+            anchor_value,
+            ratio,
+            target: format!(">= {at_least}x"),
+            met: ratio >= at_least,
+        }
+    }
+}
+
+/// Runs `scenario` for at least `budget` (after a warm-up) and returns the
+/// mean time per iteration.
+fn per_iteration(scenario: &mut dyn Scenario, budget: Duration) -> Duration {
+    scenario.run(1);
+    let mut iters = 1u64;
+    loop {
+        let took = scenario.run(iters);
+        if took >= budget {
+            return took / iters as u32;
+        }
+        iters *= 2;
+    }
+}
+
+fn fanout_rates(n: usize, budget: Duration) -> (f64, f64, f64) {
+    let deliveries = (n * BURST) as f64;
+    let rate =
+        |scenario: &mut dyn Scenario| deliveries / per_iteration(scenario, budget).as_secs_f64();
+    let hub = rate(&mut HubFanout::new(n));
+    let broadcast = rate(&mut BroadcastFanout::new(n));
+    let mpsc = rate(&mut MpscFanout::new(n));
+    (hub, broadcast, mpsc)
+}
+
+/// Publish-to-receive latencies (µs) of `events` events paced `gap` apart,
+/// to 256 listeners reading as tasks, through the hub or `broadcast`.
+fn latencies(events: usize, gap: Duration, through_hub: bool) -> Vec<u64> {
+    const LISTENERS: usize = 256;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let sent_at: Arc<Vec<AtomicU64>> = Arc::new((0..events).map(|_| AtomicU64::new(0)).collect());
+    let hub = Hub::builder().max_listeners(LISTENERS).build();
+    let (tx, _) = tokio::sync::broadcast::channel::<Event>(events.max(16));
+    let readers: Vec<_> = (0..LISTENERS)
+        .map(|_| {
+            let sent_at = sent_at.clone();
+            let record = move |event: &Event, out: &mut Vec<u64>| {
+                let seq: usize = event.method().parse().unwrap();
+                let now = start.elapsed().as_nanos() as u64;
+                out.push((now - sent_at[seq].load(Ordering::Acquire)) / 1_000);
+            };
+            if through_hub {
+                let mut listener = hub.listen(&Filter::everything()).unwrap();
+                runtime.spawn(async move {
+                    let mut out = Vec::with_capacity(events);
+                    while let Next::Event(event) = listener.next().await {
+                        record(&event, &mut out);
+                    }
+                    out
+                })
+            } else {
+                let mut rx = tx.subscribe();
+                runtime.spawn(async move {
+                    let mut out = Vec::with_capacity(events);
+                    while let Ok(event) = rx.recv().await {
+                        record(&event, &mut out);
+                    }
+                    out
+                })
+            }
+        })
+        .collect();
+    for seq in 0..events {
+        let event = Event::extension(seq.to_string(), Map::new(), None);
+        sent_at[seq].store(start.elapsed().as_nanos() as u64, Ordering::Release);
+        if through_hub {
+            hub.publish(event);
+        } else {
+            let _ = tx.send(event);
+        }
+        std::thread::sleep(gap);
+    }
+    hub.complete();
+    drop(tx);
+    let mut all: Vec<u64> = runtime.block_on(async {
+        let mut all = Vec::new();
+        for reader in readers {
+            all.extend(reader.await.unwrap());
+        }
+        all
+    });
+    all.sort_unstable();
+    all
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p) as usize] as f64
+}
+
+/// Resident bytes per idle listener and per idle `broadcast` receiver, over
+/// `n` of each. Run first, while the heap is fresh, and with both kept
+/// alive until both are measured, so neither reuses the other's pages.
+fn bytes_per_idle_listener(n: usize) -> (f64, f64) {
+    let hub = Hub::builder().max_listeners(n).build();
+    let before = resident_bytes();
+    let listeners: Vec<_> = (0..n)
+        .map(|_| {
+            hub.listen(&Filter::new().with_tools_list_changed())
+                .unwrap()
+        })
+        .collect();
+    let hub_bytes = resident_bytes() - before;
+    let (tx, _) = tokio::sync::broadcast::channel::<Event>(1_024);
+    let before = resident_bytes();
+    let receivers: Vec<_> = (0..n).map(|_| tx.subscribe()).collect();
+    let broadcast_bytes = resident_bytes() - before;
+    drop((listeners, receivers));
+    (
+        hub_bytes as f64 / n as f64,
+        broadcast_bytes as f64 / n as f64,
+    )
+}
+
+/// Nanoseconds to write one listener's copy of a notification whose params
+/// carry `payload` bytes: stamped from the rendering, or serialized again
+/// with the subscription id added (what a per-listener `serde_json` pass
+/// costs).
+fn stamping_cost(payload: usize, iters: u32) -> (f64, f64) {
+    let mut params = Map::new();
+    params.insert("uri".into(), Value::from("file:///a"));
+    params.insert("blob".into(), Value::from("x".repeat(payload)));
+    let event = Event::extension("notifications/x", params.clone(), None);
+    let id = RequestId::String("listen-1".into());
+    let mut out = Vec::with_capacity(payload + 256);
+    let start = Instant::now();
+    for _ in 0..iters {
+        out.clear();
+        event.write_stamped(&id, &mut out);
+        std::hint::black_box(&out);
+    }
+    let stamped = start.elapsed().as_nanos() as f64 / f64::from(iters);
+    let start = Instant::now();
+    for _ in 0..iters {
+        let mut params = params.clone();
+        params.insert(
+            "_meta".into(),
+            json!({"io.modelcontextprotocol/subscriptionId": "listen-1"}),
+        );
+        let message = json!({"jsonrpc": "2.0", "method": "notifications/x", "params": params});
+        out.clear();
+        serde_json::to_writer(&mut out, &message).unwrap();
+        std::hint::black_box(&out);
+    }
+    let reserialized = start.elapsed().as_nanos() as f64 / f64::from(iters);
+    (stamped, reserialized)
+}
+
+/// Deliveries per second at one listener count: hub, broadcast, mpsc.
+type CurvePoint = (usize, f64, f64, f64);
+
+/// A plotted line: its label, colour, and which figure of a point it draws.
+type Series = (
+    &'static str,
+    plotters::style::RGBColor,
+    fn(&CurvePoint) -> f64,
+);
+
+fn plot(path: &str, points: &[CurvePoint]) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let max = points
+        .iter()
+        .map(|p| p.1.max(p.2).max(p.3))
+        .fold(0.0, f64::max)
+        / 1e6
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Fan-out: deliveries per second (millions)",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((16f64..4096f64).log_scale(), 0f64..max)?;
+    chart
+        .configure_mesh()
+        .x_desc("listeners (log scale)")
+        .y_desc("million deliveries / s")
+        .draw()?;
+    let series: [Series; 3] = [
+        ("mcp-subscriptions hub", BLUE, |p| p.1),
+        ("tokio::sync::broadcast", RED, |p| p.2),
+        ("per-listener mpsc", GREEN, |p| p.3),
+    ];
+    for (name, color, value) in series {
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .map(|p| (p.0 as f64, value(p) / 1e6))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(line.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (mut quick, mut json_path, mut plot_path) = (false, None, None);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--json" => json_path = Some(args.next().ok_or("--json needs a file")?),
+            "--plot" => plot_path = Some(args.next().ok_or("--plot needs a file")?),
+            other => return Err(format!("unknown option {other}").into()),
+        }
+    }
+    let budget = if quick {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(2)
+    };
+    let mut rows = Vec::new();
+
+    // 4 (first, while the heap is fresh). Memory per idle listener.
+    let (per_listener, per_receiver) = bytes_per_idle_listener(100_000);
+    let mut memory = Row::new(
+        "memory_per_idle_listener",
+        100_000,
+        per_listener,
+        "budget 1 KiB",
+        1_024.0,
+        1_024.0 / per_listener,
+        1.0,
+    );
+    memory.target = format!("<= 1024 B (broadcast receiver: {per_receiver:.0} B)");
+
+    // 1. Fan-out throughput, every listener matching, no drops.
+    let mut curve = Vec::new();
+    for n in [16, 256, 1_024, 4_096] {
+        let (hub, broadcast, mpsc) = fanout_rates(n, budget);
+        curve.push((n, hub, broadcast, mpsc));
+        if n == 256 || n == 4_096 {
+            rows.push(Row::new(
+                "fanout_vs_broadcast",
+                n,
+                hub,
+                "tokio::sync::broadcast",
+                broadcast,
+                hub / broadcast,
+                1.0,
+            ));
+            rows.push(Row::new(
+                "fanout_vs_mpsc",
+                n,
+                hub,
+                "per-listener tokio mpsc",
+                mpsc,
+                hub / mpsc,
+                1.5,
+            ));
+        }
+    }
+
+    // 2. Sparse routing: one subscriber among many.
+    let ns_per = |scenario: &mut dyn Scenario| per_iteration(scenario, budget).as_nanos() as f64;
+    let at_10 = ns_per(&mut HubSparse::new(10));
+    let at_100k = ns_per(&mut HubSparse::new(100_000));
+    rows.push(Row::new(
+        "sparse_100k_vs_10",
+        100_000,
+        at_100k,
+        "hub at 10 listeners",
+        at_10,
+        at_10 / at_100k,
+        0.5,
+    ));
+    let hub_10k = ns_per(&mut HubSparse::new(10_000));
+    let broadcast_10k = ns_per(&mut BroadcastSparse::new(10_000));
+    rows.push(Row::new(
+        "sparse_vs_broadcast_filtered",
+        10_000,
+        hub_10k,
+        "broadcast + receiver filtering",
+        broadcast_10k,
+        broadcast_10k / hub_10k,
+        100.0,
+    ));
+
+    // 3. Latency, paced publisher, 256 listeners.
+    let events = if quick { 300 } else { 2_000 };
+    let gap = Duration::from_micros(500);
+    let hub = latencies(events, gap, true);
+    let broadcast = latencies(events, gap, false);
+    for (name, p, at_least) in [
+        ("latency_p50", 0.5, 0.0),
+        ("latency_p99", 0.99, 1.0),
+        ("latency_max", 1.0, 0.0),
+    ] {
+        let (ours, anchor) = (percentile(&hub, p), percentile(&broadcast, p));
+        rows.push(Row::new(
+            name,
+            256,
+            ours,
+            "tokio::sync::broadcast (µs)",
+            anchor,
+            anchor.max(1.0) / ours.max(1.0),
+            at_least,
+        ));
+    }
+
+    rows.push(memory);
+
+    // 5. Rendering: one listener's copy, stamped vs serialized again.
+    for payload in [100, 10_000] {
+        let (stamped, reserialized) = stamping_cost(payload, if quick { 20_000 } else { 200_000 });
+        rows.push(Row::new(
+            "render_stamp_vs_reserialize",
+            payload,
+            stamped,
+            "serde_json per listener (ns)",
+            reserialized,
+            reserialized / stamped,
+            1.0,
+        ));
+    }
+
+    println!("| scenario | N | ours | anchor | anchor value | ratio | target | met |");
+    println!("| --- | ---: | ---: | --- | ---: | ---: | --- | --- |");
+    for row in &rows {
+        println!(
+            "| {} | {} | {:.3e} | {} | {:.3e} | {:.2} | {} | {} |",
+            row.scenario,
+            row.n,
+            row.ours,
+            row.anchor,
+            row.anchor_value,
+            row.ratio,
+            row.target,
+            if row.met { "yes" } else { "no" }
+        );
+    }
+    println!();
+    println!("Not measured here yet: the end-to-end Streamable HTTP comparison (scenario `http`).");
+    if let Some(path) = json_path {
+        std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
+        println!("rows written to {path}");
+    }
+    if let Some(path) = plot_path {
+        plot(&path, &curve)?;
+        println!("plot written to {path}");
+    }
+    Ok(())
+}
