@@ -357,33 +357,30 @@ fn a_wait_woken_then_dropped_before_its_next_poll_loses_nothing() {
     let mut listener = hub.listen(&Filter::new().with_resource("r")).unwrap();
     let wakes = Arc::new(CountWakes(AtomicUsize::new(0)));
     let waker = Waker::from(wakes.clone());
-    {
+    // Polls one wait until it registers, then drops it.
+    let wait_once = |listener: &mut mcp_subscriptions::Listener, then: &dyn Fn()| {
         let mut wait = pin!(listener.next());
         assert!(
             wait.as_mut()
                 .poll(&mut Context::from_waker(&waker))
                 .is_pending()
         );
+        then();
+    };
+    wait_once(&mut listener, &|| {
         hub.notify_resource_updated("r");
         assert_eq!(
             wakes.0.load(Ordering::SeqCst),
             1,
             "a publish wakes the waiting reader"
         );
-        // Dropped here, woken but never polled again.
-    }
+        // Dropped next, woken but never polled again.
+    });
     let next = listener.try_next();
     assert_eq!(uri(&event(next)), "r");
 
     // A wait dropped before any publish leaves no waker behind to wake.
-    {
-        let mut wait = pin!(listener.next());
-        assert!(
-            wait.as_mut()
-                .poll(&mut Context::from_waker(&waker))
-                .is_pending()
-        );
-    }
+    wait_once(&mut listener, &|| {});
     hub.notify_resource_updated("r");
     assert_eq!(
         wakes.0.load(Ordering::SeqCst),
