@@ -22,18 +22,19 @@ use harness::{
 use mcp_subscriptions::{Event, Filter, Hub, Next};
 use rmcp::model::RequestId;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-/// This process's resident memory in bytes (Linux), for the memory
-/// scenario: a resident-set delta over many listeners.
+/// This process's resident memory in bytes (Linux's `VmRSS`), for the
+/// memory scenario: a resident-set delta over many listeners.
 fn resident_bytes() -> isize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: isize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: isize = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
         .unwrap_or(0);
-    pages * 4_096
+    kib * 1_024
 }
 
 /// One row of the report.
@@ -46,7 +47,8 @@ struct Row {
     anchor_value: f64,
     ratio: f64,
     target: String,
-    met: bool,
+    /// `None` for a figure reported without a target.
+    met: Option<bool>,
 }
 
 impl Row {
@@ -68,8 +70,15 @@ impl Row {
             anchor_value,
             ratio,
             target: format!(">= {at_least}x"),
-            met: ratio >= at_least,
+            met: Some(ratio >= at_least),
         }
+    }
+
+    /// A figure reported beside the targets, with nothing to meet.
+    fn reported(mut self) -> Self {
+        self.target = "reported".to_owned();
+        self.met = None;
+        self
     }
 }
 
@@ -208,14 +217,38 @@ fn stamping_cost(payload: usize, iters: u32) -> (f64, f64) {
         std::hint::black_box(&out);
     }
     let stamped = start.elapsed().as_nanos() as f64 / f64::from(iters);
+    // The anchor serializes borrowed parts, as a per-listener serializer
+    // would: nothing is cloned or rebuilt inside the timed loop.
+    #[derive(Serialize)]
+    struct Meta<'a> {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription_id: &'a RequestId,
+    }
+    #[derive(Serialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta")]
+        meta: Meta<'a>,
+        #[serde(flatten)]
+        rest: &'a Map<String, Value>,
+    }
+    #[derive(Serialize)]
+    struct Message<'a> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: Params<'a>,
+    }
     let start = Instant::now();
     for _ in 0..iters {
-        let mut params = params.clone();
-        params.insert(
-            "_meta".into(),
-            json!({"io.modelcontextprotocol/subscriptionId": "listen-1"}),
-        );
-        let message = json!({"jsonrpc": "2.0", "method": "notifications/x", "params": params});
+        let message = Message {
+            jsonrpc: "2.0",
+            method: "notifications/x",
+            params: Params {
+                meta: Meta {
+                    subscription_id: &id,
+                },
+                rest: &params,
+            },
+        };
         out.clear();
         serde_json::to_writer(&mut out, &message).unwrap();
         std::hint::black_box(&out);
@@ -371,21 +404,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gap = Duration::from_micros(500);
     let hub = latencies(events, gap, true);
     let broadcast = latencies(events, gap, false);
-    for (name, p, at_least) in [
-        ("latency_p50", 0.5, 0.0),
-        ("latency_p99", 0.99, 1.0),
-        ("latency_max", 1.0, 0.0),
+    for (name, p) in [
+        ("latency_p50", 0.5),
+        ("latency_p99", 0.99),
+        ("latency_max", 1.0),
     ] {
         let (ours, anchor) = (percentile(&hub, p), percentile(&broadcast, p));
-        rows.push(Row::new(
+        let ratio = anchor.max(1.0) / ours.max(1.0);
+        let row = Row::new(
             name,
             256,
             ours,
             "tokio::sync::broadcast (µs)",
             anchor,
-            anchor.max(1.0) / ours.max(1.0),
-            at_least,
-        ));
+            ratio,
+            1.0,
+        );
+        // Only p99 has a target; p50 and the single worst sample are context.
+        rows.push(if name == "latency_p99" {
+            row
+        } else {
+            row.reported()
+        });
     }
 
     rows.push(memory);
@@ -393,7 +433,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 5. Rendering: one listener's copy, stamped vs serialized again.
     for payload in [100, 10_000] {
         let (stamped, reserialized) = stamping_cost(payload, if quick { 20_000 } else { 200_000 });
-        rows.push(Row::new(
+        let row = Row::new(
             "render_stamp_vs_reserialize",
             payload,
             stamped,
@@ -401,7 +441,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             reserialized,
             reserialized / stamped,
             1.0,
-        ));
+        );
+        rows.push(row.reported());
     }
 
     println!("| scenario | N | ours | anchor | anchor value | ratio | target | met |");
@@ -416,7 +457,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row.anchor_value,
             row.ratio,
             row.target,
-            if row.met { "yes" } else { "no" }
+            match row.met {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
         );
     }
     println!();

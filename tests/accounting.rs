@@ -1,16 +1,53 @@
 //! A property test: over random sequences of open, publish, read, close and
 //! complete, the hub behaves exactly like a simple reference model of
-//! bounded (optionally coalescing) queues, and every matched event is
-//! accounted for.
+//! bounded (optionally coalescing) queues: every item read, every field of
+//! every publish report and every listener's counts.
 
 use std::collections::VecDeque;
 
 use mcp_subscriptions::{
-    CloseReason, EventKind, Filter, Hub, Listener, Next, OpenContext, Overflow, StreamError,
+    Capabilities, CloseReason, Event, EventKind, Filter, Hub, Listener, ListenerStats, Next,
+    OpenContext, Overflow, PublishReport, Selector, StreamError,
 };
 use proptest::prelude::*;
+use serde_json::json;
 
-const KEYS: [&str; 3] = ["a", "b", "c"];
+/// What can be published: three URIs and the tools list (idempotent, so
+/// coalescing queues absorb duplicates), and an extension event (never
+/// absorbed).
+const KEYS: [&str; 5] = ["a", "b", "c", "tools", "ext"];
+const TOOLS: usize = 3;
+const EXT: usize = 4;
+
+fn event(key: usize) -> Event {
+    match key {
+        TOOLS => Event::tools_list_changed(),
+        EXT => Event::extension("x/ext", Default::default(), Some(Selector::new("x", None))),
+        uri => Event::resource_updated(KEYS[uri]),
+    }
+}
+
+fn key_of(event: &Event) -> usize {
+    match event.kind() {
+        EventKind::ToolsListChanged => TOOLS,
+        EventKind::Extension { .. } => EXT,
+        EventKind::ResourceUpdated { uri } => KEYS.iter().position(|k| k == uri).unwrap(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn filter(keys: &[usize], everything: bool) -> Filter {
+    let base = if everything {
+        Filter::everything()
+    } else {
+        Filter::new()
+    };
+    keys.iter().fold(base, |f, &key| match key {
+        TOOLS => f.with_tools_list_changed(),
+        EXT => f.with_extension("x", json!(true)),
+        uri => f.with_resource(KEYS[uri]),
+    })
+}
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -36,7 +73,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => (
-            proptest::collection::vec(0..KEYS.len(), 0..3),
+            proptest::collection::vec(0..KEYS.len(), 0..4),
             proptest::bool::weighted(0.25),
             1..4usize,
             any::<bool>(),
@@ -56,18 +93,28 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The reference: what one listener should hold and report.
+/// The reference: what one listener should hold, report and count.
 #[derive(Debug)]
 struct Model {
     keys: Vec<usize>,
     everything: bool,
-    coalesce: bool,
     capacity: usize,
     disconnect: bool,
-    /// The keys of the queued resource updates.
+    coalesce: bool,
+    /// The keys of the queued events.
     queue: VecDeque<usize>,
     lag: u64,
     state: State,
+    counts: Counts,
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    matched: u64,
+    delivered: u64,
+    dropped: u64,
+    coalesced: u64,
+    discarded: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -86,6 +133,14 @@ struct Closed {
     overflow: u64,
 }
 
+/// What one push did, as the publish report counts it.
+enum Pushed {
+    Queued,
+    Evicted,
+    Coalesced,
+    Disconnected,
+}
+
 impl Model {
     fn matches(&self, key: usize) -> bool {
         self.state == State::Open && (self.everything || self.keys.contains(&key))
@@ -95,26 +150,29 @@ impl Model {
         matches!(self.state, State::Open | State::Completing)
     }
 
-    /// Offers an update of `key`; whether a pending copy absorbed it.
-    fn push(&mut self, key: usize, closed: &mut Closed) -> bool {
-        if self.state != State::Open {
-            return false;
+    fn push(&mut self, key: usize, closed: &mut Closed) -> Pushed {
+        self.counts.matched += 1;
+        if self.coalesce && key != EXT && self.queue.contains(&key) {
+            self.counts.coalesced += 1;
+            return Pushed::Coalesced;
         }
-        if self.coalesce && self.queue.contains(&key) {
-            return true;
-        }
+        let mut pushed = Pushed::Queued;
         if self.queue.len() == self.capacity {
             if self.disconnect {
-                self.state = State::Failed(self.queue.len() as u64 + 1);
+                let lost = self.queue.len() as u64 + 1;
+                self.counts.dropped += lost;
+                self.state = State::Failed(lost);
                 self.queue.clear();
                 closed.overflow += 1;
-                return false;
+                return Pushed::Disconnected;
             }
             self.queue.pop_front();
+            self.counts.dropped += 1;
             self.lag += 1;
+            pushed = Pushed::Evicted;
         }
         self.queue.push_back(key);
-        false
+        pushed
     }
 
     fn pop(&mut self, closed: &mut Closed) -> Option<Expected> {
@@ -122,7 +180,8 @@ impl Model {
             return Some(Expected::Lagged(std::mem::take(&mut self.lag)));
         }
         if let Some(key) = self.queue.pop_front() {
-            return Some(Expected::Event(KEYS[key].to_owned()));
+            self.counts.delivered += 1;
+            return Some(Expected::Event(key));
         }
         match std::mem::replace(&mut self.state, State::Ended) {
             State::Open => {
@@ -137,12 +196,25 @@ impl Model {
             State::Ended => Some(Expected::Closed),
         }
     }
+
+    fn check(&self, stats: &ListenerStats) {
+        let counted = Counts {
+            matched: stats.matched,
+            delivered: stats.delivered,
+            dropped: stats.dropped,
+            coalesced: stats.coalesced,
+            discarded: stats.discarded,
+        };
+        assert_eq!(counted, self.counts);
+        assert_eq!(stats.queued, self.queue.len() as u64);
+        assert_eq!(stats.lag, self.lag);
+    }
 }
 
 #[derive(Debug, PartialEq)]
 enum Expected {
-    /// A resource update, by URI.
-    Event(String),
+    /// An event, by key.
+    Event(usize),
     Lagged(u64),
     Complete,
     Failed(u64),
@@ -151,10 +223,7 @@ enum Expected {
 
 fn observed(next: Option<Next>) -> Option<Expected> {
     next.map(|next| match next {
-        Next::Event(event) => match event.kind() {
-            EventKind::ResourceUpdated { uri } => Expected::Event(uri.clone()),
-            other => panic!("unexpected {other:?}"),
-        },
+        Next::Event(event) => Expected::Event(key_of(&event)),
         Next::Lagged(n) => Expected::Lagged(n),
         Next::Complete => Expected::Complete,
         Next::Failed(StreamError::Overflow { dropped }) => Expected::Failed(dropped),
@@ -164,7 +233,9 @@ fn observed(next: Option<Next>) -> Option<Expected> {
 }
 
 fn run(ops: Vec<Op>) {
-    let hub = Hub::new();
+    let hub = Hub::builder()
+        .capabilities(Capabilities::default().with_extension_field("x"))
+        .build();
     let mut listeners: Vec<(Listener, Model)> = Vec::new();
     let mut completed = false;
     let mut closed = Closed::default();
@@ -177,12 +248,6 @@ fn run(ops: Vec<Op>) {
                 disconnect,
                 coalesce,
             } => {
-                let base = if everything {
-                    Filter::everything()
-                } else {
-                    Filter::new()
-                };
-                let filter = keys.iter().fold(base, |f, &k| f.with_resource(KEYS[k]));
                 let policy = if disconnect {
                     Overflow::Disconnect
                 } else {
@@ -192,18 +257,19 @@ fn run(ops: Vec<Op>) {
                     .with_capacity(capacity)
                     .with_overflow(policy)
                     .with_coalesce(coalesce);
-                match hub.listen_with(&filter, &context) {
+                match hub.listen_with(&filter(&keys, everything), &context) {
                     Ok(listener) => {
                         assert!(!completed);
                         let model = Model {
                             keys,
                             everything,
-                            coalesce,
                             capacity,
                             disconnect,
+                            coalesce,
                             queue: VecDeque::new(),
                             lag: 0,
                             state: State::Open,
+                            counts: Counts::default(),
                         };
                         listeners.push((listener, model));
                     }
@@ -211,15 +277,23 @@ fn run(ops: Vec<Op>) {
                 }
             }
             Op::Publish { key } => {
-                let report = hub.notify_resource_updated(KEYS[key]);
-                let (mut matched, mut coalesced) = (0, 0);
+                let report = hub.publish(event(key));
+                let mut expected = PublishReport::default();
                 for (_, model) in &mut listeners {
                     if model.matches(key) {
-                        matched += 1;
-                        coalesced += usize::from(model.push(key, &mut closed));
+                        expected.matched += 1;
+                        match model.push(key, &mut closed) {
+                            Pushed::Queued => expected.queued += 1,
+                            Pushed::Evicted => {
+                                expected.queued += 1;
+                                expected.evicted += 1;
+                            }
+                            Pushed::Coalesced => expected.coalesced += 1,
+                            Pushed::Disconnected => expected.disconnected += 1,
+                        }
                     }
                 }
-                assert_eq!((report.matched, report.coalesced), (matched, coalesced));
+                assert_eq!(report, expected);
             }
             Op::Read { listener } => {
                 if let Some((listener, model)) = listeners.get_mut(listener) {
@@ -232,6 +306,7 @@ fn run(ops: Vec<Op>) {
                     if model.is_registered() {
                         closed.cancelled += 1;
                     }
+                    model.counts.discarded += model.queue.len() as u64;
                     model.queue.clear();
                     model.lag = 0;
                     model.state = State::Ended;
@@ -247,12 +322,8 @@ fn run(ops: Vec<Op>) {
                 }
             }
         }
-        for (listener, _) in &listeners {
-            let s = listener.stats();
-            assert_eq!(
-                s.matched,
-                s.delivered + s.dropped + s.coalesced + s.queued + s.discarded
-            );
+        for (listener, model) in &listeners {
+            model.check(&listener.stats());
         }
         let stats = hub.stats();
         assert!(stats.is_balanced());
@@ -271,10 +342,7 @@ fn run(ops: Vec<Op>) {
     let still_registered = listeners.iter().filter(|(_, m)| m.is_registered()).count() as u64;
     drop(listeners);
     assert_eq!(hub.stats().listeners_closed.disconnected, still_registered);
-    let stats = hub.stats();
-    assert_eq!(stats.listeners_active, 0);
-    assert_eq!(stats.events_queued, 0);
-    assert!(stats.is_balanced());
+    assert_eq!(hub.stats().events_queued, 0);
 }
 
 proptest! {

@@ -41,12 +41,20 @@ pub struct Event(Arc<Rendered>);
 struct Rendered {
     kind: EventKind,
     wire: Wire,
+    /// A second copy would add nothing: an idempotent kind whose params say
+    /// no more than the kind does (no `_meta`, no extra fields).
+    idempotent: bool,
 }
 
 impl Event {
     fn new(kind: EventKind, params: &Map<String, Value>) -> Self {
         let wire = Wire::render(kind.method(), params);
-        Self(Arc::new(Rendered { kind, wire }))
+        let idempotent = kind.is_idempotent() && params.keys().all(|key| key == "uri");
+        Self(Arc::new(Rendered {
+            kind,
+            wire,
+            idempotent,
+        }))
     }
 
     /// `notifications/tools/list_changed`.
@@ -110,6 +118,14 @@ impl Event {
     /// What changed.
     pub fn kind(&self) -> &EventKind {
         &self.0.kind
+    }
+
+    /// Whether a second copy of this event, published while the first is
+    /// still queued, would add nothing: a list-changed signal, or a
+    /// resource update that carries only its URI. Coalescing queues absorb
+    /// such duplicates; an event with any other params is always queued.
+    pub fn is_idempotent(&self) -> bool {
+        self.0.idempotent
     }
 
     /// The notification's JSON-RPC method.
@@ -247,6 +263,22 @@ mod tests {
         let filter = crate::Filter::new().with_extension("taskIds", serde_json::json!(true));
         assert!(!filter.matches(progress.kind()));
         assert!(crate::Filter::everything().matches(progress.kind()));
+    }
+
+    #[test]
+    fn only_bare_signals_are_idempotent() {
+        assert!(Event::tools_list_changed().is_idempotent());
+        assert!(Event::resource_updated("file:///a").is_idempotent());
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::from("file:///a"));
+        params.insert("_meta".into(), serde_json::json!({"trace": 1}));
+        let with_meta = Event::extension("notifications/resources/updated", params, None);
+        assert!(matches!(
+            with_meta.kind(),
+            EventKind::ResourceUpdated { .. }
+        ));
+        assert!(!with_meta.is_idempotent(), "its _meta would be lost");
+        assert!(!Event::extension("x/y", Map::new(), None).is_idempotent());
     }
 
     #[test]

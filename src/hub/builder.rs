@@ -90,7 +90,9 @@ impl HubBuilder {
     /// an update of one URI, published while the same one is still queued
     /// is absorbed and counted as coalesced instead of taking a slot: under
     /// overload nothing a client needs is lost, and a queue never holds more
-    /// than one copy of each signal.
+    /// than one copy of each signal. The pending copy keeps its place in the
+    /// queue, so the signal is delivered there, after its latest publish.
+    /// Events with any other params (an `_meta`, say) are never absorbed.
     pub fn coalesce(mut self, coalesce: bool) -> Self {
         self.config.coalesce = coalesce;
         self

@@ -63,7 +63,9 @@ use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering};
 /// # Ordering
 ///
 /// Events published by one thread reach each listener in publish order: a
-/// publish has pushed into every matching queue before it returns.
+/// publish has pushed into every matching queue before it returns. (A
+/// duplicate absorbed by a [coalescing](HubBuilder::coalesce) queue is
+/// delivered at the place of its pending copy.)
 ///
 /// # Closing and completing
 ///

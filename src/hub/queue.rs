@@ -104,8 +104,9 @@ enum Phase {
     Ended,
 }
 
-/// A queued idempotent event, compared by its kind, so the pending set can
-/// be searched with an `&EventKind`.
+/// A queued idempotent event, compared by its kind (two idempotent events
+/// of one kind render alike), so the pending set can be searched with an
+/// `&EventKind`.
 #[derive(Debug)]
 struct Pending(Event);
 
@@ -135,9 +136,9 @@ struct State {
     events: VecDeque<Event>,
     capacity: usize,
     overflow: Overflow,
-    coalesce: bool,
-    /// The idempotent events in `events`, when coalescing: one copy each.
-    pending: HashSet<Pending>,
+    /// The idempotent events in `events`, one copy each; only a coalescing
+    /// queue has the set.
+    pending: Option<HashSet<Pending>>,
     phase: Phase,
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
@@ -158,8 +159,7 @@ impl Queue {
                 events: VecDeque::new(),
                 capacity,
                 overflow,
-                coalesce,
-                pending: HashSet::new(),
+                pending: coalesce.then(HashSet::new),
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
@@ -225,7 +225,9 @@ impl Queue {
             let discarded = state.events.len() as u64;
             state.tally.discarded += discarded;
             state.events = VecDeque::new();
-            state.pending = HashSet::new();
+            if let Some(pending) = &mut state.pending {
+                *pending = HashSet::new();
+            }
             state.lag = 0;
             state.phase = Phase::Ended;
             state.waiter.take()
@@ -243,7 +245,7 @@ impl Queue {
             lag: state.lag,
             capacity: state.capacity,
             overflow: state.overflow,
-            coalesce: state.coalesce,
+            coalesce: state.pending.is_some(),
             overflowed: state.overflowed,
         }
     }
@@ -255,8 +257,13 @@ impl State {
             return Pushed::NotOpen;
         }
         self.tally.matched += 1;
-        let idempotent = self.coalesce && event.kind().is_idempotent();
-        if idempotent && self.pending.contains(event.kind()) {
+        let coalescible = self.pending.is_some() && event.is_idempotent();
+        if coalescible
+            && self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.contains(event.kind()))
+        {
             self.tally.coalesced += 1;
             return Pushed::Coalesced;
         }
@@ -275,7 +282,9 @@ impl State {
                     let lost = self.events.len() as u64 + 1;
                     self.tally.dropped += lost;
                     self.events = VecDeque::new();
-                    self.pending = HashSet::new();
+                    if let Some(pending) = &mut self.pending {
+                        *pending = HashSet::new();
+                    }
                     self.overflowed = true;
                     self.phase = Phase::Failed(StreamError::Overflow { dropped: lost });
                     return Pushed::Disconnected;
@@ -283,8 +292,8 @@ impl State {
             }
         }
         self.events.push_back(event.clone());
-        if idempotent {
-            self.pending.insert(Pending(event.clone()));
+        if coalescible && let Some(pending) = &mut self.pending {
+            pending.insert(Pending(event.clone()));
         }
         self.tally.max_depth = self.tally.max_depth.max(self.events.len() as u64);
         pushed
@@ -292,8 +301,10 @@ impl State {
 
     /// Takes `event` out of the pending set once it leaves the queue.
     fn forget_pending(&mut self, event: &Event) {
-        if self.coalesce && event.kind().is_idempotent() {
-            self.pending.remove(event.kind());
+        if let Some(pending) = &mut self.pending
+            && event.is_idempotent()
+        {
+            pending.remove(event.kind());
         }
     }
 
@@ -472,14 +483,27 @@ mod loom_model {
 
     /// A publisher pushing three events races a reader pulling; whatever the
     /// interleaving, the tally adds up and delivered events keep their order.
-    fn model(capacity: usize, overflow: Overflow) {
+    /// With `coalesce`, the publisher repeats a URI so duplicates meet.
+    fn uris(coalesce: bool, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                if coalesce {
+                    (i / 2).to_string()
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect()
+    }
+
+    fn model(capacity: usize, overflow: Overflow, coalesce: bool) {
         loom::model(move || {
-            let queue = Arc::new(Queue::new(capacity, overflow, false));
+            let queue = Arc::new(Queue::new(capacity, overflow, coalesce));
             let publisher = {
                 let queue = queue.clone();
                 thread::spawn(move || {
-                    for i in 0..3 {
-                        let (_, waiter) = queue.push(&Event::resource_updated(i.to_string()));
+                    for uri in uris(coalesce, 3) {
+                        let (_, waiter) = queue.push(&Event::resource_updated(uri));
                         waiter.into_iter().for_each(Waiter::wake);
                     }
                 })
@@ -518,14 +542,14 @@ mod loom_model {
 
     /// A reader that registers its waker and sleeps must be woken by the
     /// pushes and the completion: a lost wake-up is a loom deadlock.
-    fn waiting_reader(capacity: usize) {
+    fn waiting_reader(capacity: usize, coalesce: bool) {
         loom::model(move || {
-            let queue = Arc::new(Queue::new(capacity, Overflow::DropOldest, false));
+            let queue = Arc::new(Queue::new(capacity, Overflow::DropOldest, coalesce));
             let publisher = {
                 let queue = queue.clone();
                 thread::spawn(move || {
-                    for i in 0..2 {
-                        let (_, waiter) = queue.push(&Event::resource_updated(i.to_string()));
+                    for uri in uris(coalesce, 2) {
+                        let (_, waiter) = queue.push(&Event::resource_updated(uri));
                         waiter.into_iter().for_each(Waiter::wake);
                     }
                     queue.complete().into_iter().for_each(Waiter::wake);
@@ -552,40 +576,50 @@ mod loom_model {
             let snap = queue.snapshot();
             assert!(delivered >= 1, "the newest event always survives");
             assert_eq!(snap.queued, 0);
-            assert_eq!(
-                snap.tally.matched,
-                snap.tally.delivered + snap.tally.dropped
-            );
+            let t = snap.tally;
+            assert_eq!(t.matched, t.delivered + t.dropped + t.coalesced);
         });
     }
 
     #[test]
     fn waiting_reader_capacity_1() {
-        waiting_reader(1);
+        waiting_reader(1, false);
     }
 
     #[test]
     fn waiting_reader_capacity_2() {
-        waiting_reader(2);
+        waiting_reader(2, false);
     }
 
     #[test]
     fn drop_oldest_capacity_1() {
-        model(1, Overflow::DropOldest);
+        model(1, Overflow::DropOldest, false);
     }
 
     #[test]
     fn drop_oldest_capacity_2() {
-        model(2, Overflow::DropOldest);
+        model(2, Overflow::DropOldest, false);
     }
 
     #[test]
     fn disconnect_capacity_1() {
-        model(1, Overflow::Disconnect);
+        model(1, Overflow::Disconnect, false);
     }
 
     #[test]
     fn disconnect_capacity_2() {
-        model(2, Overflow::Disconnect);
+        model(2, Overflow::Disconnect, false);
+    }
+
+    #[test]
+    fn coalescing_capacity_1() {
+        model(1, Overflow::DropOldest, true);
+        waiting_reader(1, true);
+    }
+
+    #[test]
+    fn coalescing_capacity_2() {
+        model(2, Overflow::DropOldest, true);
+        waiting_reader(2, true);
     }
 }
