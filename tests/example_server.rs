@@ -10,7 +10,9 @@ use std::time::Duration;
 use rmcp::model::{ServerNotification, SubscriptionFilter};
 use rmcp::service::{ServiceError, SubscriptionEnd};
 use serde_json::json;
-use support::example::{HttpServer, call, raw_http, request_meta, stdio_client};
+use support::example::{
+    HttpServer, call, http_request, listen_request, raw_http, request_meta, send_raw, stdio_client,
+};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -149,15 +151,14 @@ async fn http_overflow_under_disconnect_ends_with_an_error_the_client_sees() {
 async fn http_refusals_come_before_any_acknowledgement() {
     let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
     let addr = server.addr();
-    let listen = |id: u64, notifications: Option<serde_json::Value>| {
-        let mut params = json!({"_meta": request_meta()});
-        if let Some(notifications) = notifications {
-            params["notifications"] = notifications;
-        }
-        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params})
-    };
+    let listen = |id: u64, notifications| listen_request(json!(id), notifications);
+    let mut without_notifications = listen(1, json!({}));
+    without_notifications["params"]
+        .as_object_mut()
+        .unwrap()
+        .remove("notifications");
 
-    let (head, body) = raw_http(&addr, "POST", "/mcp", Some(&listen(1, None))).await;
+    let (head, body) = raw_http(&addr, "POST", "/mcp", Some(&without_notifications)).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["id"], 1);
@@ -169,7 +170,7 @@ async fn http_refusals_come_before_any_acknowledgement() {
         &addr,
         "POST",
         "/mcp",
-        Some(&listen(2, Some(json!({"resourceSubscriptions": uris})))),
+        Some(&listen(2, json!({"resourceSubscriptions": uris}))),
     )
     .await;
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -181,7 +182,7 @@ async fn http_refusals_come_before_any_acknowledgement() {
         .listen(SubscriptionFilter::builder().tools_list_changed().build())
         .await
         .unwrap();
-    let (_, body) = raw_http(&addr, "POST", "/mcp", Some(&listen(3, Some(json!({}))))).await;
+    let (_, body) = raw_http(&addr, "POST", "/mcp", Some(&listen(3, json!({})))).await;
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"]["code"], -32603);
     assert_eq!(body["error"]["message"], "Subscription limit reached");
@@ -190,23 +191,16 @@ async fn http_refusals_come_before_any_acknowledgement() {
 
 #[tokio::test]
 async fn http_listen_refuses_a_foreign_host_or_origin() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let server = HttpServer::start(&[]).await;
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-        "params": {"_meta": request_meta(), "notifications": {"toolsListChanged": true}}})
-    .to_string();
+    let body = listen_request(json!(1), json!({"toolsListChanged": true})).to_string();
     for (host, origin) in [
         ("evil.example", ""),
         ("127.0.0.1", "Origin: https://evil.example\r\n"),
     ] {
-        let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
+        let headers = format!("{origin}Connection: close\r\n");
+        let request = http_request("POST", "/mcp", host, &headers, &body);
+        let mut stream = send_raw(&server.addr(), &request).await;
         let mut response = String::new();
         stream.read_to_string(&mut response).await.unwrap();
         assert!(
@@ -236,17 +230,9 @@ async fn http_endpoint_methods_headers_and_keepalives() {
 
     // A listen stream: headers, the acknowledgement first, then comment
     // keep-alives while idle.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": "s", "method": "subscriptions/listen",
-        "params": {"_meta": request_meta(), "notifications": {"toolsListChanged": true}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
+    use tokio::io::AsyncReadExt;
+    let body = listen_request(json!("s"), json!({"toolsListChanged": true})).to_string();
+    let mut stream = send_raw(&addr, &http_request("POST", "/mcp", &addr, "", &body)).await;
     let mut seen = String::new();
     let deadline = tokio::time::Instant::now() + WAIT;
     while !seen.contains("\n:") {
@@ -276,17 +262,8 @@ async fn http_a_client_that_stops_reading_delays_no_one_else() {
     let server = HttpServer::start(&["--capacity", "64"]).await;
     let addr = server.addr();
     // A raw client that opens a stream for "hot" and never reads it.
-    use tokio::io::AsyncWriteExt;
-    let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-        "params": {"_meta": request_meta(), "notifications": {"resourceSubscriptions": ["hot"]}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stalled.write_all(request.as_bytes()).await.unwrap();
+    let body = listen_request(json!(1), json!({"resourceSubscriptions": ["hot"]})).to_string();
+    let stalled = send_raw(&addr, &http_request("POST", "/mcp", &addr, "", &body)).await;
 
     let client = server.client().await;
     let mut reader = client

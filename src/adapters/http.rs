@@ -15,8 +15,8 @@ use rmcp::model::{ErrorCode, ErrorData, RequestId};
 use serde_json::Value;
 use tower_service::Service;
 
-use super::{listen_request, request_id};
-use crate::serve::{ListenService, ListenStream, message};
+use super::{error_reply, listen_request, request_id};
+use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source};
 
 /// The largest request body read, as rmcp's own limit.
@@ -149,10 +149,7 @@ fn method_removed(id: &Value, method: &str) -> Response {
         format!("{method} was removed in MCP 2026-07-28; use subscriptions/listen"),
         None,
     );
-    json_response(
-        StatusCode::NOT_FOUND,
-        message::error_response(&id.to_string(), &error),
-    )
+    json_response(StatusCode::NOT_FOUND, error_reply(id, error))
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response {

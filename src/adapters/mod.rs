@@ -39,6 +39,13 @@ fn request_id<'a>(message: &'a Value, method: &str) -> Option<&'a Value> {
         .flatten()
 }
 
+/// An error response to the request whose raw JSON id is `id` (it may be
+/// `null`, or an id rmcp would not accept).
+#[cfg(feature = "rmcp")]
+fn error_reply(id: &Value, error: rmcp::model::ErrorData) -> Vec<u8> {
+    crate::serve::message::error_response(&id.to_string(), &error)
+}
+
 /// The id of a `subscriptions/listen` request; `None` for any other message,
 /// and for an id rmcp would not accept either (rmcp then refuses it).
 #[cfg(feature = "rmcp")]

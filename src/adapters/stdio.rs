@@ -15,7 +15,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Streams, listen_request};
+use super::{Streams, error_reply, listen_request};
 use crate::event::request_id_json;
 use crate::serve::{ListenService, ListenStream, message};
 use crate::source::{CloseReason, Source};
@@ -189,11 +189,6 @@ where
             }
         }
     }
-}
-
-/// An error response to the request with JSON id `id`.
-fn error_reply(id: &Value, error: ErrorData) -> Vec<u8> {
-    message::error_response(&id.to_string(), &error)
 }
 
 /// Writes one stream's messages until it ends or is cancelled.

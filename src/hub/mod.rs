@@ -302,11 +302,8 @@ impl Hub {
             live += snap.tally;
             queued += snap.queued;
         }
-        let total = {
-            let mut total = registry.retired;
-            total += live;
-            total
-        };
+        let mut total = registry.retired;
+        total += live;
         HubStats {
             listeners_active: registry.entries.len() as u64,
             listeners_opened: registry.opened,

@@ -79,6 +79,18 @@ pub(crate) struct Tally {
     pub(crate) max_depth: u64,
 }
 
+/// Adds a listener's tally to a total; the deepest queue is the maximum.
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, other: Tally) {
+        self.matched += other.matched;
+        self.delivered += other.delivered;
+        self.dropped += other.dropped;
+        self.coalesced += other.coalesced;
+        self.discarded += other.discarded;
+        self.max_depth = self.max_depth.max(other.max_depth);
+    }
+}
+
 /// A copy of the queue's state for statistics.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QueueSnapshot {

@@ -84,14 +84,3 @@ impl Registry {
             .collect()
     }
 }
-
-impl std::ops::AddAssign for Tally {
-    fn add_assign(&mut self, other: Tally) {
-        self.matched += other.matched;
-        self.delivered += other.delivered;
-        self.dropped += other.dropped;
-        self.coalesced += other.coalesced;
-        self.discarded += other.discarded;
-        self.max_depth = self.max_depth.max(other.max_depth);
-    }
-}

@@ -160,6 +160,32 @@ pub fn request_meta() -> Value {
     })
 }
 
+/// A `subscriptions/listen` request with id `id` for `notifications`.
+pub fn listen_request(id: Value, notifications: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": request_meta(), "notifications": notifications}})
+}
+
+/// The text of one HTTP/1.1 request as an MCP client sends it; `headers`
+/// are extra lines, each ending in CRLF.
+pub fn http_request(method: &str, path: &str, host: &str, headers: &str, body: &str) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Sends `request` on a fresh connection to `addr` and hands the socket
+/// back, unread.
+pub async fn send_raw(addr: &str, request: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
 /// One HTTP/1.1 request over a fresh connection; the status line and body
 /// (the whole response, for streams that end).
 pub async fn raw_http(
@@ -168,16 +194,10 @@ pub async fn raw_http(
     path: &str,
     body: Option<&Value>,
 ) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    use tokio::io::AsyncReadExt;
     let body = body.map(Value::to_string).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
+    let request = http_request(method, path, addr, "Connection: close\r\n", &body);
+    let mut stream = send_raw(addr, &request).await;
     let mut response = String::new();
     tokio::time::timeout(
         Duration::from_secs(10),
