@@ -110,8 +110,9 @@ enum Phase {
     Open,
     /// The hub completed: drain what is queued, then report `Complete`.
     Completing,
-    /// Disconnected for overflow: report the error once.
-    Failed(StreamError),
+    /// Disconnected for overflow after losing `dropped` events: report the
+    /// error once. (Only the count is kept, so the state stays small.)
+    Failed { dropped: u64 },
     /// Ended and reported, or closed: every pull returns `Closed`.
     Ended,
 }
@@ -142,6 +143,9 @@ impl Borrow<EventKind> for Pending {
     }
 }
 
+/// Every publish to this listener reads and writes this state, so it is kept
+/// small: fewer cache lines to move between the publisher's core and the
+/// reader's. What only some queues need (the coalescing set) is boxed.
 #[derive(Debug)]
 struct State {
     /// Grows on demand up to `capacity`, so an idle listener holds no buffer.
@@ -150,7 +154,7 @@ struct State {
     overflow: Overflow,
     /// The idempotent events in `events`, one copy each; only a coalescing
     /// queue has the set.
-    pending: Option<HashSet<Pending>>,
+    pending: Option<Box<HashSet<Pending>>>,
     phase: Phase,
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
@@ -171,7 +175,7 @@ impl Queue {
                 events: VecDeque::new(),
                 capacity,
                 overflow,
-                pending: coalesce.then(HashSet::new),
+                pending: coalesce.then(Default::default),
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
@@ -238,7 +242,7 @@ impl Queue {
             state.tally.discarded += discarded;
             state.events = VecDeque::new();
             if let Some(pending) = &mut state.pending {
-                *pending = HashSet::new();
+                **pending = HashSet::new();
             }
             state.lag = 0;
             state.phase = Phase::Ended;
@@ -295,10 +299,10 @@ impl State {
                     self.tally.dropped += lost;
                     self.events = VecDeque::new();
                     if let Some(pending) = &mut self.pending {
-                        *pending = HashSet::new();
+                        **pending = HashSet::new();
                     }
                     self.overflowed = true;
-                    self.phase = Phase::Failed(StreamError::Overflow { dropped: lost });
+                    self.phase = Phase::Failed { dropped: lost };
                     return Pushed::Disconnected;
                 }
             }
@@ -337,7 +341,7 @@ impl State {
                 None
             }
             Phase::Completing => Some(Next::Complete),
-            Phase::Failed(err) => Some(Next::Failed(err)),
+            Phase::Failed { dropped } => Some(Next::Failed(StreamError::Overflow { dropped })),
             Phase::Ended => Some(Next::Closed),
         }
     }
