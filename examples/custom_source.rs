@@ -115,7 +115,7 @@ async fn serve<S: Source + 'static>(source: S, params: Value, id: RequestId, lim
     };
     for _ in 0..limit {
         match stream.next_message().await {
-            Some(message) => println!("  {}", String::from_utf8_lossy(&message)),
+            Some(message) => println!("  {}", String::from_utf8_lossy(&message.to_vec())),
             None => return,
         }
     }

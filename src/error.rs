@@ -235,7 +235,7 @@ impl Refusal {
 
     /// The error response, as the bytes to write.
     pub fn to_message(&self) -> Vec<u8> {
-        crate::serve::message::error_response(&request_id_json(&self.id), &self.error)
+        crate::serve::framing::error_response(&request_id_json(&self.id), &self.error)
     }
 }
 

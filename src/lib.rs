@@ -27,7 +27,7 @@ pub use error::{
     AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
     StreamError,
 };
-pub use event::{Event, EventKind, SUBSCRIPTION_ID_META_KEY, Selector};
+pub use event::{Event, EventKind, Message, SUBSCRIPTION_ID_META_KEY, Selector, SubscriptionId};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
 pub use hub::{
     DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, Listener, ListenerId, NextItem,

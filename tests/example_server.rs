@@ -27,9 +27,13 @@ async fn next(subscription: &mut rmcp::service::Subscription) -> Option<ServerNo
 async fn http_smoke_acknowledged_stamped_and_filtered() {
     let server = HttpServer::start(&[]).await;
     let client = server.client().await;
+    // Long enough that the SSE body sends the event's shared text as a frame
+    // of its own rather than copying it.
+    let long = format!("file:///{}", "x".repeat(5_000));
     let filter = SubscriptionFilter::builder()
         .tools_list_changed()
         .resource_subscription("file:///a")
+        .resource_subscription(&long)
         .build();
     let mut subscription = client.listen(filter.clone()).await.unwrap();
     assert_eq!(subscription.acknowledged(), &filter);
@@ -61,9 +65,21 @@ async fn http_smoke_acknowledged_stamped_and_filtered() {
         }
         other => panic!("expected the update for file:///a, got {other:?}"),
     }
+    call(
+        &client,
+        "test_trigger_resource_update",
+        json!({"uri": long}),
+    )
+    .await;
+    match next(&mut subscription).await {
+        Some(ServerNotification::ResourceUpdatedNotification(updated)) => {
+            assert_eq!(updated.params.uri, long);
+        }
+        other => panic!("expected the update for the long URI, got {other:?}"),
+    }
     let stats = server.stats().await;
-    assert_eq!(stats["events_published"], 4);
-    assert_eq!(stats["events_delivered"], 2);
+    assert_eq!(stats["events_published"], 5);
+    assert_eq!(stats["events_delivered"], 3);
 }
 
 #[tokio::test]

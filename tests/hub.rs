@@ -494,4 +494,15 @@ fn an_event_is_rendered_once_per_publish_whatever_the_listener_count() {
     let a = events[0].to_stamped_json(&rmcp::model::RequestId::Number(1));
     let b = events[99].to_stamped_json(&rmcp::model::RequestId::String("x".into()));
     assert_eq!(a.replace(r#"Id":1"#, r#"Id":"x""#), b);
+    // And a stream's message shares those bytes rather than copying them:
+    // only the id is its own.
+    let shared = |event: &Event, id: rmcp::model::RequestId| {
+        let message = event.stamped(&mcp_subscriptions::SubscriptionId::new(&id));
+        let chunks: Vec<_> = message.chunks().map(|c| c.as_ptr()).collect();
+        (chunks[0], chunks[2])
+    };
+    assert_eq!(
+        shared(&events[0], rmcp::model::RequestId::Number(1)),
+        shared(&events[99], rmcp::model::RequestId::Number(2)),
+    );
 }

@@ -108,7 +108,7 @@ async fn message(stream: &mut mcp_subscriptions::ListenStream<Scripted>) -> Valu
         .await
         .expect("a message comes")
         .expect("the stream has not ended");
-    serde_json::from_slice(&bytes).unwrap()
+    serde_json::from_slice(&bytes.to_vec()).unwrap()
 }
 
 #[tokio::test]
@@ -288,7 +288,7 @@ async fn rule_4_every_message_carries_the_request_id_verbatim() {
         let mut stream = service.open(id, Some(&params())).unwrap();
         let mut messages = Vec::new();
         while let Some(bytes) = stream.next_message().await {
-            messages.push(serde_json::from_slice::<Value>(&bytes).unwrap());
+            messages.push(serde_json::from_slice::<Value>(&bytes.to_vec()).unwrap());
         }
         assert_eq!(messages.len(), 4);
         for notification in &messages[..3] {
@@ -326,7 +326,7 @@ async fn rule_5_events_the_client_was_not_granted_are_dropped() {
     let mut stream = service.open(RequestId::Number(1), Some(&params())).unwrap();
     let mut methods = Vec::new();
     while let Some(bytes) = stream.next_message().await {
-        let message: Value = serde_json::from_slice(&bytes).unwrap();
+        let message: Value = serde_json::from_slice(&bytes.to_vec()).unwrap();
         methods.push(
             message["method"]
                 .as_str()

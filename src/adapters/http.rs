@@ -6,17 +6,16 @@ use std::future::poll_fn;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
-use axum::http::header::{CONTENT_TYPE, HeaderName};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use rmcp::model::{ErrorCode, ErrorData, RequestId};
 use serde_json::Value;
 use tower_service::Service;
 
-use super::{error_reply, listen_request, request_id};
-use crate::serve::{ListenService, ListenStream};
+use super::{error_reply, listen_request, request_id, sse};
+use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
 
 /// The largest request body read, as rmcp's own limit.
@@ -125,22 +124,12 @@ where
     };
     // Over HTTP the client ends a stream by closing the response.
     stream.set_drop_reason(CloseReason::Cancelled);
-    let keepalive = listen.options().keepalive;
-    let events = futures_util::stream::unfold(stream, next_event);
-    let sse = Sse::new(events).keep_alive(KeepAlive::new().interval(keepalive));
-    ([(X_ACCEL_BUFFERING, HeaderValue::from_static("no"))], sse).into_response()
-}
-
-/// One SSE event per message, pulled only when hyper polls the body for
-/// its next frame. hyper keeps a bounded buffer ahead of the socket (a few
-/// frames, at most about 400 KiB), so a client that stops reading stalls
-/// its stream within that bound, and its queue's policy takes over.
-async fn next_event<S: Source>(
-    mut stream: ListenStream<S>,
-) -> Option<(Result<SseEvent, Infallible>, ListenStream<S>)> {
-    let message = stream.next_message().await?;
-    let data = String::from_utf8(message).expect("JSON messages are UTF-8");
-    Some((Ok(SseEvent::default().data(data)), stream))
+    let headers = [
+        (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
+    ];
+    (headers, sse::body(stream, listen.options().keepalive)).into_response()
 }
 
 fn method_removed(id: &Value, method: &str) -> Response {

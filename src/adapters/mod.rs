@@ -11,6 +11,8 @@
 #[cfg(feature = "rmcp")]
 mod http;
 #[cfg(feature = "rmcp")]
+mod sse;
+#[cfg(feature = "rmcp")]
 mod stdio;
 mod streams;
 #[cfg(feature = "channel")]
@@ -43,7 +45,7 @@ fn request_id<'a>(message: &'a Value, method: &str) -> Option<&'a Value> {
 /// `null`, or an id rmcp would not accept).
 #[cfg(feature = "rmcp")]
 fn error_reply(id: &Value, error: rmcp::model::ErrorData) -> Vec<u8> {
-    crate::serve::message::error_response(&id.to_string(), &error)
+    crate::serve::framing::error_response(&id.to_string(), &error)
 }
 
 /// The id of a `subscriptions/listen` request; `None` for any other message,

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Streams, error_reply, listen_request};
-use crate::event::request_id_json;
-use crate::serve::{ListenService, ListenStream, message};
+use crate::event::{Message, request_id_json};
+use crate::serve::{ListenService, ListenStream, framing};
 use crate::source::{CloseReason, Source};
 
 type Writer = Arc<AsyncMutex<Pin<Box<dyn AsyncWrite + Send>>>>;
@@ -107,7 +107,7 @@ where
         if self.cancels.lock().contains_key(&id) {
             let error =
                 ErrorData::invalid_request("a listen request with this id is still open", None);
-            return Some(message::error_response(&request_id_json(&id), &error));
+            return Some(framing::error_response(&request_id_json(&id), &error));
         }
         let stream = match self.listen.open(id.clone(), params) {
             Ok(stream) => stream,
@@ -152,7 +152,7 @@ where
         let writer = self.writer.clone();
         self.tasks.spawn(async move {
             // The pipe is gone if this fails; the input ends too.
-            let _ = write_line(&mut *writer.lock().await, &message).await;
+            let _ = write_line(&mut *writer.lock().await, message).await;
         });
     }
 
@@ -226,7 +226,7 @@ async fn serve<S: Source>(
         if token.is_cancelled() {
             break cancelled(&mut stream);
         }
-        if write_line(&mut *out, &message).await.is_err() {
+        if write_line(&mut *out, message).await.is_err() {
             stream.cancel(CloseReason::Disconnected);
             break;
         }
@@ -240,9 +240,18 @@ async fn serve<S: Source>(
 
 /// Writes one message and its newline, and flushes: the write completing
 /// is what lets the stream pull again.
-async fn write_line(out: &mut (dyn AsyncWrite + Send + Unpin), message: &[u8]) -> io::Result<()> {
-    out.write_all(message).await?;
-    out.write_all(b"\n").await?;
+/// Writes `message` and its newline in one write, then flushes.
+async fn write_line(
+    out: &mut (dyn AsyncWrite + Send + Unpin),
+    message: impl Into<Message>,
+) -> io::Result<()> {
+    let message = message.into();
+    let mut line = Vec::with_capacity(message.len() + 1);
+    for chunk in message.chunks() {
+        line.extend_from_slice(chunk);
+    }
+    line.push(b'\n');
+    out.write_all(&line).await?;
     out.flush().await
 }
 
@@ -260,7 +269,7 @@ where
         let writer = self.writer.clone();
         async move {
             let bytes = serde_json::to_vec(&item)?;
-            write_line(&mut *writer.lock().await, &bytes).await
+            write_line(&mut *writer.lock().await, bytes).await
         }
     }
 

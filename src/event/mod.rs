@@ -4,9 +4,11 @@
 //! An [`Event`] is rendered to JSON once, when it is created, and shared by
 //! every listener it reaches (cloning is a reference-count increment).
 //! Writing it to a stream stamps the listen request's id into `_meta` by
-//! splicing bytes ([`Event::write_stamped`]), never by serializing again.
+//! splicing bytes ([`Event::stamped`]), never by serializing again.
 
 mod kind;
+mod message;
+mod subscription_id;
 mod wire;
 
 use std::fmt;
@@ -16,6 +18,8 @@ use rmcp::model::RequestId;
 use serde_json::{Map, Value};
 
 pub use kind::{EventKind, Selector};
+pub use message::Message;
+pub use subscription_id::SubscriptionId;
 pub use wire::SUBSCRIPTION_ID_META_KEY;
 
 use wire::Wire;
@@ -131,6 +135,14 @@ impl Event {
     /// The notification's JSON-RPC method.
     pub fn method(&self) -> &str {
         self.0.kind.method()
+    }
+
+    /// The notification stamped with
+    /// `_meta["io.modelcontextprotocol/subscriptionId"] = id`, as a
+    /// [`Message`] that shares this event's rendering: it costs the same
+    /// whatever the size of the event.
+    pub fn stamped(&self, id: &SubscriptionId) -> Message {
+        self.0.wire.stamped(id.json())
     }
 
     /// Appends the notification, stamped with

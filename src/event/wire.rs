@@ -1,19 +1,23 @@
 //! Rendering an event to JSON once, and stamping a subscription id into it
 //! by splicing bytes rather than serializing again.
 //!
-//! A notification is kept as three slices of one string:
+//! A notification is kept as its stamped form with the id cut out:
 //!
 //! ```text
-//! {"jsonrpc":"2.0","method":"…","params":{ | meta entries | other params
+//! {"jsonrpc":"2.0","method":"…","params":{"_meta":{"…subscriptionId":  |  ,meta entries},other params}}
 //! ```
 //!
-//! so that the stamped form is `head + "_meta":{"…subscriptionId":ID` +
-//! meta entries + `}` + other params + `}}`, and the unstamped form (for
-//! channels without subscription ids) is assembled the same way without the
-//! id. The cost of writing one stamped message is a few `memcpy`s whatever
-//! the size of the params.
+//! so that a stream's copy is the text before the cut, its id, and the text
+//! after it: two shared halves and a few bytes of its own, whatever the
+//! size of the params. The unstamped form (for channels without
+//! subscription ids) is assembled from the same text.
 
+use std::ops::Range;
+
+use bytes::Bytes;
 use serde_json::{Map, Value};
+
+use super::Message;
 
 /// The `_meta` key every message of a listen stream carries.
 pub const SUBSCRIPTION_ID_META_KEY: &str = "io.modelcontextprotocol/subscriptionId";
@@ -26,11 +30,15 @@ const STAMP_OPEN: &str = r#""_meta":{"io.modelcontextprotocol/subscriptionId":"#
 /// A notification rendered once, ready to be written many times.
 #[derive(Debug)]
 pub(crate) struct Wire {
-    text: Box<str>,
+    /// The stamped message without its id, which goes at `cut`.
+    text: Bytes,
+    cut: usize,
     /// End of `{"jsonrpc":"2.0","method":"…","params":{`.
     head_end: usize,
-    /// End of the extra `_meta` entries (comma-separated, no braces).
-    meta_end: usize,
+    /// The extra `_meta` entries (comma-separated, no braces).
+    meta: Range<usize>,
+    /// The other params (comma-separated, no braces).
+    body: Range<usize>,
 }
 
 impl Wire {
@@ -42,48 +50,47 @@ impl Wire {
         push_json(&mut text, &Value::from(method));
         text.push_str(PARAMS_OPEN);
         let head_end = text.len();
-        if let Some(Value::Object(meta)) = params.get("_meta") {
-            let entries = meta.iter().filter(|(k, _)| *k != SUBSCRIPTION_ID_META_KEY);
-            push_entries(&mut text, entries);
-        }
-        let meta_end = text.len();
-        push_entries(&mut text, params.iter().filter(|(k, _)| *k != "_meta"));
+        text.push_str(STAMP_OPEN);
+        let cut = text.len();
+        let meta = match params.get("_meta") {
+            Some(Value::Object(meta)) => push_after_comma(
+                &mut text,
+                meta.iter().filter(|(k, _)| *k != SUBSCRIPTION_ID_META_KEY),
+            ),
+            _ => cut..cut,
+        };
+        text.push('}');
+        let body = push_after_comma(&mut text, params.iter().filter(|(k, _)| *k != "_meta"));
+        text.push_str("}}");
         Self {
-            text: text.into_boxed_str(),
+            text: Bytes::from(text),
+            cut,
             head_end,
-            meta_end,
+            meta,
+            body,
         }
     }
 
-    fn head(&self) -> &str {
+    fn head(&self) -> &[u8] {
         &self.text[..self.head_end]
     }
 
-    fn meta(&self) -> &str {
-        &self.text[self.head_end..self.meta_end]
-    }
-
-    fn body(&self) -> &str {
-        &self.text[self.meta_end..]
+    /// The message with `_meta[subscriptionId] = id_json`, sharing this
+    /// rendering's bytes.
+    pub(crate) fn stamped(&self, id_json: Bytes) -> Message {
+        Message::spliced(
+            self.text.slice(..self.cut),
+            id_json,
+            self.text.slice(self.cut..),
+        )
     }
 
     /// Appends the message with `_meta[subscriptionId] = id_json` to `out`.
     pub(crate) fn write_stamped(&self, id_json: &str, out: &mut Vec<u8>) {
-        let (meta, body) = (self.meta(), self.body());
-        out.reserve(self.text.len() + STAMP_OPEN.len() + id_json.len() + 5);
-        out.extend_from_slice(self.head().as_bytes());
-        out.extend_from_slice(STAMP_OPEN.as_bytes());
+        out.reserve(self.text.len() + id_json.len());
+        out.extend_from_slice(&self.text[..self.cut]);
         out.extend_from_slice(id_json.as_bytes());
-        if !meta.is_empty() {
-            out.push(b',');
-            out.extend_from_slice(meta.as_bytes());
-        }
-        out.push(b'}');
-        if !body.is_empty() {
-            out.push(b',');
-            out.extend_from_slice(body.as_bytes());
-        }
-        out.extend_from_slice(b"}}");
+        out.extend_from_slice(&self.text[self.cut..]);
     }
 
     /// Appends the message without a subscription id to `out`; a
@@ -99,25 +106,41 @@ impl Wire {
             out.push(b'{');
             &self.head()[ENVELOPE.len()..]
         };
-        let (meta, body) = (self.meta(), self.body());
+        let (meta, body) = (&self.text[self.meta.clone()], &self.text[self.body.clone()]);
         if meta.is_empty() && body.is_empty() {
-            out.extend_from_slice(&head.as_bytes()[..head.len() - PARAMS_OPEN.len()]);
+            out.extend_from_slice(&head[..head.len() - PARAMS_OPEN.len()]);
             out.push(b'}');
             return;
         }
-        out.reserve(self.text.len() + META_OPEN.len() + 4);
-        out.extend_from_slice(head.as_bytes());
+        out.reserve(self.text.len());
+        out.extend_from_slice(head);
         if !meta.is_empty() {
             out.extend_from_slice(META_OPEN.as_bytes());
-            out.extend_from_slice(meta.as_bytes());
+            out.extend_from_slice(meta);
             out.push(b'}');
             if !body.is_empty() {
                 out.push(b',');
             }
         }
-        out.extend_from_slice(body.as_bytes());
+        out.extend_from_slice(body);
         out.extend_from_slice(b"}}");
     }
+}
+
+/// Appends `entries` after a comma, or nothing when there are none; where
+/// the entries sit in `text`.
+fn push_after_comma<'a>(
+    text: &mut String,
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+) -> Range<usize> {
+    let comma = text.len();
+    text.push(',');
+    push_entries(text, entries);
+    if text.len() == comma + 1 {
+        text.truncate(comma);
+        return comma..comma;
+    }
+    comma + 1..text.len()
 }
 
 fn push_json(text: &mut String, value: &Value) {
@@ -150,6 +173,8 @@ mod tests {
     fn stamped(wire: &Wire, id: &str) -> String {
         let mut out = Vec::new();
         wire.write_stamped(id, &mut out);
+        let spliced = wire.stamped(Bytes::copy_from_slice(id.as_bytes()));
+        assert_eq!(spliced.to_vec(), out, "the spliced and copied forms agree");
         String::from_utf8(out).unwrap()
     }
 

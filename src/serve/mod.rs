@@ -7,7 +7,7 @@
 //! Streamable HTTP) are thin loops around it.
 
 mod advertise;
-pub(crate) mod message;
+pub(crate) mod framing;
 pub(crate) mod pull;
 mod stream;
 
@@ -101,10 +101,10 @@ impl ListenOptions {
 /// let mut stream = service.open(RequestId::Number(1), Some(&params)).unwrap();
 ///
 /// let ack = stream.next_message().await.unwrap();
-/// assert!(String::from_utf8(ack).unwrap().contains("subscriptions/acknowledged"));
+/// assert!(String::from_utf8(ack.to_vec()).unwrap().contains("subscriptions/acknowledged"));
 /// hub.notify_tools_list_changed();
 /// let event = stream.next_message().await.unwrap();
-/// assert!(String::from_utf8(event).unwrap().contains("tools/list_changed"));
+/// assert!(String::from_utf8(event.to_vec()).unwrap().contains("tools/list_changed"));
 /// # });
 /// ```
 pub struct ListenService<S> {

@@ -3,8 +3,8 @@
 use rmcp::model::RequestId;
 
 use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
-use super::{ListenService, message};
-use crate::event::request_id_json;
+use super::{ListenService, framing};
+use crate::event::{Message, SubscriptionId, request_id_json};
 use crate::filter::Filter;
 use crate::source::{CloseReason, Source};
 
@@ -33,6 +33,8 @@ pub struct ListenStream<S: Source> {
     pull: Pull<S>,
     id: RequestId,
     id_json: String,
+    /// `id_json` once more, for events to share rather than copy.
+    stamp: SubscriptionId,
     granted: Filter,
     acknowledged: bool,
 }
@@ -46,6 +48,7 @@ impl<S: Source> ListenStream<S> {
     ) -> Self {
         Self {
             pull: Pull::new(service, handle),
+            stamp: SubscriptionId::new(&id),
             id_json: request_id_json(&id),
             id,
             granted,
@@ -83,13 +86,13 @@ impl<S: Source> ListenStream<S> {
     ///
     /// Cancel-safe when the source's `next` is (as the [`Hub`](crate::Hub)'s
     /// is): dropping the future loses no event.
-    pub async fn next_message(&mut self) -> Option<Vec<u8>> {
+    pub async fn next_message(&mut self) -> Option<Message> {
         if self.pull.is_finished() {
             return None;
         }
         if !self.acknowledged {
             self.acknowledged = true;
-            return Some(message::acknowledgement(&self.id_json, &self.granted));
+            return Some(framing::acknowledgement(&self.id_json, &self.granted).into());
         }
         let mut skipped = 0u32;
         let message = loop {
@@ -99,16 +102,14 @@ impl<S: Source> ListenStream<S> {
                     skipped += 1;
                     yield_every(SKIPS_PER_YIELD, skipped).await;
                 }
-                Pulled::Event(event) => {
-                    let mut out = Vec::new();
-                    event.write_stamped(&self.id, &mut out);
-                    break out;
-                }
+                Pulled::Event(event) => break event.stamped(&self.stamp),
                 Pulled::Complete => {
                     let server_info = &self.pull.service().options().server_info;
-                    break message::completion(&self.id_json, server_info);
+                    break framing::completion(&self.id_json, server_info).into();
                 }
-                Pulled::Failed(error) => break message::error_response(&self.id_json, &error),
+                Pulled::Failed(error) => {
+                    break framing::error_response(&self.id_json, &error).into();
+                }
             }
         };
         Some(message)

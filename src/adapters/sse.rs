@@ -1,0 +1,148 @@
+//! A listen stream as a `text/event-stream` response body.
+//!
+//! Each message becomes one `data:` line (JSON has no raw newlines), and a
+//! comment line keeps an idle connection open. The body pulls a message only
+//! when hyper polls it for the next frame, and hyper keeps a bounded buffer
+//! ahead of the socket (at most about 400 KiB), so a client that stops
+//! reading stalls its own stream within that bound and its queue's overflow
+//! policy takes over; other streams go on.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use bytes::BytesMut;
+use futures_core::Stream;
+use tokio::time::{Instant, Sleep, sleep};
+
+use crate::event::Message;
+use crate::serve::ListenStream;
+use crate::source::Source;
+
+/// Chunks at least this long go to hyper as they are, shared with every
+/// other stream's copy of the event, so a large event costs each stream the
+/// same as a small one. Shorter chunks are copied into the message's frame:
+/// each frame costs hyper a chunk header and a write slot, more than
+/// copying a few hundred bytes.
+const SHARE_FROM: usize = 1024;
+
+/// The comment sent after `keepalive` without a message.
+const KEEPALIVE: &[u8] = b":\n\n";
+
+/// The SSE body of `stream`, with a keep-alive comment whenever it has been
+/// idle for `keepalive`.
+pub(super) fn body<S>(stream: ListenStream<S>, keepalive: Duration) -> Body
+where
+    S: Source + 'static,
+    S::Handle: 'static,
+{
+    let messages = futures_util::stream::unfold(stream, |mut stream| async move {
+        let message = stream.next_message().await?;
+        Some((message, stream))
+    });
+    Body::from_stream(Frames {
+        messages: Box::pin(messages),
+        keepalive,
+        idle: Box::pin(sleep(keepalive)),
+        ready: VecDeque::new(),
+    })
+}
+
+/// The messages of a stream as body frames.
+struct Frames<M> {
+    /// Kept alive across keep-alives: a message being pulled is never
+    /// abandoned halfway.
+    messages: Pin<Box<M>>,
+    keepalive: Duration,
+    idle: Pin<Box<Sleep>>,
+    /// The rest of the message being written.
+    ready: VecDeque<Bytes>,
+}
+
+impl<M: Stream<Item = Message>> Stream for Frames<M> {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(frame) = this.ready.pop_front() {
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        let next = match this.messages.as_mut().poll_next(cx) {
+            Poll::Ready(Some(message)) => {
+                frame(&message, &mut this.ready);
+                this.ready.pop_front()
+            }
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {
+                ready!(this.idle.as_mut().poll(cx));
+                Some(Bytes::from_static(KEEPALIVE))
+            }
+        };
+        let deadline = Instant::now() + this.keepalive;
+        this.idle.as_mut().reset(deadline);
+        Poll::Ready(next.map(Ok))
+    }
+}
+
+/// Queues `message` as `data: …\n\n`: its long chunks shared, the rest
+/// copied around them.
+fn frame(message: &Message, out: &mut VecDeque<Bytes>) {
+    let mut copied = BytesMut::with_capacity(message.len().min(SHARE_FROM) + 8);
+    copied.extend_from_slice(b"data: ");
+    for chunk in message.chunks() {
+        if chunk.len() >= SHARE_FROM {
+            out.push_back(copied.split().freeze());
+            out.push_back(chunk.clone());
+        } else {
+            copied.extend_from_slice(chunk);
+        }
+    }
+    copied.extend_from_slice(b"\n\n");
+    out.push_back(copied.freeze());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(message: &Message) -> Vec<Bytes> {
+        let mut out = VecDeque::new();
+        frame(message, &mut out);
+        out.into()
+    }
+
+    #[test]
+    fn a_short_message_is_one_frame() {
+        let frames = framed(&Message::from(br#"{"a":1}"#.to_vec()));
+        assert_eq!(frames, [Bytes::from_static(b"data: {\"a\":1}\n\n")]);
+    }
+
+    #[test]
+    fn a_long_event_is_shared_not_copied() {
+        let event = crate::Event::extension(
+            "x/big",
+            serde_json::json!({"blob": "x".repeat(4 * SHARE_FROM)})
+                .as_object()
+                .unwrap()
+                .clone(),
+            None,
+        );
+        let message = event.stamped(&crate::SubscriptionId::new(
+            &rmcp::model::RequestId::Number(1),
+        ));
+        let shared = message.chunks().last().unwrap().clone();
+        let frames = framed(&message);
+        assert_eq!(frames.len(), 3);
+        assert_eq!(
+            frames[1].as_ptr(),
+            shared.as_ptr(),
+            "the event's text goes out as it is"
+        );
+        let whole: Vec<u8> = frames.iter().flat_map(|f| f.to_vec()).collect();
+        assert_eq!(whole, [&b"data: "[..], &message.to_vec(), b"\n\n"].concat());
+    }
+}
