@@ -6,6 +6,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each user takes the scenarios it needs
 
+use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -188,6 +189,61 @@ impl Scenario for MpscFanout {
             }
         })
     }
+}
+
+/// How often a reading task is polled per event it receives, in a fan-out
+/// of `n` listeners through the hub (`through_hub`) or `broadcast`, over
+/// `bursts` bursts: 1.0 would be one poll per event; each poll beyond that
+/// is a time the reader found nothing, slept and was woken again.
+pub fn reader_polls_per_event(n: usize, through_hub: bool, bursts: u64) -> f64 {
+    let fanout = Fanout::new(n);
+    let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
+    let (tx, _) = broadcast::channel::<Event>(BURST * 2);
+    let polls: Vec<Arc<AtomicUsize>> = (0..n).map(|_| Arc::default()).collect();
+    for count in &polls {
+        let (count, mut received) = (count.clone(), fanout.counter());
+        // Each task counts its own polls: no counter is shared.
+        let counted = move || count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if through_hub {
+            let mut listener = hub
+                .listen(&Filter::new().with_tools_list_changed())
+                .unwrap();
+            fanout.runtime.spawn(async move {
+                loop {
+                    let mut next = std::pin::pin!(listener.next());
+                    let next = std::future::poll_fn(|cx| {
+                        counted();
+                        next.as_mut().poll(cx)
+                    });
+                    let Next::Event(_) = next.await else { break };
+                    received();
+                }
+            });
+        } else {
+            let mut rx = tx.subscribe();
+            fanout.runtime.spawn(async move {
+                loop {
+                    let mut next = std::pin::pin!(rx.recv());
+                    let next = std::future::poll_fn(|cx| {
+                        counted();
+                        next.as_mut().poll(cx)
+                    });
+                    let Ok(_) = next.await else { break };
+                    received();
+                }
+            });
+        }
+    }
+    fanout.time(bursts, || {
+        if through_hub {
+            hub.publish(Event::tools_list_changed());
+        } else {
+            let _ = tx.send(Event::tools_list_changed());
+        }
+    });
+    hub.complete();
+    let total: usize = polls.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+    total as f64 / (n as u64 * bursts * BURST as u64) as f64
 }
 
 fn uri(i: usize) -> String {

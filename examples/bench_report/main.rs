@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use harness::{
     BURST, BroadcastFanout, BroadcastSparse, HubFanout, HubSparse, MpscFanout, Reserialize,
-    Scenario, Stamp,
+    Scenario, Stamp, reader_polls_per_event,
 };
 use mcp_subscriptions::{Event, Filter, Hub, Next};
 use serde::Serialize;
@@ -316,6 +316,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+
+    // Why fan-out trails `broadcast`: how often readers wake per event.
+    let bursts = if quick { 20 } else { 200 };
+    let (hub_polls, broadcast_polls) = (
+        reader_polls_per_event(4_096, true, bursts),
+        reader_polls_per_event(4_096, false, bursts),
+    );
+    rows.push(
+        Row::new(
+            "fanout_reader_polls_per_event",
+            4_096,
+            hub_polls,
+            "tokio::sync::broadcast",
+            broadcast_polls,
+            broadcast_polls / hub_polls,
+            1.0,
+        )
+        .reported(),
+    );
 
     // 2. Sparse routing: one subscriber among many.
     let ns_per = |scenario: &mut dyn Scenario| per_iteration(scenario, budget).as_nanos() as f64;
