@@ -35,13 +35,15 @@ pub trait Scenario {
 struct Fanout {
     runtime: Runtime,
     n: usize,
+    /// Events per iteration.
+    burst: usize,
     remaining: Arc<AtomicUsize>,
     done_tx: mpsc::SyncSender<()>,
     done: mpsc::Receiver<()>,
 }
 
 impl Fanout {
-    fn new(n: usize) -> Self {
+    fn new(n: usize, burst: usize) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .build()
@@ -50,6 +52,7 @@ impl Fanout {
         Self {
             runtime,
             n,
+            burst,
             remaining: Arc::new(AtomicUsize::new(n)),
             done_tx,
             done,
@@ -59,10 +62,10 @@ impl Fanout {
     /// What a receiving task calls after each event.
     fn counter(&self) -> impl FnMut() + Send + 'static {
         let (remaining, done) = (self.remaining.clone(), self.done_tx.clone());
-        let mut got = 0;
+        let (mut got, burst) = (0, self.burst);
         move || {
             got += 1;
-            if got % BURST == 0 && remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if got % burst == 0 && remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
                 done.send(()).unwrap();
             }
         }
@@ -72,7 +75,7 @@ impl Fanout {
         let start = Instant::now();
         for _ in 0..bursts {
             self.remaining.store(self.n, Ordering::Release);
-            for _ in 0..BURST {
+            for _ in 0..self.burst {
                 publish();
             }
             self.done.recv().unwrap();
@@ -89,7 +92,13 @@ pub struct HubFanout {
 
 impl HubFanout {
     pub fn new(n: usize) -> Self {
-        let fanout = Fanout::new(n);
+        Self::with_burst(n, BURST)
+    }
+
+    /// `burst` events per iteration; with 1, an iteration is one event's
+    /// way from the publish to the last of the `n` listeners.
+    pub fn with_burst(n: usize, burst: usize) -> Self {
+        let fanout = Fanout::new(n, burst);
         let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
         for _ in 0..n {
             let mut listener = hub
@@ -129,7 +138,13 @@ pub struct BroadcastFanout {
 
 impl BroadcastFanout {
     pub fn new(n: usize) -> Self {
-        let fanout = Fanout::new(n);
+        Self::with_burst(n, BURST)
+    }
+
+    /// `burst` events per iteration; with 1, an iteration is one event's
+    /// way from the publish to the last of the `n` listeners.
+    pub fn with_burst(n: usize, burst: usize) -> Self {
+        let fanout = Fanout::new(n, burst);
         let (tx, _) = broadcast::channel::<Event>(BURST * 2);
         for _ in 0..n {
             let mut rx = tx.subscribe();
@@ -162,7 +177,13 @@ pub struct MpscFanout {
 
 impl MpscFanout {
     pub fn new(n: usize) -> Self {
-        let fanout = Fanout::new(n);
+        Self::with_burst(n, BURST)
+    }
+
+    /// `burst` events per iteration; with 1, an iteration is one event's
+    /// way from the publish to the last of the `n` listeners.
+    pub fn with_burst(n: usize, burst: usize) -> Self {
+        let fanout = Fanout::new(n, burst);
         let senders = (0..n)
             .map(|_| {
                 let (tx, mut rx) = tokio_mpsc::channel::<Event>(BURST * 2);
@@ -196,7 +217,7 @@ impl Scenario for MpscFanout {
 /// `bursts` bursts: 1.0 would be one poll per event; each poll beyond that
 /// is a time the reader found nothing, slept and was woken again.
 pub fn reader_polls_per_event(n: usize, through_hub: bool, bursts: u64) -> f64 {
-    let fanout = Fanout::new(n);
+    let fanout = Fanout::new(n, BURST);
     let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
     let (tx, _) = broadcast::channel::<Event>(BURST * 2);
     let polls: Vec<Arc<AtomicUsize>> = (0..n).map(|_| Arc::default()).collect();
