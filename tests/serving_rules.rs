@@ -156,6 +156,7 @@ async fn rule_2_the_next_event_is_pulled_only_when_the_next_message_is_asked_for
     assert_eq!(source.pulls(), 2);
 }
 
+#[cfg(feature = "rmcp")]
 #[tokio::test]
 async fn rule_2_over_stdio_the_pipe_paces_the_source() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -425,6 +426,7 @@ async fn refusals_come_before_anything_else() {
     assert_eq!(source.pulls(), 0);
 }
 
+#[cfg(feature = "rmcp")]
 #[tokio::test]
 async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
     use rmcp::transport::Transport;
@@ -480,6 +482,7 @@ async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
     );
 }
 
+#[cfg(feature = "rmcp")]
 #[tokio::test]
 async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
     use rmcp::transport::Transport;

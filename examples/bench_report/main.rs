@@ -11,6 +11,7 @@
 
 #[path = "../../benches/harness/mod.rs"]
 mod harness;
+#[path = "../../benches/harness/http.rs"]
 mod http;
 
 use std::sync::Arc;
@@ -444,10 +445,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut throughput = Row::new(
         "http_vs_rmcp_pattern",
         streams,
-        ours.rate,
+        ours.rate(),
         "rmcp: sinks awaited in turn",
-        theirs.rate,
-        ours.rate / theirs.rate,
+        theirs.rate(),
+        ours.rate() / theirs.rate(),
         2.0,
     );
     // A run cut off by the limit did not deliver everything: its rate would
@@ -463,17 +464,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut stalled = Row::new(
         "http_with_a_stalled_client",
         stalled_streams,
-        ours_stalled.rate,
+        ours_stalled.rate(),
         "our rate without the stalled client",
-        base.rate,
-        ours_stalled.rate / base.rate,
+        base.rate(),
+        ours_stalled.rate() / base.rate(),
         0.9,
     );
-    stalled.met = Some(ours_stalled.completed && ours_stalled.rate >= 0.9 * base.rate);
+    stalled.met = Some(ours_stalled.completed && ours_stalled.rate() >= 0.9 * base.rate());
     stalled.target = format!(
         ">= 0.9x (rmcp pattern with the stalled client: {})",
         if theirs_stalled.completed {
-            format!("completed at {:.3e}/s", theirs_stalled.rate)
+            format!("completed at {:.3e}/s", theirs_stalled.rate())
         } else {
             format!("stalled, not done after {} s", stall_limit.as_secs())
         }

@@ -3,6 +3,8 @@
 //! rmcp's pattern (each stream's sink kept in a shared list, and every
 //! publish awaiting each sink in turn).
 
+#![allow(dead_code, unreachable_pub)] // each user takes the parts it needs
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,23 +121,27 @@ async fn read(mut reader: BufReader<TcpStream>, events: usize) {
 }
 
 /// The outcome of one run.
-pub(crate) struct Outcome {
-    /// Notifications written per second, across all streams.
-    pub(crate) rate: f64,
+pub struct Outcome {
+    /// From the first publish until every reading stream had every event
+    /// (or the limit passed).
+    pub elapsed: Duration,
+    /// Notifications the reading streams were to receive.
+    pub notifications: usize,
     /// Whether every reading stream got every event in time.
-    pub(crate) completed: bool,
+    pub completed: bool,
+}
+
+impl Outcome {
+    /// Notifications written per second, across all streams.
+    pub fn rate(&self) -> f64 {
+        self.notifications as f64 / self.elapsed.as_secs_f64()
+    }
 }
 
 /// Runs `streams` reading streams (plus one that never reads, when
 /// `stalled`), publishes `events` changes, and times until every reading
 /// stream has them all (or `limit` passes).
-pub(crate) fn run(
-    ours: bool,
-    streams: usize,
-    events: usize,
-    stalled: bool,
-    limit: Duration,
-) -> Outcome {
+pub fn run(ours: bool, streams: usize, events: usize, stalled: bool, limit: Duration) -> Outcome {
     let server: Runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -215,7 +221,8 @@ pub(crate) fn run(
     server.shutdown_background();
     clients.shutdown_background();
     Outcome {
-        rate: (streams * events) as f64 / elapsed.as_secs_f64(),
+        elapsed,
+        notifications: streams * events,
         completed,
     }
 }
