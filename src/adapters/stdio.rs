@@ -5,6 +5,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::BufMut;
 use rmcp::RoleServer;
 use rmcp::model::{ErrorData, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -238,19 +239,16 @@ async fn serve<S: Source>(
     }
 }
 
-/// Writes one message and its newline, and flushes: the write completing
-/// is what lets the stream pull again.
-/// Writes `message` and its newline in one write, then flushes.
+/// Writes one message and its newline in one write, and flushes: the write
+/// completing is what lets the stream pull again.
 async fn write_line(
     out: &mut (dyn AsyncWrite + Send + Unpin),
     message: impl Into<Message>,
 ) -> io::Result<()> {
     let message = message.into();
     let mut line = Vec::with_capacity(message.len() + 1);
-    for chunk in message.chunks() {
-        line.extend_from_slice(chunk);
-    }
-    line.push(b'\n');
+    line.put(message);
+    line.put_u8(b'\n');
     out.write_all(&line).await?;
     out.flush().await
 }

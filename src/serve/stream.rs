@@ -4,7 +4,7 @@ use rmcp::model::RequestId;
 
 use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use super::{ListenService, framing};
-use crate::event::{Message, SubscriptionId, request_id_json};
+use crate::event::{Message, SubscriptionId};
 use crate::filter::Filter;
 use crate::source::{CloseReason, Source};
 
@@ -32,8 +32,7 @@ use crate::source::{CloseReason, Source};
 pub struct ListenStream<S: Source> {
     pull: Pull<S>,
     id: RequestId,
-    id_json: String,
-    /// `id_json` once more, for events to share rather than copy.
+    /// The id as every message carries it, rendered once.
     stamp: SubscriptionId,
     granted: Filter,
     acknowledged: bool,
@@ -49,7 +48,6 @@ impl<S: Source> ListenStream<S> {
         Self {
             pull: Pull::new(service, handle),
             stamp: SubscriptionId::new(&id),
-            id_json: request_id_json(&id),
             id,
             granted,
             acknowledged: false,
@@ -92,7 +90,7 @@ impl<S: Source> ListenStream<S> {
         }
         if !self.acknowledged {
             self.acknowledged = true;
-            return Some(framing::acknowledgement(&self.id_json, &self.granted).into());
+            return Some(framing::acknowledgement(self.stamp.as_json(), &self.granted).into());
         }
         let mut skipped = 0u32;
         let message = loop {
@@ -105,10 +103,10 @@ impl<S: Source> ListenStream<S> {
                 Pulled::Event(event) => break event.stamped(&self.stamp),
                 Pulled::Complete => {
                     let server_info = &self.pull.service().options().server_info;
-                    break framing::completion(&self.id_json, server_info).into();
+                    break framing::completion(self.stamp.as_json(), server_info).into();
                 }
                 Pulled::Failed(error) => {
-                    break framing::error_response(&self.id_json, &error).into();
+                    break framing::error_response(self.stamp.as_json(), &error).into();
                 }
             }
         };
