@@ -3,8 +3,11 @@
 //! rows as JSON, and a plot of fan-out throughput against listener count.
 //!
 //! ```sh
-//! cargo run --release --example bench_report -- [--quick] [--json FILE] [--plot FILE.svg]
+//! cargo run --release --example bench_report -- [--quick] [--json FILE] [--plot FILE.svg] [--only SECTIONS]
 //! ```
+//!
+//! `--only latency,render` runs only those sections (`fanout`, `sparse`,
+//! `latency`, `memory`, `render`, `http`).
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
@@ -162,15 +165,13 @@ fn latencies(events: usize, gap: Duration, through_hub: bool) -> Vec<u64> {
     }
     hub.complete();
     drop(tx);
-    let mut all: Vec<u64> = runtime.block_on(async {
+    runtime.block_on(async {
         let mut all = Vec::new();
         for reader in readers {
             all.extend(reader.await.unwrap());
         }
         all
-    });
-    all.sort_unstable();
-    all
+    })
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -260,27 +261,10 @@ fn plot(path: &str, points: &[CurvePoint]) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let (mut quick, mut json_path, mut plot_path) = (false, None, None);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--json" => json_path = Some(args.next().ok_or("--json needs a file")?),
-            "--plot" => plot_path = Some(args.next().ok_or("--plot needs a file")?),
-            other => return Err(format!("unknown option {other}").into()),
-        }
-    }
-    let budget = if quick {
-        Duration::from_millis(300)
-    } else {
-        Duration::from_secs(2)
-    };
-    let mut rows = Vec::new();
-
-    // 4 (first, while the heap is fresh). Memory per idle listener.
+/// 4. Memory per idle listener.
+fn memory_rows() -> Vec<Row> {
     let (per_listener, per_receiver) = bytes_per_idle_listener(100_000);
-    let mut memory = Row::new(
+    let mut row = Row::new(
         "memory_per_idle_listener",
         100_000,
         per_listener,
@@ -289,10 +273,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         1_024.0 / per_listener,
         1.0,
     );
-    memory.target = format!("<= 1024 B (broadcast receiver: {per_receiver:.0} B)");
+    row.target = format!("<= 1024 B (broadcast receiver: {per_receiver:.0} B)");
+    vec![row]
+}
 
-    // 1. Fan-out throughput, every listener matching, no drops.
-    let mut curve = Vec::new();
+/// 1. Fan-out throughput, every listener matching, no drops; each point
+/// of the curve goes to `curve` for the plot.
+fn fanout_rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row> {
+    let Settings { quick, budget } = *settings;
+    let mut rows = Vec::new();
     for n in [16, 256, 1_024, 4_096] {
         let (hub, broadcast, mpsc) = fanout_rates(n, budget);
         curve.push((n, hub, broadcast, mpsc));
@@ -337,7 +326,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .reported(),
     );
 
-    // 2. Sparse routing: one subscriber among many.
+    rows
+}
+
+/// 2. Sparse routing: one subscriber among many.
+fn sparse_rows(settings: &Settings) -> Vec<Row> {
+    let budget = settings.budget;
+    let mut rows = Vec::new();
     let ns_per = |scenario: &mut dyn Scenario| per_iteration(scenario, budget).as_nanos() as f64;
     let at_10 = ns_per(&mut HubSparse::new(10));
     let at_100k = ns_per(&mut HubSparse::new(100_000));
@@ -362,11 +357,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         100.0,
     ));
 
-    // 3. Latency, paced publisher, 256 listeners.
-    let events = if quick { 300 } else { 2_000 };
+    rows
+}
+
+/// 3. Latency, paced publisher, 256 listeners.
+fn latency_rows(settings: &Settings) -> Vec<Row> {
+    let quick = settings.quick;
+    let mut rows = Vec::new();
+    // Rounds alternate between the hub and `broadcast`, so that a noisy
+    // moment on a shared machine falls on both; every round's samples are
+    // pooled.
+    let (rounds, events) = if quick { (3, 100) } else { (10, 400) };
     let gap = Duration::from_micros(500);
-    let hub = latencies(events, gap, true);
-    let broadcast = latencies(events, gap, false);
+    let (mut hub, mut broadcast) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        hub.extend(latencies(events, gap, true));
+        broadcast.extend(latencies(events, gap, false));
+    }
+    hub.sort_unstable();
+    broadcast.sort_unstable();
     for (name, p) in [
         ("latency_p50", 0.5),
         ("latency_p99", 0.99),
@@ -391,10 +400,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
     }
 
-    rows.push(memory);
+    rows
+}
 
-    // 5. Rendering: one listener's copy, spliced from the shared rendering
-    // vs serialized again; and the splice's cost as the payload grows.
+/// 5. Rendering: one listener's copy of an event.
+fn render_rows(settings: &Settings) -> Vec<Row> {
+    let budget = settings.budget;
+    let mut rows = Vec::new();
+    // Spliced from the shared rendering vs serialized again; and the
+    // splice's cost as the payload grows.
     let ns_per_copy =
         |scenario: &mut dyn Scenario| per_iteration(scenario, budget / 4).as_nanos() as f64;
     let mut stamp_at = Vec::new();
@@ -429,9 +443,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     rows.push(flat);
 
-    // 6. End to end over Streamable HTTP: the crate's endpoint against
-    // rmcp's pattern, 1,000 streams and 10,000 events as the issue sets
-    // them; then 999 reading streams with and without one more client that
+    rows
+}
+
+/// 6. End to end over Streamable HTTP.
+fn http_rows(settings: &Settings) -> Vec<Row> {
+    let quick = settings.quick;
+    let mut rows = Vec::new();
+    // The crate's endpoint against rmcp's pattern, 1,000 streams and
+    // 10,000 events as the issue sets them; then 999 reading streams with and without one more client that
     // never reads, over enough events to fill that client's socket and every
     // buffer before it (kernel and hyper buffers hold a few megabytes; 50,000
     // events are past them).
@@ -481,6 +501,74 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     rows.push(stalled);
 
+    rows
+}
+
+/// How long each measurement runs.
+#[derive(Clone, Copy)]
+struct Settings {
+    quick: bool,
+    budget: Duration,
+}
+
+/// The report's sections, by the prefix of their rows' scenarios.
+const SECTIONS: [&str; 6] = ["fanout", "sparse", "latency", "memory", "render", "http"];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (mut quick, mut json_path, mut plot_path) = (false, None, None);
+    let mut only: Vec<String> = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--json" => json_path = Some(args.next().ok_or("--json needs a file")?),
+            "--plot" => plot_path = Some(args.next().ok_or("--plot needs a file")?),
+            "--only" => {
+                let list = args.next().ok_or("--only needs sections")?;
+                only = list.split(',').map(str::to_owned).collect();
+                if let Some(unknown) = only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+                    return Err(format!("unknown section {unknown}; one of {SECTIONS:?}").into());
+                }
+            }
+            other => return Err(format!("unknown option {other}").into()),
+        }
+    }
+    let wants = |section: &str| only.is_empty() || only.iter().any(|s| s == section);
+    let settings = Settings {
+        quick,
+        budget: if quick {
+            Duration::from_millis(300)
+        } else {
+            Duration::from_secs(2)
+        },
+    };
+
+    // Memory first, while the heap is fresh; it is listed after latency,
+    // in the order of the issue's targets.
+    let memory = if wants("memory") {
+        memory_rows()
+    } else {
+        Vec::new()
+    };
+    let mut rows = Vec::new();
+    let mut curve = Vec::new();
+    if wants("fanout") {
+        rows.extend(fanout_rows(&settings, &mut curve));
+    }
+    if wants("sparse") {
+        rows.extend(sparse_rows(&settings));
+    }
+    if wants("latency") {
+        rows.extend(latency_rows(&settings));
+    }
+    rows.extend(memory);
+    if wants("render") {
+        rows.extend(render_rows(&settings));
+    }
+    if wants("http") {
+        rows.extend(http_rows(&settings));
+    }
+
     println!("| scenario | N | ours | anchor | anchor value | ratio | target | met |");
     println!("| --- | ---: | ---: | --- | ---: | ---: | --- | --- |");
     for row in &rows {
@@ -506,6 +594,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("rows written to {path}");
     }
     if let Some(path) = plot_path {
+        if curve.is_empty() {
+            return Err("--plot draws the fan-out curve: run the fanout section".into());
+        }
         plot(&path, &curve)?;
         println!("plot written to {path}");
     }
