@@ -261,7 +261,7 @@ fn plot(path: &str, points: &[CurvePoint]) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-/// 4. Memory per idle listener.
+/// Target 4, memory per idle listener.
 fn memory_rows() -> Vec<Row> {
     let (per_listener, per_receiver) = bytes_per_idle_listener(100_000);
     let mut row = Row::new(
@@ -277,8 +277,8 @@ fn memory_rows() -> Vec<Row> {
     vec![row]
 }
 
-/// 1. Fan-out throughput, every listener matching, no drops; each point
-/// of the curve goes to `curve` for the plot.
+/// Target 1, fan-out throughput, every listener matching, no drops; each
+/// point of the curve goes to `curve` for the plot.
 fn fanout_rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row> {
     let Settings { quick, budget } = *settings;
     let mut rows = Vec::new();
@@ -329,7 +329,7 @@ fn fanout_rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row> {
     rows
 }
 
-/// 2. Sparse routing: one subscriber among many.
+/// Target 2, sparse routing: one subscriber among many.
 fn sparse_rows(settings: &Settings) -> Vec<Row> {
     let budget = settings.budget;
     let mut rows = Vec::new();
@@ -360,7 +360,7 @@ fn sparse_rows(settings: &Settings) -> Vec<Row> {
     rows
 }
 
-/// 3. Latency, paced publisher, 256 listeners.
+/// Target 3, latency: a paced publisher, 256 listeners.
 fn latency_rows(settings: &Settings) -> Vec<Row> {
     let quick = settings.quick;
     let mut rows = Vec::new();
@@ -403,7 +403,7 @@ fn latency_rows(settings: &Settings) -> Vec<Row> {
     rows
 }
 
-/// 5. Rendering: one listener's copy of an event.
+/// Target 5, rendering: one listener's copy of an event.
 fn render_rows(settings: &Settings) -> Vec<Row> {
     let budget = settings.budget;
     let mut rows = Vec::new();
@@ -446,7 +446,7 @@ fn render_rows(settings: &Settings) -> Vec<Row> {
     rows
 }
 
-/// 6. End to end over Streamable HTTP.
+/// Target 6, end to end over Streamable HTTP.
 fn http_rows(settings: &Settings) -> Vec<Row> {
     let quick = settings.quick;
     let mut rows = Vec::new();
