@@ -44,8 +44,12 @@ struct Fanout {
 
 impl Fanout {
     fn new(n: usize, burst: usize) -> Self {
+        Self::with_workers(n, burst, 2)
+    }
+
+    fn with_workers(n: usize, burst: usize, workers: usize) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(workers)
             .build()
             .unwrap();
         let (done_tx, done) = mpsc::sync_channel(1);
@@ -71,12 +75,15 @@ impl Fanout {
         }
     }
 
-    fn time(&self, bursts: u64, mut publish: impl FnMut()) -> Duration {
+    /// Times `bursts` bursts published by `publish` on this thread, or by
+    /// `pool` when there is one.
+    fn time(&self, bursts: u64, pool: Option<&Pool>, mut publish: impl FnMut()) -> Duration {
         let start = Instant::now();
         for _ in 0..bursts {
             self.remaining.store(self.n, Ordering::Release);
-            for _ in 0..self.burst {
-                publish();
+            match pool {
+                Some(pool) => pool.burst(),
+                None => (0..self.burst).for_each(|_| publish()),
             }
             self.done.recv().unwrap();
         }
@@ -84,10 +91,63 @@ impl Fanout {
     }
 }
 
+/// Publisher threads that share each burst between them, for the scaling
+/// table.
+struct Pool {
+    go: Vec<mpsc::SyncSender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    /// `threads` threads, each publishing `share` events per burst with a
+    /// publisher from `publisher`.
+    fn new<P: FnMut() + Send + 'static>(
+        threads: usize,
+        share: usize,
+        publisher: impl Fn() -> P,
+    ) -> Self {
+        let (go, threads) = (0..threads)
+            .map(|_| {
+                let (go, told) = mpsc::sync_channel::<()>(1);
+                let mut publish = publisher();
+                let thread = std::thread::spawn(move || {
+                    while told.recv().is_ok() {
+                        (0..share).for_each(|_| publish());
+                    }
+                });
+                (go, thread)
+            })
+            .unzip();
+        Self { go, threads }
+    }
+
+    fn burst(&self) {
+        for go in &self.go {
+            go.send(()).unwrap();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Closing the channels ends the threads.
+        self.go.clear();
+        for thread in self.threads.drain(..) {
+            thread.join().unwrap();
+        }
+    }
+}
+
+/// The readers' runtime for a scaling run: a worker per core, at least two.
+fn scaling_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
 /// Fan-out through the hub: every listener matches every event.
 pub struct HubFanout {
     fanout: Fanout,
     hub: Hub,
+    pool: Option<Pool>,
 }
 
 impl HubFanout {
@@ -98,7 +158,24 @@ impl HubFanout {
     /// `burst` events per iteration; with 1, an iteration is one event's
     /// way from the publish to the last of the `n` listeners.
     pub fn with_burst(n: usize, burst: usize) -> Self {
-        let fanout = Fanout::new(n, burst);
+        Self::listening(Fanout::new(n, burst))
+    }
+
+    /// `publishers` threads share each burst; readers get a worker per core.
+    pub fn parallel(n: usize, publishers: usize) -> Self {
+        let mut scenario = Self::listening(Fanout::with_workers(n, BURST, scaling_workers()));
+        let hub = scenario.hub.clone();
+        scenario.pool = Some(Pool::new(publishers, BURST / publishers, || {
+            let hub = hub.clone();
+            move || {
+                hub.publish(Event::tools_list_changed());
+            }
+        }));
+        scenario
+    }
+
+    fn listening(fanout: Fanout) -> Self {
+        let n = fanout.n;
         let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
         for _ in 0..n {
             let mut listener = hub
@@ -111,14 +188,18 @@ impl HubFanout {
                 }
             });
         }
-        Self { fanout, hub }
+        Self {
+            fanout,
+            hub,
+            pool: None,
+        }
     }
 }
 
 impl Scenario for HubFanout {
     fn run(&mut self, bursts: u64) -> Duration {
         let hub = &self.hub;
-        self.fanout.time(bursts, || {
+        self.fanout.time(bursts, self.pool.as_ref(), || {
             hub.publish(Event::tools_list_changed());
         })
     }
@@ -134,6 +215,7 @@ impl Drop for HubFanout {
 pub struct BroadcastFanout {
     fanout: Fanout,
     tx: broadcast::Sender<Event>,
+    pool: Option<Pool>,
 }
 
 impl BroadcastFanout {
@@ -144,7 +226,24 @@ impl BroadcastFanout {
     /// `burst` events per iteration; with 1, an iteration is one event's
     /// way from the publish to the last of the `n` listeners.
     pub fn with_burst(n: usize, burst: usize) -> Self {
-        let fanout = Fanout::new(n, burst);
+        Self::listening(Fanout::new(n, burst))
+    }
+
+    /// `publishers` threads share each burst; readers get a worker per core.
+    pub fn parallel(n: usize, publishers: usize) -> Self {
+        let mut scenario = Self::listening(Fanout::with_workers(n, BURST, scaling_workers()));
+        let tx = scenario.tx.clone();
+        scenario.pool = Some(Pool::new(publishers, BURST / publishers, || {
+            let tx = tx.clone();
+            move || {
+                let _ = tx.send(Event::tools_list_changed());
+            }
+        }));
+        scenario
+    }
+
+    fn listening(fanout: Fanout) -> Self {
+        let n = fanout.n;
         let (tx, _) = broadcast::channel::<Event>(BURST * 2);
         for _ in 0..n {
             let mut rx = tx.subscribe();
@@ -155,14 +254,18 @@ impl BroadcastFanout {
                 }
             });
         }
-        Self { fanout, tx }
+        Self {
+            fanout,
+            tx,
+            pool: None,
+        }
     }
 }
 
 impl Scenario for BroadcastFanout {
     fn run(&mut self, bursts: u64) -> Duration {
         let tx = &self.tx;
-        self.fanout.time(bursts, || {
+        self.fanout.time(bursts, self.pool.as_ref(), || {
             let _ = tx.send(Event::tools_list_changed());
         })
     }
@@ -203,7 +306,7 @@ impl MpscFanout {
 impl Scenario for MpscFanout {
     fn run(&mut self, bursts: u64) -> Duration {
         let senders = &self.senders;
-        self.fanout.time(bursts, || {
+        self.fanout.time(bursts, None, || {
             let event = Event::tools_list_changed();
             for tx in senders {
                 let _ = tx.try_send(event.clone());
@@ -255,7 +358,7 @@ pub fn reader_polls_per_event(n: usize, through_hub: bool, bursts: u64) -> f64 {
             });
         }
     }
-    fanout.time(bursts, || {
+    fanout.time(bursts, None, || {
         if through_hub {
             hub.publish(Event::tools_list_changed());
         } else {

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
-//! `latency`, `memory`, `render`, `http`).
+//! `latency`, `memory`, `render`, `http`, `scaling`). The scaling table (1,
+//! 4 and 16 publisher threads) runs by default only on 8 cores or more.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
@@ -446,6 +447,35 @@ fn render_rows(settings: &Settings) -> Vec<Row> {
     rows
 }
 
+/// The scaling table: fan-out with 1, 4 and 16 publisher threads sharing
+/// each burst, readers on a worker per core, against `broadcast` with as
+/// many senders.
+fn scaling_rows(settings: &Settings) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for n in [256, 4_096] {
+        for publishers in [1, 4, 16] {
+            let deliveries = (n * BURST) as f64;
+            let rate = |scenario: &mut dyn Scenario| {
+                deliveries / per_iteration(scenario, settings.budget).as_secs_f64()
+            };
+            let hub = rate(&mut HubFanout::parallel(n, publishers));
+            let broadcast = rate(&mut BroadcastFanout::parallel(n, publishers));
+            let name = format!("fanout_scaling_publishers_{publishers}");
+            let row = Row::new(
+                &name,
+                n,
+                hub,
+                "tokio::sync::broadcast, as many senders",
+                broadcast,
+                hub / broadcast,
+                1.0,
+            );
+            rows.push(row.reported());
+        }
+    }
+    rows
+}
+
 /// Target 6, end to end over Streamable HTTP.
 fn http_rows(settings: &Settings) -> Vec<Row> {
     let quick = settings.quick;
@@ -511,8 +541,15 @@ struct Settings {
     budget: Duration,
 }
 
-/// The report's sections, by the prefix of their rows' scenarios.
-const SECTIONS: [&str; 6] = ["fanout", "sparse", "latency", "memory", "render", "http"];
+/// The report's sections, by the prefix of their rows' scenarios. The
+/// scaling table's rows begin with `fanout` too.
+const SECTIONS: [&str; 7] = [
+    "fanout", "sparse", "latency", "memory", "render", "http", "scaling",
+];
+
+/// Fewer cores than this, and the scaling table runs only when asked for:
+/// publisher threads would just take turns.
+const SCALING_CORES: usize = 8;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -533,7 +570,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown option {other}").into()),
         }
     }
-    let wants = |section: &str| only.is_empty() || only.iter().any(|s| s == section);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let wants = |section: &str| {
+        if only.is_empty() {
+            section != "scaling" || cores >= SCALING_CORES
+        } else {
+            only.iter().any(|s| s == section)
+        }
+    };
     let settings = Settings {
         quick,
         budget: if quick {
@@ -567,6 +611,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if wants("http") {
         rows.extend(http_rows(&settings));
+    }
+    if wants("scaling") {
+        rows.extend(scaling_rows(&settings));
     }
 
     println!("| scenario | N | ours | anchor | anchor value | ratio | target | met |");
