@@ -138,9 +138,25 @@ impl Drop for Pool {
     }
 }
 
-/// The readers' runtime for a scaling run: a worker per core, at least two.
-fn scaling_workers() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+/// A fan-out whose publishing can move to a pool of threads.
+trait Parallel: Sized {
+    /// The scenario with its listeners reading from `fanout`'s runtime.
+    fn listening(fanout: Fanout) -> Self;
+
+    /// Publishes one event, from any thread.
+    fn publisher(&self) -> impl FnMut() + Send + 'static;
+
+    fn pool(&mut self) -> &mut Option<Pool>;
+}
+
+/// `n` listeners on a runtime with a worker per core (at least two), and
+/// `publishers` threads sharing each burst.
+fn parallel<T: Parallel>(n: usize, publishers: usize) -> T {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let mut scenario = T::listening(Fanout::with_workers(n, BURST, workers));
+    let pool = Pool::new(publishers, BURST / publishers, || scenario.publisher());
+    *scenario.pool() = Some(pool);
+    scenario
 }
 
 /// Fan-out through the hub: every listener matches every event.
@@ -163,15 +179,20 @@ impl HubFanout {
 
     /// `publishers` threads share each burst; readers get a worker per core.
     pub fn parallel(n: usize, publishers: usize) -> Self {
-        let mut scenario = Self::listening(Fanout::with_workers(n, BURST, scaling_workers()));
-        let hub = scenario.hub.clone();
-        scenario.pool = Some(Pool::new(publishers, BURST / publishers, || {
-            let hub = hub.clone();
-            move || {
-                hub.publish(Event::tools_list_changed());
-            }
-        }));
-        scenario
+        parallel(n, publishers)
+    }
+}
+
+impl Parallel for HubFanout {
+    fn publisher(&self) -> impl FnMut() + Send + 'static {
+        let hub = self.hub.clone();
+        move || {
+            hub.publish(Event::tools_list_changed());
+        }
+    }
+
+    fn pool(&mut self) -> &mut Option<Pool> {
+        &mut self.pool
     }
 
     fn listening(fanout: Fanout) -> Self {
@@ -231,15 +252,20 @@ impl BroadcastFanout {
 
     /// `publishers` threads share each burst; readers get a worker per core.
     pub fn parallel(n: usize, publishers: usize) -> Self {
-        let mut scenario = Self::listening(Fanout::with_workers(n, BURST, scaling_workers()));
-        let tx = scenario.tx.clone();
-        scenario.pool = Some(Pool::new(publishers, BURST / publishers, || {
-            let tx = tx.clone();
-            move || {
-                let _ = tx.send(Event::tools_list_changed());
-            }
-        }));
-        scenario
+        parallel(n, publishers)
+    }
+}
+
+impl Parallel for BroadcastFanout {
+    fn publisher(&self) -> impl FnMut() + Send + 'static {
+        let tx = self.tx.clone();
+        move || {
+            let _ = tx.send(Event::tools_list_changed());
+        }
+    }
+
+    fn pool(&mut self) -> &mut Option<Pool> {
+        &mut self.pool
     }
 
     fn listening(fanout: Fanout) -> Self {
