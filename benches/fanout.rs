@@ -11,7 +11,7 @@ mod harness;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use harness::{BURST, BroadcastFanout, HubFanout, MpscFanout, Scenario};
+use harness::{BURST, Fanout, Scenario, Via};
 
 fn fanout(c: &mut Criterion) {
     let mut group = c.benchmark_group("fanout");
@@ -21,18 +21,16 @@ fn fanout(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(2));
     for n in [1, 16, 256, 4_096] {
         group.throughput(Throughput::Elements((n * BURST) as u64));
-        let mut hub = HubFanout::new(n);
-        group.bench_function(BenchmarkId::new("hub", n), |b| {
-            b.iter_custom(|i| hub.run(i))
-        });
-        let mut broadcast = BroadcastFanout::new(n);
-        group.bench_function(BenchmarkId::new("broadcast", n), |b| {
-            b.iter_custom(|i| broadcast.run(i))
-        });
-        let mut mpsc = MpscFanout::new(n);
-        group.bench_function(BenchmarkId::new("mpsc", n), |b| {
-            b.iter_custom(|i| mpsc.run(i))
-        });
+        for (name, via) in [
+            ("hub", Via::Hub),
+            ("broadcast", Via::Broadcast),
+            ("mpsc", Via::Mpsc),
+        ] {
+            let mut fanout = Fanout::new(via, n);
+            group.bench_function(BenchmarkId::new(name, n), |b| {
+                b.iter_custom(|i| fanout.run(i))
+            });
+        }
     }
     group.finish();
 }

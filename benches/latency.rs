@@ -13,7 +13,7 @@ mod harness;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use harness::{BroadcastFanout, HubFanout, Scenario};
+use harness::{Fanout, Scenario, Via};
 
 const LISTENERS: usize = 256;
 
@@ -23,14 +23,12 @@ fn latency(c: &mut Criterion) {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    let mut hub = HubFanout::with_burst(LISTENERS, 1);
-    group.bench_function(BenchmarkId::new("hub", LISTENERS), |b| {
-        b.iter_custom(|i| hub.run(i))
-    });
-    let mut broadcast = BroadcastFanout::with_burst(LISTENERS, 1);
-    group.bench_function(BenchmarkId::new("broadcast", LISTENERS), |b| {
-        b.iter_custom(|i| broadcast.run(i))
-    });
+    for (name, via) in [("hub", Via::Hub), ("broadcast", Via::Broadcast)] {
+        let mut fanout = Fanout::with_burst(via, LISTENERS, 1);
+        group.bench_function(BenchmarkId::new(name, LISTENERS), |b| {
+            b.iter_custom(|i| fanout.run(i))
+        });
+    }
     group.finish();
 }
 

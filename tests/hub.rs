@@ -12,14 +12,12 @@ use mcp_subscriptions::{
     Overflow, StreamError,
 };
 use serde_json::json;
-use support::{drain, event, uri};
+use support::{drain, event, tools_listener, uri};
 
 #[test]
 fn smoke_publish_listen_read_stats() {
     let hub = Hub::new();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     let report = hub.notify_tools_list_changed();
     assert_eq!((report.matched, report.queued), (1, 1));
     assert_eq!(
@@ -63,9 +61,7 @@ fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
         .overflow(Overflow::Disconnect)
         .max_listeners(1)
         .build();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     assert_eq!(hub.notify_tools_list_changed().queued, 1);
     assert_eq!(hub.notify_tools_list_changed().queued, 1);
     let report = hub.notify_tools_list_changed();
@@ -76,9 +72,7 @@ fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
 
     // The slot is free at once, before the reader even notices.
     assert_eq!(hub.stats().listeners_active, 0);
-    let mut second = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut second = tools_listener(&hub);
 
     let failed = listener.try_next().unwrap();
     assert_eq!(failed, Next::Failed(StreamError::Overflow { dropped: 3 }));
@@ -208,9 +202,7 @@ fn complete_drains_what_is_held_then_ends_and_refuses_newcomers() {
 fn dropping_the_last_hub_handle_completes_its_listeners() {
     let hub = Hub::new();
     let publisher = hub.clone();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     drop(hub);
     publisher.notify_tools_list_changed();
     drop(publisher);
@@ -289,9 +281,7 @@ fn refusals_are_typed_and_carry_their_json_rpc_codes() {
 #[test]
 fn listeners_are_listed_by_id_with_their_figures() {
     let hub = Hub::new();
-    let a = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let a = tools_listener(&hub);
     let b = hub.listen(&Filter::new().with_resource("x")).unwrap();
     hub.notify_resource_updated("x");
     let listed = hub.listeners();
@@ -307,9 +297,7 @@ fn listeners_are_listed_by_id_with_their_figures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_next_is_woken_by_a_publish_from_another_thread() {
     let hub = Hub::new();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     let publisher = hub.clone();
     let handle = thread::spawn(move || {
         thread::sleep(Duration::from_millis(20));
@@ -411,9 +399,7 @@ fn an_overflowed_listener_counts_as_overflow_whoever_retires_it() {
         .capacity(1)
         .overflow(Overflow::Disconnect)
         .build();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     hub.notify_tools_list_changed();
     hub.notify_tools_list_changed();
     assert!(matches!(listener.try_next(), Some(Next::Failed(_))));
@@ -425,9 +411,7 @@ fn an_overflowed_listener_counts_as_overflow_whoever_retires_it() {
 #[test]
 fn blocking_next_accepts_an_endless_timeout() {
     let hub = Hub::new();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     let publisher = hub.clone();
     let handle = thread::spawn(move || {
         thread::sleep(Duration::from_millis(10));
@@ -458,9 +442,7 @@ fn blocking_next_times_out_then_is_woken_by_a_publish() {
 #[tokio::test]
 async fn the_stream_form_ends_after_the_terminal_item() {
     let hub = Hub::new();
-    let mut listener = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut listener = tools_listener(&hub);
     hub.notify_tools_list_changed();
     hub.complete();
     let items: Vec<Next> = std::future::poll_fn(|cx| {

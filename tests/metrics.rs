@@ -1,7 +1,10 @@
 //! The statistics reach any `metrics` recorder under their documented names.
 
-use mcp_subscriptions::{CloseReason, Filter, Hub};
+mod support;
+
+use mcp_subscriptions::{CloseReason, Hub};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use support::tools_listener;
 
 /// A metric's name, labels and value.
 type Recorded = (String, Vec<(String, String)>, DebugValue);
@@ -11,12 +14,8 @@ fn hub_figures_are_exported_under_documented_names() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let hub = Hub::builder().capacity(1).build();
-    let mut kept = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
-    let mut cancelled = hub
-        .listen(&Filter::new().with_tools_list_changed())
-        .unwrap();
+    let mut kept = tools_listener(&hub);
+    let mut cancelled = tools_listener(&hub);
     hub.notify_tools_list_changed();
     hub.notify_tools_list_changed();
     cancelled.close(CloseReason::Cancelled);

@@ -58,11 +58,7 @@ impl Source for Scripted {
         if requested.tools_list_changed() {
             granted = granted.with_tools_list_changed();
         }
-        if requested
-            .resource_subscriptions()
-            .iter()
-            .any(|u| u == "file:///a")
-        {
+        if requested.resource_subscriptions().any(|u| u == "file:///a") {
             granted = granted.with_resource("file:///a");
         }
         Ok(Opened::new(granted, self.script.iter().cloned().collect()))

@@ -2,22 +2,186 @@
 //! each listener a task on a tokio runtime; through the hub, `broadcast`,
 //! or a per-listener `mpsc`.
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mcp_subscriptions::{Event, Filter, Hub, Next};
+use mcp_subscriptions::{Event, Filter, Hub, Listener, Next};
 use tokio::runtime::Runtime;
 use tokio::sync::{broadcast, mpsc as tokio_mpsc};
 
 use super::{BURST, Scenario};
 
-/// The receivers' side of a fan-out: a 2-worker runtime, and a count of
-/// listeners still receiving the current burst (the last one wakes the
-/// publisher).
-struct Fanout {
+/// What carries the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The hub, every listener matching.
+    Hub,
+    /// The anchor: `tokio::sync::broadcast`.
+    Broadcast,
+    /// The anchor the TypeScript and Python SDK hubs amount to: one
+    /// `tokio::sync::mpsc` channel per listener, the publisher sending to
+    /// each.
+    Mpsc,
+}
+
+/// One fan-out: `n` listeners reading as tasks, and a publisher timed
+/// until every listener has had every event of a burst.
+pub struct Fanout {
+    /// Stopped before the readers' runtime goes.
+    pool: Option<Pool>,
+    route: Route,
+    receivers: Receivers,
+    /// Each reader's poll count, when counting.
+    polls: Vec<Arc<AtomicUsize>>,
+}
+
+impl Fanout {
+    pub fn new(via: Via, n: usize) -> Self {
+        Self::with_burst(via, n, BURST)
+    }
+
+    /// `burst` events per iteration; with 1, an iteration is one event's
+    /// way from the publish to the last of the `n` listeners.
+    pub fn with_burst(via: Via, n: usize, burst: usize) -> Self {
+        Self::start(via, Receivers::new(n, burst, 2), false)
+    }
+
+    /// `publishers` threads share each burst; readers get a worker per core
+    /// (at least two).
+    pub fn parallel(via: Via, n: usize, publishers: usize) -> Self {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+        let mut fanout = Self::start(via, Receivers::new(n, BURST, workers), false);
+        let route = fanout.route.clone();
+        fanout.pool = Some(Pool::new(publishers, BURST / publishers, || {
+            let route = route.clone();
+            move || route.publish()
+        }));
+        fanout
+    }
+
+    fn start(via: Via, receivers: Receivers, count_polls: bool) -> Self {
+        let n = receivers.n;
+        let polls: Vec<Arc<AtomicUsize>> = if count_polls {
+            (0..n).map(|_| Arc::default()).collect()
+        } else {
+            Vec::new()
+        };
+        let counter = |i: usize| polls.get(i).cloned();
+        let route = match via {
+            Via::Hub => {
+                let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
+                for i in 0..n {
+                    let listener = hub
+                        .listen(&Filter::new().with_tools_list_changed())
+                        .unwrap();
+                    receivers.spawn(listener, counter(i));
+                }
+                Route::Hub(hub)
+            }
+            Via::Broadcast => {
+                let (tx, _) = broadcast::channel::<Event>(BURST * 2);
+                for i in 0..n {
+                    receivers.spawn(tx.subscribe(), counter(i));
+                }
+                Route::Broadcast(tx)
+            }
+            Via::Mpsc => Route::Mpsc(
+                (0..n)
+                    .map(|i| {
+                        let (tx, rx) = tokio_mpsc::channel::<Event>(BURST * 2);
+                        receivers.spawn(rx, counter(i));
+                        tx
+                    })
+                    .collect(),
+            ),
+        };
+        Self {
+            pool: None,
+            route,
+            receivers,
+            polls,
+        }
+    }
+}
+
+impl Scenario for Fanout {
+    fn run(&mut self, bursts: u64) -> Duration {
+        let route = &self.route;
+        self.receivers
+            .time(bursts, self.pool.as_ref(), || route.publish())
+    }
+}
+
+/// How often a reading task is polled per event it receives, in a fan-out
+/// of `n` listeners `via` the hub or an anchor, over `bursts` bursts: 1.0
+/// would be one poll per event; each poll beyond that is a time the reader
+/// found nothing, slept and was woken again.
+pub fn reader_polls_per_event(via: Via, n: usize, bursts: u64) -> f64 {
+    let mut fanout = Fanout::start(via, Receivers::new(n, BURST, 2), true);
+    fanout.run(bursts);
+    let total: usize = fanout.polls.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+    total as f64 / (n as u64 * bursts * BURST as u64) as f64
+}
+
+/// Where the publisher sends.
+#[derive(Clone)]
+enum Route {
+    Hub(Hub),
+    Broadcast(broadcast::Sender<Event>),
+    Mpsc(Vec<tokio_mpsc::Sender<Event>>),
+}
+
+impl Route {
+    /// Publishes one tools-list change.
+    fn publish(&self) {
+        let event = Event::tools_list_changed();
+        match self {
+            Self::Hub(hub) => {
+                hub.publish(event);
+            }
+            Self::Broadcast(tx) => {
+                let _ = tx.send(event);
+            }
+            Self::Mpsc(senders) => {
+                for tx in senders {
+                    let _ = tx.try_send(event.clone());
+                }
+            }
+        }
+    }
+}
+
+/// A listener's end of a fan-out, as its task reads it.
+trait Reader: Send + 'static {
+    /// The next event's arrival; false once the fan-out has ended.
+    fn next_event(&mut self) -> impl Future<Output = bool> + Send;
+}
+
+impl Reader for Listener {
+    async fn next_event(&mut self) -> bool {
+        matches!(self.next().await, Next::Event(_))
+    }
+}
+
+impl Reader for broadcast::Receiver<Event> {
+    async fn next_event(&mut self) -> bool {
+        self.recv().await.is_ok()
+    }
+}
+
+impl Reader for tokio_mpsc::Receiver<Event> {
+    async fn next_event(&mut self) -> bool {
+        self.recv().await.is_some()
+    }
+}
+
+/// The receivers' side of a fan-out: a runtime, and a count of listeners
+/// still receiving the current burst (the last one wakes the publisher).
+struct Receivers {
     runtime: Runtime,
     n: usize,
     /// Events per iteration.
@@ -27,12 +191,8 @@ struct Fanout {
     done: mpsc::Receiver<()>,
 }
 
-impl Fanout {
-    fn new(n: usize, burst: usize) -> Self {
-        Self::with_workers(n, burst, 2)
-    }
-
-    fn with_workers(n: usize, burst: usize, workers: usize) -> Self {
+impl Receivers {
+    fn new(n: usize, burst: usize, workers: usize) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .build()
@@ -46,6 +206,33 @@ impl Fanout {
             done_tx,
             done,
         }
+    }
+
+    /// Reads `reader` in a task of its own until the fan-out ends, counting
+    /// the task's polls in `polls` when given (each task its own counter,
+    /// so none is shared).
+    fn spawn(&self, mut reader: impl Reader, polls: Option<Arc<AtomicUsize>>) {
+        let mut received = self.counter();
+        self.runtime.spawn(async move {
+            match polls {
+                None => {
+                    while reader.next_event().await {
+                        received();
+                    }
+                }
+                Some(polls) => loop {
+                    let mut next = pin!(reader.next_event());
+                    let arrived = poll_fn(|cx| {
+                        polls.store(polls.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        next.as_mut().poll(cx)
+                    });
+                    if !arrived.await {
+                        break;
+                    }
+                    received();
+                },
+            }
+        });
     }
 
     /// What a receiving task calls after each event.
@@ -121,262 +308,4 @@ impl Drop for Pool {
             thread.join().unwrap();
         }
     }
-}
-
-/// A fan-out whose publishing can move to a pool of threads.
-trait Parallel: Sized {
-    /// The scenario with its listeners reading from `fanout`'s runtime.
-    fn listening(fanout: Fanout) -> Self;
-
-    /// Publishes one event, from any thread.
-    fn publisher(&self) -> impl FnMut() + Send + 'static;
-
-    fn pool(&mut self) -> &mut Option<Pool>;
-}
-
-/// `n` listeners on a runtime with a worker per core (at least two), and
-/// `publishers` threads sharing each burst.
-fn parallel<T: Parallel>(n: usize, publishers: usize) -> T {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-    let mut scenario = T::listening(Fanout::with_workers(n, BURST, workers));
-    let pool = Pool::new(publishers, BURST / publishers, || scenario.publisher());
-    *scenario.pool() = Some(pool);
-    scenario
-}
-
-/// Fan-out through the hub: every listener matches every event.
-pub struct HubFanout {
-    fanout: Fanout,
-    hub: Hub,
-    pool: Option<Pool>,
-}
-
-impl HubFanout {
-    pub fn new(n: usize) -> Self {
-        Self::with_burst(n, BURST)
-    }
-
-    /// `burst` events per iteration; with 1, an iteration is one event's
-    /// way from the publish to the last of the `n` listeners.
-    pub fn with_burst(n: usize, burst: usize) -> Self {
-        Self::listening(Fanout::new(n, burst))
-    }
-
-    /// `publishers` threads share each burst; readers get a worker per core.
-    pub fn parallel(n: usize, publishers: usize) -> Self {
-        parallel(n, publishers)
-    }
-}
-
-impl Parallel for HubFanout {
-    fn publisher(&self) -> impl FnMut() + Send + 'static {
-        let hub = self.hub.clone();
-        move || {
-            hub.publish(Event::tools_list_changed());
-        }
-    }
-
-    fn pool(&mut self) -> &mut Option<Pool> {
-        &mut self.pool
-    }
-
-    fn listening(fanout: Fanout) -> Self {
-        let n = fanout.n;
-        let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
-        for _ in 0..n {
-            let mut listener = hub
-                .listen(&Filter::new().with_tools_list_changed())
-                .unwrap();
-            let mut received = fanout.counter();
-            fanout.runtime.spawn(async move {
-                while let Next::Event(_) = listener.next().await {
-                    received();
-                }
-            });
-        }
-        Self {
-            fanout,
-            hub,
-            pool: None,
-        }
-    }
-}
-
-impl Scenario for HubFanout {
-    fn run(&mut self, bursts: u64) -> Duration {
-        let hub = &self.hub;
-        self.fanout.time(bursts, self.pool.as_ref(), || {
-            hub.publish(Event::tools_list_changed());
-        })
-    }
-}
-
-impl Drop for HubFanout {
-    fn drop(&mut self) {
-        self.hub.complete();
-    }
-}
-
-/// The anchor: `tokio::sync::broadcast`, receivers on the same runtime.
-pub struct BroadcastFanout {
-    fanout: Fanout,
-    tx: broadcast::Sender<Event>,
-    pool: Option<Pool>,
-}
-
-impl BroadcastFanout {
-    pub fn new(n: usize) -> Self {
-        Self::with_burst(n, BURST)
-    }
-
-    /// `burst` events per iteration; with 1, an iteration is one event's
-    /// way from the publish to the last of the `n` listeners.
-    pub fn with_burst(n: usize, burst: usize) -> Self {
-        Self::listening(Fanout::new(n, burst))
-    }
-
-    /// `publishers` threads share each burst; readers get a worker per core.
-    pub fn parallel(n: usize, publishers: usize) -> Self {
-        parallel(n, publishers)
-    }
-}
-
-impl Parallel for BroadcastFanout {
-    fn publisher(&self) -> impl FnMut() + Send + 'static {
-        let tx = self.tx.clone();
-        move || {
-            let _ = tx.send(Event::tools_list_changed());
-        }
-    }
-
-    fn pool(&mut self) -> &mut Option<Pool> {
-        &mut self.pool
-    }
-
-    fn listening(fanout: Fanout) -> Self {
-        let n = fanout.n;
-        let (tx, _) = broadcast::channel::<Event>(BURST * 2);
-        for _ in 0..n {
-            let mut rx = tx.subscribe();
-            let mut received = fanout.counter();
-            fanout.runtime.spawn(async move {
-                while let Ok(_event) = rx.recv().await {
-                    received();
-                }
-            });
-        }
-        Self {
-            fanout,
-            tx,
-            pool: None,
-        }
-    }
-}
-
-impl Scenario for BroadcastFanout {
-    fn run(&mut self, bursts: u64) -> Duration {
-        let tx = &self.tx;
-        self.fanout.time(bursts, self.pool.as_ref(), || {
-            let _ = tx.send(Event::tools_list_changed());
-        })
-    }
-}
-
-/// The anchor the TypeScript and Python SDK hubs amount to: one
-/// `tokio::sync::mpsc` channel per listener, the publisher sending to each.
-pub struct MpscFanout {
-    fanout: Fanout,
-    senders: Vec<tokio_mpsc::Sender<Event>>,
-}
-
-impl MpscFanout {
-    pub fn new(n: usize) -> Self {
-        Self::with_burst(n, BURST)
-    }
-
-    /// `burst` events per iteration; with 1, an iteration is one event's
-    /// way from the publish to the last of the `n` listeners.
-    pub fn with_burst(n: usize, burst: usize) -> Self {
-        let fanout = Fanout::new(n, burst);
-        let senders = (0..n)
-            .map(|_| {
-                let (tx, mut rx) = tokio_mpsc::channel::<Event>(BURST * 2);
-                let mut received = fanout.counter();
-                fanout.runtime.spawn(async move {
-                    while let Some(_event) = rx.recv().await {
-                        received();
-                    }
-                });
-                tx
-            })
-            .collect();
-        Self { fanout, senders }
-    }
-}
-
-impl Scenario for MpscFanout {
-    fn run(&mut self, bursts: u64) -> Duration {
-        let senders = &self.senders;
-        self.fanout.time(bursts, None, || {
-            let event = Event::tools_list_changed();
-            for tx in senders {
-                let _ = tx.try_send(event.clone());
-            }
-        })
-    }
-}
-
-/// How often a reading task is polled per event it receives, in a fan-out
-/// of `n` listeners through the hub (`through_hub`) or `broadcast`, over
-/// `bursts` bursts: 1.0 would be one poll per event; each poll beyond that
-/// is a time the reader found nothing, slept and was woken again.
-pub fn reader_polls_per_event(n: usize, through_hub: bool, bursts: u64) -> f64 {
-    let fanout = Fanout::new(n, BURST);
-    let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
-    let (tx, _) = broadcast::channel::<Event>(BURST * 2);
-    let polls: Vec<Arc<AtomicUsize>> = (0..n).map(|_| Arc::default()).collect();
-    for count in &polls {
-        let (count, mut received) = (count.clone(), fanout.counter());
-        // Each task counts its own polls: no counter is shared.
-        let counted = move || count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        if through_hub {
-            let mut listener = hub
-                .listen(&Filter::new().with_tools_list_changed())
-                .unwrap();
-            fanout.runtime.spawn(async move {
-                loop {
-                    let mut next = std::pin::pin!(listener.next());
-                    let next = std::future::poll_fn(|cx| {
-                        counted();
-                        next.as_mut().poll(cx)
-                    });
-                    let Next::Event(_) = next.await else { break };
-                    received();
-                }
-            });
-        } else {
-            let mut rx = tx.subscribe();
-            fanout.runtime.spawn(async move {
-                loop {
-                    let mut next = std::pin::pin!(rx.recv());
-                    let next = std::future::poll_fn(|cx| {
-                        counted();
-                        next.as_mut().poll(cx)
-                    });
-                    let Ok(_) = next.await else { break };
-                    received();
-                }
-            });
-        }
-    }
-    fanout.time(bursts, None, || {
-        if through_hub {
-            hub.publish(Event::tools_list_changed());
-        } else {
-            let _ = tx.send(Event::tools_list_changed());
-        }
-    });
-    hub.complete();
-    let total: usize = polls.iter().map(|p| p.load(Ordering::Relaxed)).sum();
-    total as f64 / (n as u64 * bursts * BURST as u64) as f64
 }

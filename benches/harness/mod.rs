@@ -12,7 +12,7 @@ mod sparse;
 
 use std::time::Duration;
 
-pub use fanout::{BroadcastFanout, HubFanout, MpscFanout, reader_polls_per_event};
+pub use fanout::{Fanout, Via, reader_polls_per_event};
 pub use render::{Reserialize, Stamp};
 pub use sparse::{BroadcastSparse, HubSparse};
 

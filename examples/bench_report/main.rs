@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use harness::{
-    BURST, BroadcastFanout, BroadcastSparse, HubFanout, HubSparse, MpscFanout, Reserialize,
-    Scenario, Stamp, reader_polls_per_event,
+    BURST, BroadcastSparse, Fanout, HubSparse, Reserialize, Scenario, Stamp, Via,
+    reader_polls_per_event,
 };
 use mcp_subscriptions::{Event, Filter, Hub, Next};
 use serde::Serialize;
@@ -106,9 +106,9 @@ fn fanout_rates(n: usize, budget: Duration) -> (f64, f64, f64) {
     let deliveries = (n * BURST) as f64;
     let rate =
         |scenario: &mut dyn Scenario| deliveries / per_iteration(scenario, budget).as_secs_f64();
-    let hub = rate(&mut HubFanout::new(n));
-    let broadcast = rate(&mut BroadcastFanout::new(n));
-    let mpsc = rate(&mut MpscFanout::new(n));
+    let hub = rate(&mut Fanout::new(Via::Hub, n));
+    let broadcast = rate(&mut Fanout::new(Via::Broadcast, n));
+    let mpsc = rate(&mut Fanout::new(Via::Mpsc, n));
     (hub, broadcast, mpsc)
 }
 
@@ -311,8 +311,8 @@ fn fanout_rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row> {
     // Why fan-out trails `broadcast`: how often readers wake per event.
     let bursts = if quick { 20 } else { 200 };
     let (hub_polls, broadcast_polls) = (
-        reader_polls_per_event(4_096, true, bursts),
-        reader_polls_per_event(4_096, false, bursts),
+        reader_polls_per_event(Via::Hub, 4_096, bursts),
+        reader_polls_per_event(Via::Broadcast, 4_096, bursts),
     );
     rows.push(
         Row::new(
@@ -458,8 +458,8 @@ fn scaling_rows(settings: &Settings) -> Vec<Row> {
             let rate = |scenario: &mut dyn Scenario| {
                 deliveries / per_iteration(scenario, settings.budget).as_secs_f64()
             };
-            let hub = rate(&mut HubFanout::parallel(n, publishers));
-            let broadcast = rate(&mut BroadcastFanout::parallel(n, publishers));
+            let hub = rate(&mut Fanout::parallel(Via::Hub, n, publishers));
+            let broadcast = rate(&mut Fanout::parallel(Via::Broadcast, n, publishers));
             let name = format!("fanout_scaling_publishers_{publishers}");
             let row = Row::new(
                 &name,

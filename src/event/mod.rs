@@ -145,19 +145,10 @@ impl Event {
         self.0.wire.stamped(id.json())
     }
 
-    /// Appends the notification, stamped with
-    /// `_meta["io.modelcontextprotocol/subscriptionId"] = id`, to `out`.
-    /// The id is written verbatim: a string stays a string, a number a
-    /// number.
-    pub fn write_stamped(&self, id: &RequestId, out: &mut Vec<u8>) {
-        self.0.wire.write_stamped(&request_id_json(id), out);
-    }
-
-    /// The notification stamped with `id`, as a string.
+    /// The notification stamped with `id`, as a string (a copy of
+    /// [`stamped`](Self::stamped)'s message).
     pub fn to_stamped_json(&self, id: &RequestId) -> String {
-        let mut out = Vec::new();
-        self.write_stamped(id, &mut out);
-        into_string(out)
+        into_string(self.stamped(&SubscriptionId::new(id)).to_vec())
     }
 
     /// Appends the notification without a subscription id to `out`, as a

@@ -130,7 +130,7 @@ impl Filter {
             resource_subscriptions: if advertised.resources_subscribe {
                 self.resource_subscriptions.clone()
             } else {
-                Vec::new()
+                Default::default()
             },
             extensions: self
                 .extensions

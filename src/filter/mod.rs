@@ -11,8 +11,7 @@
 mod capabilities;
 mod parse;
 
-use std::collections::HashSet;
-
+use indexmap::IndexSet;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -68,7 +67,8 @@ pub struct Filter {
     resources_list_changed: bool,
     /// Distinct URIs in the order they were first asked for, so that the
     /// acknowledgement echoes the request faithfully.
-    resource_subscriptions: Vec<String>,
+    /// In request order, each once; looked up on every resource update.
+    resource_subscriptions: IndexSet<String>,
     extensions: Map<String, Value>,
     everything: bool,
 }
@@ -112,10 +112,7 @@ impl Filter {
     /// Adds `notifications/resources/updated` for `uri` (exact match). A URI
     /// already present is not added twice.
     pub fn with_resource(mut self, uri: impl Into<String>) -> Self {
-        let uri = uri.into();
-        if !self.resource_subscriptions.contains(&uri) {
-            self.resource_subscriptions.push(uri);
-        }
+        self.resource_subscriptions.insert(uri.into());
         self
     }
 
@@ -141,8 +138,8 @@ impl Filter {
     }
 
     /// The distinct resource URIs, in the order first asked for.
-    pub fn resource_subscriptions(&self) -> &[String] {
-        &self.resource_subscriptions
+    pub fn resource_subscriptions(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.resource_subscriptions.iter().map(String::as_str)
     }
 
     /// The extension fields, verbatim.
@@ -172,7 +169,7 @@ impl Filter {
             EventKind::PromptsListChanged => self.prompts_list_changed,
             EventKind::ResourcesListChanged => self.resources_list_changed,
             EventKind::ResourceUpdated { uri } => {
-                self.everything || self.resource_subscriptions.iter().any(|s| s == uri)
+                self.everything || self.resource_subscriptions.contains(uri.as_str())
             }
             EventKind::Extension { .. } if !kind.travels_on_listen_streams() => self.everything,
             EventKind::Extension { selector, .. } => {
@@ -210,14 +207,6 @@ impl Filter {
             .iter()
             .filter(|(_, value)| **value == Value::Bool(true))
             .map(|(field, _)| field.as_str())
-    }
-
-    /// Collapses duplicate URIs, keeping the first occurrence of each.
-    fn dedup_uris(uris: Vec<String>) -> Vec<String> {
-        let mut seen = HashSet::with_capacity(uris.len());
-        uris.into_iter()
-            .filter(|uri| seen.insert(uri.clone()))
-            .collect()
     }
 }
 
@@ -261,9 +250,12 @@ impl From<&rmcp::model::SubscriptionFilter> for Filter {
             tools_list_changed: filter.tools_list_changed == Some(true),
             prompts_list_changed: filter.prompts_list_changed == Some(true),
             resources_list_changed: filter.resources_list_changed == Some(true),
-            resource_subscriptions: Self::dedup_uris(
-                filter.resource_subscriptions.clone().unwrap_or_default(),
-            ),
+            resource_subscriptions: filter
+                .resource_subscriptions
+                .iter()
+                .flatten()
+                .cloned()
+                .collect(),
             ..Self::default()
         }
     }
@@ -278,7 +270,7 @@ impl From<&Filter> for rmcp::model::SubscriptionFilter {
         out.prompts_list_changed = filter.prompts_list_changed.then_some(true);
         out.resources_list_changed = filter.resources_list_changed.then_some(true);
         out.resource_subscriptions = (!filter.resource_subscriptions.is_empty())
-            .then(|| filter.resource_subscriptions.clone());
+            .then(|| filter.resource_subscriptions.iter().cloned().collect());
         out
     }
 }

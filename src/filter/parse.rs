@@ -4,7 +4,7 @@
 //! where it must be (extension fields are kept verbatim, whatever they hold).
 //! Every refusal is a [`ListenParamsError`], which becomes JSON-RPC `-32602`.
 
-use std::collections::HashSet;
+use indexmap::IndexSet;
 
 use serde_json::{Map, Value};
 
@@ -103,22 +103,21 @@ fn flag(value: &Value, field: &'static str) -> Result<bool, ListenParamsError> {
 /// Reads distinct URIs in request order, refusing as soon as one more than
 /// `max_uris` is seen, so an oversized request costs no more than a
 /// full one.
-fn uris(value: &Value, max_uris: usize) -> Result<Vec<String>, ListenParamsError> {
+fn uris(value: &Value, max_uris: usize) -> Result<IndexSet<String>, ListenParamsError> {
     let array = value.as_array().ok_or(ListenParamsError::UrisNotArray)?;
-    let mut seen = HashSet::new();
-    let mut uris = Vec::new();
+    let mut uris = IndexSet::new();
     for (index, uri) in array.iter().enumerate() {
         let uri = uri
             .as_str()
             .ok_or(ListenParamsError::UriNotString { index })?;
-        if seen.insert(uri) {
+        if !uris.contains(uri) {
             if uris.len() == max_uris {
                 return Err(ListenParamsError::TooManyUris {
                     count: array.len(),
                     limit: max_uris,
                 });
             }
-            uris.push(uri.to_owned());
+            uris.insert(uri.to_owned());
         }
     }
     Ok(uris)
@@ -148,7 +147,11 @@ mod tests {
         assert!(filter.tools_list_changed());
         assert!(!filter.prompts_list_changed());
         assert!(filter.resources_list_changed());
-        assert_eq!(filter.resource_subscriptions(), ["file:///a", "file:///b"]);
+        assert!(
+            filter
+                .resource_subscriptions()
+                .eq(["file:///a", "file:///b"])
+        );
         assert_eq!(filter.extensions()["taskIds"], json!(["t1"]));
         assert_eq!(filter.extensions()["x-future"], json!({"anything": null}));
     }

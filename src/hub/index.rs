@@ -91,7 +91,7 @@ impl Index {
             return;
         }
         for uri in filter.resource_subscriptions() {
-            self.uris.entry(uri.clone()).or_default().insert(entry);
+            self.uris.entry(uri.to_owned()).or_default().insert(entry);
         }
         for (field, key) in filter.extension_keys() {
             self.extension_keys

@@ -2,7 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use mcp_subscriptions::{Event, EventKind, Next};
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
 
 /// The event inside `next`, or a panic saying what came instead.
 pub fn event(next: Option<Next>) -> Event {
@@ -20,8 +20,14 @@ pub fn uri(event: &Event) -> &str {
     }
 }
 
+/// A listener for `notifications/tools/list_changed`.
+pub fn tools_listener(hub: &Hub) -> Listener {
+    hub.listen(&Filter::new().with_tools_list_changed())
+        .unwrap()
+}
+
 /// Reads every item that is ready now.
-pub fn drain(listener: &mut mcp_subscriptions::Listener) -> Vec<Next> {
+pub fn drain(listener: &mut Listener) -> Vec<Next> {
     std::iter::from_fn(|| listener.try_next())
         .take_while(|next| !matches!(next, Next::Closed))
         .collect()
