@@ -10,9 +10,10 @@
 use std::fmt;
 
 use rmcp::model::{ErrorCode, ErrorData, RequestId};
-
-use crate::event::request_id_json;
 use serde_json::json;
+
+use crate::wire::request_id_json;
+use crate::wire::response::error_response;
 
 /// The JSON-RPC error code that ends a stream whose listener was disconnected
 /// because its queue overflowed (a server-defined code, so that a client can
@@ -235,7 +236,7 @@ impl Refusal {
 
     /// The error response, as the bytes to write.
     pub fn to_message(&self) -> Vec<u8> {
-        crate::serve::framing::error_response(&request_id_json(&self.id), &self.error)
+        error_response(&request_id_json(&self.id), &self.error)
     }
 }
 

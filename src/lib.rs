@@ -1,38 +1,46 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(feature = "rmcp", feature = "channel"))]
-mod adapters;
-#[cfg(feature = "channel")]
-mod channel;
+// The layers, bottom up; a module imports only from its own layer or below
+// (see ARCHITECTURE.md, and `tests/layers.rs`, which checks it).
+//
+// The wire and the vocabulary: no transport, no runtime.
+mod counts;
 mod error;
 mod event;
 mod filter;
-mod hub;
-mod serve;
-mod source;
-mod stats;
+mod overflow;
 mod sync;
+mod wire;
+// The interface a stream is served from, and the hub that implements it.
+mod hub;
+mod source;
+// The transport-agnostic driver of one stream.
+mod serve;
+// Transports, each behind its feature, and what they share.
+#[cfg(feature = "channel")]
+pub mod channel;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "stdio")]
+pub mod stdio;
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+mod transport;
 
-#[cfg(feature = "channel")]
-pub use adapters::ChannelEndpoint;
-#[cfg(any(feature = "rmcp", feature = "channel"))]
-pub use adapters::Streams;
-#[cfg(feature = "rmcp")]
-pub use adapters::{StdioTransport, http_endpoint};
-#[cfg(feature = "channel")]
-pub use channel::{Ask, ChannelStream, ERROR_TAG, Frame, NOTIFICATION_TAG};
-#[cfg(feature = "channel")]
-pub use error::FrameError;
+pub use counts::Counts;
 pub use error::{
     AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
     StreamError,
 };
-pub use event::{Event, EventKind, Message, SUBSCRIPTION_ID_META_KEY, Selector, SubscriptionId};
+pub use event::{Event, EventKind, Selector};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
 pub use hub::{
-    DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, Listener, ListenerId, NextItem,
-    Overflow, PublishReport,
+    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats, Listener,
+    ListenerId, ListenerStats, NextItem, PublishReport,
 };
-pub use serve::{Advertise, DEFAULT_KEEPALIVE, ListenOptions, ListenService, ListenStream};
-pub use source::{CloseReason, Next, OpenContext, Opened, Source};
-pub use stats::{ClosedCounts, HubStats, ListenerStats};
+pub use overflow::Overflow;
+pub use serve::{Advertise, ListenService, ListenStream};
+pub use source::{CloseReason, Next, OpenContext, Opened, Source, SourceHandle};
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+pub use transport::Streams;
+pub use wire::{Message, SUBSCRIPTION_ID_META_KEY, SubscriptionId};

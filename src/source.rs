@@ -1,19 +1,32 @@
 //! The interface a serving layer pulls a stream's events from.
+//!
+//! A [`Source`] is what a server installs: it says what it can serve and
+//! opens streams. Each open stream is a [`SourceHandle`] that owns its own
+//! state, so whoever serves the stream (a transport task, a test, a
+//! blocking thread) holds only the handle, never the source.
+//!
+//! # Design note: why the handle owns its state
+//!
+//! An earlier shape pulled through the source (`source.next(&mut handle)`),
+//! so every stream had to keep the whole source (and the service around
+//! it) alive beside its handle, and the serving layer and the service
+//! referred to each other. With the handle owning its state, a stream is
+//! its handle and a few bytes of its own; a source that needs shared state
+//! puts an `Arc` of it in each handle, as the [`Hub`](crate::Hub)'s
+//! [`Listener`](crate::Listener) does. The cost is that a handle cannot
+//! borrow from its source; no source we know of needs to.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
-use std::pin::pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::RequestId;
 
 use crate::error::{OpenError, StreamError};
 use crate::event::Event;
-use crate::filter::{Capabilities, Filter};
-use crate::hub::Overflow;
+use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
+use crate::overflow::Overflow;
+use crate::sync::block_on_timeout;
 
 /// What pulling from a stream produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,18 +139,12 @@ impl<H> Opened<H> {
 /// Anything a listen stream can be served from.
 ///
 /// A [`Source`] is opened once per stream with the filter the client asked
-/// for; it grants a subset and hands back a handle. The serving layer then
-/// pulls with [`next`](Source::next) only after the previous event was
-/// written, and closes the handle whenever the stream ends, for any reason.
-/// The [`Hub`](crate::Hub) is one source; an application can write its own
-/// (a directory watcher, a timer, a database change feed) and serve it the
-/// same way (see `examples/custom_source.rs`).
-///
-/// # Closing
-///
-/// [`close`](Source::close) says why the stream ended. After it, `next` on
-/// the same handle returns [`Next::Closed`], from whichever thread it is
-/// called, and never panics.
+/// for; it grants a subset and hands back a [`SourceHandle`]. The serving
+/// layer then pulls with [`next`](SourceHandle::next) only after the
+/// previous event was written, and closes the handle whenever the stream
+/// ends, for any reason. The [`Hub`](crate::Hub) is one source; an
+/// application can write its own (a directory watcher, a timer, a database
+/// change feed) and serve it the same way (see `examples/custom_source.rs`).
 ///
 /// # Example
 ///
@@ -145,39 +152,44 @@ impl<H> Opened<H> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_subscriptions::{CloseReason, Event, Filter, Next, OpenContext, OpenError, Opened, Source};
+/// use mcp_subscriptions::{
+///     CloseReason, Event, Filter, Next, OpenContext, OpenError, Opened, Source, SourceHandle,
+/// };
 ///
 /// struct Once;
+/// struct Pending(Option<Event>);
 ///
 /// impl Source for Once {
-///     type Handle = Option<Event>;
+///     type Handle = Pending;
 ///
-///     fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Self::Handle>, OpenError> {
+///     fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Pending>, OpenError> {
 ///         let granted = if requested.tools_list_changed() {
 ///             Filter::new().with_tools_list_changed()
 ///         } else {
 ///             Filter::new()
 ///         };
 ///         let pending = granted.tools_list_changed().then(Event::tools_list_changed);
-///         Ok(Opened::new(granted, pending))
+///         Ok(Opened::new(granted, Pending(pending)))
+///     }
+/// }
+///
+/// impl SourceHandle for Pending {
+///     async fn next(&mut self) -> Next {
+///         self.0.take().map_or(Next::Complete, Next::Event)
 ///     }
 ///
-///     async fn next(&self, handle: &mut Self::Handle) -> Next {
-///         handle.take().map_or(Next::Complete, Next::Event)
-///     }
-///
-///     fn close(&self, handle: &mut Self::Handle, _: CloseReason) {
-///         *handle = None;
+///     fn close(&mut self, _: CloseReason) {
+///         self.0 = None;
 ///     }
 /// }
 ///
 /// let mut opened = Once.open(&Filter::new().with_tools_list_changed(), &OpenContext::default()).unwrap();
-/// let first = Once.next_timeout(&mut opened.handle, Duration::from_secs(1));
+/// let first = opened.handle.next_timeout(Duration::from_secs(1));
 /// assert!(matches!(first, Some(Next::Event(_))));
 /// ```
 pub trait Source: Send + Sync {
-    /// One open stream's state.
-    type Handle: Send;
+    /// One open stream, owning its state.
+    type Handle: SourceHandle;
 
     /// The notification kinds this source can serve, which a server
     /// advertises (see [`Advertise`](crate::Advertise)) and requests are
@@ -185,6 +197,14 @@ pub trait Source: Send + Sync {
     /// the source serves fewer.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
+    }
+
+    /// The most distinct resource URIs one request may name; more is
+    /// refused with `-32602` before the source is opened (default
+    /// [`DEFAULT_MAX_URIS`]). The one limit on URIs: the serving layer
+    /// reads it from here.
+    fn max_uris(&self) -> usize {
+        DEFAULT_MAX_URIS
     }
 
     /// Opens a stream for `requested`, granting a subset of it.
@@ -198,7 +218,16 @@ pub trait Source: Send + Sync {
         requested: &Filter,
         context: &OpenContext,
     ) -> Result<Opened<Self::Handle>, OpenError>;
+}
 
+/// One open stream of a [`Source`]: pulled until it ends, then closed.
+///
+/// # Closing
+///
+/// [`close`](Self::close) says why the stream ended. After it,
+/// [`next`](Self::next) returns [`Next::Closed`], from whichever thread it
+/// is called, and never panics.
+pub trait SourceHandle: Send {
     /// Waits for the next item of the stream.
     ///
     /// # Cancel safety
@@ -207,7 +236,7 @@ pub trait Source: Send + Sync {
     /// completes loses no event. The serving layer races it against
     /// cancellation, and [`next_timeout`](Self::next_timeout) drops it on
     /// timeout.
-    fn next(&self, handle: &mut Self::Handle) -> impl Future<Output = Next> + Send;
+    fn next(&mut self) -> impl Future<Output = Next> + Send;
 
     /// Waits at most `timeout` for the next item, blocking this thread;
     /// `None` when nothing came in time.
@@ -217,53 +246,11 @@ pub trait Source: Send + Sync {
     /// # Blocking
     ///
     /// Blocks the calling thread: do not call it from an async task.
-    fn next_timeout(&self, handle: &mut Self::Handle, timeout: Duration) -> Option<Next> {
-        block_on_timeout(self.next(handle), timeout)
+    fn next_timeout(&mut self, timeout: Duration) -> Option<Next> {
+        block_on_timeout(self.next(), timeout)
     }
 
     /// Ends the stream for `reason`, releasing what the handle holds. After
     /// it, [`next`](Self::next) returns [`Next::Closed`].
-    fn close(&self, handle: &mut Self::Handle, reason: CloseReason);
-}
-
-/// Parks this thread until unparked or `deadline`; `false` once the
-/// deadline has passed.
-pub(crate) fn park_until(deadline: Option<Instant>) -> bool {
-    match deadline {
-        None => thread::park(),
-        Some(deadline) => {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            thread::park_timeout(deadline - now);
-        }
-    }
-    true
-}
-
-/// Polls `future` on this thread until it is ready or `timeout` passes.
-fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-
-    // A timeout too large to add (`Duration::MAX`) means no deadline.
-    let deadline = Instant::now().checked_add(timeout);
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return Some(output);
-        }
-        // A wake between the poll and this park leaves the unpark token set,
-        // so the park returns at once instead of missing it.
-        if !park_until(deadline) {
-            return None;
-        }
-    }
+    fn close(&mut self, reason: CloseReason);
 }

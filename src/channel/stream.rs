@@ -1,12 +1,12 @@
 //! One notification channel, served from a [`Source`] as a sequence of
 //! frames.
 
-use super::Frame;
+use super::frame::Frame;
 use crate::error::OpenError;
 use crate::filter::Filter;
 use crate::serve::ListenService;
 use crate::serve::pull::{Pull, Pulled};
-use crate::source::{CloseReason, OpenContext, Source};
+use crate::source::{CloseReason, OpenContext, Source, SourceHandle};
 
 /// One Diverge notification channel: every notification the source
 /// produces, one frame each, in publish order.
@@ -21,8 +21,8 @@ use crate::source::{CloseReason, OpenContext, Source};
 /// [`next_frame`](Self::next_frame) returns `None` (close the channel
 /// cleanly, with no error frame), or the source fails (a listener
 /// disconnected for overflow, say) and the last frame is an error frame.
-pub struct ChannelStream<S: Source> {
-    pull: Pull<S>,
+pub struct ChannelStream<H: SourceHandle> {
+    pull: Pull<H>,
 }
 
 impl<S: Source> ListenService<S> {
@@ -32,17 +32,17 @@ impl<S: Source> ListenService<S> {
     ///
     /// The source's [`OpenError`] (a full hub, say): the ask cannot be
     /// served, and the channel should close cleanly without any frame.
-    pub fn open_channel(&self) -> Result<ChannelStream<S>, OpenError> {
+    pub fn open_channel(&self) -> Result<ChannelStream<S::Handle>, OpenError> {
         let opened = self
             .source()
             .open(&Filter::everything(), &OpenContext::default())?;
         Ok(ChannelStream {
-            pull: Pull::new(self.clone(), opened.handle),
+            pull: Pull::new(opened.handle),
         })
     }
 }
 
-impl<S: Source> ChannelStream<S> {
+impl<H: SourceHandle> ChannelStream<H> {
     /// The next frame to write, or `None` once the channel has ended (after
     /// a graceful end, or after its error frame).
     ///
@@ -72,7 +72,7 @@ impl<S: Source> ChannelStream<S> {
     }
 }
 
-impl<S: Source> std::fmt::Debug for ChannelStream<S> {
+impl<H: SourceHandle> std::fmt::Debug for ChannelStream<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChannelStream")
             .field("finished", &self.is_finished())
@@ -119,7 +119,7 @@ mod tests {
         hub.notify_tools_list_changed();
         hub.notify_tools_list_changed();
         let frame = channel.next_frame().await.unwrap();
-        assert_eq!(frame[0], super::super::ERROR_TAG);
+        assert_eq!(frame[0], crate::channel::ERROR_TAG);
         let Ok(Frame::Error(error)) = Frame::decode(&frame) else {
             panic!()
         };

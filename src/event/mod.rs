@@ -7,9 +7,6 @@
 //! splicing bytes ([`Event::stamped`]), never by serializing again.
 
 mod kind;
-mod message;
-mod subscription_id;
-mod wire;
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,11 +15,9 @@ use rmcp::model::RequestId;
 use serde_json::{Map, Value};
 
 pub use kind::{EventKind, Selector};
-pub use message::Message;
-pub use subscription_id::SubscriptionId;
-pub use wire::SUBSCRIPTION_ID_META_KEY;
 
-use wire::Wire;
+use crate::wire::notification::Rendering;
+use crate::wire::{Message, SubscriptionId};
 
 /// A published change, rendered once and shared by every listener it
 /// reaches.
@@ -39,12 +34,12 @@ use wire::Wire;
 /// );
 /// ```
 #[derive(Clone)]
-pub struct Event(Arc<Rendered>);
+pub struct Event(Arc<Published>);
 
 #[derive(Debug)]
-struct Rendered {
+struct Published {
     kind: EventKind,
-    wire: Wire,
+    rendering: Rendering,
     /// A second copy would add nothing: an idempotent kind whose params say
     /// no more than the kind does (no `_meta`, no extra fields).
     idempotent: bool,
@@ -52,11 +47,11 @@ struct Rendered {
 
 impl Event {
     fn new(kind: EventKind, params: &Map<String, Value>) -> Self {
-        let wire = Wire::render(kind.method(), params);
+        let rendering = Rendering::render(kind.method(), params);
         let idempotent = kind.is_idempotent() && params.keys().all(|key| key == "uri");
-        Self(Arc::new(Rendered {
+        Self(Arc::new(Published {
             kind,
-            wire,
+            rendering,
             idempotent,
         }))
     }
@@ -142,7 +137,7 @@ impl Event {
     /// [`Message`] that shares this event's rendering: it costs the same
     /// whatever the size of the event.
     pub fn stamped(&self, id: &SubscriptionId) -> Message {
-        self.0.wire.stamped(id.json())
+        self.0.rendering.stamped(id.json())
     }
 
     /// The notification stamped with `id`, as a string (a copy of
@@ -154,14 +149,14 @@ impl Event {
     /// Appends the notification without a subscription id to `out`, as a
     /// JSON-RPC message.
     pub fn write_plain(&self, out: &mut Vec<u8>) {
-        self.0.wire.write_plain(true, out);
+        self.0.rendering.write_plain(true, out);
     }
 
     /// Appends the bare notification (`method` and `params`, no `jsonrpc`
     /// member, no subscription id) to `out`: what rmcp's
     /// `ServerNotification` serializes to, and what a channel frame carries.
     pub fn write_notification(&self, out: &mut Vec<u8>) {
-        self.0.wire.write_plain(false, out);
+        self.0.rendering.write_plain(false, out);
     }
 
     /// The notification without a subscription id, as a string.
@@ -191,14 +186,6 @@ impl PartialEq for Event {
     }
 }
 
-/// The JSON text of a request id: a string stays a string, a number a number.
-pub(crate) fn request_id_json(id: &RequestId) -> String {
-    match id {
-        RequestId::Number(n) => n.to_string(),
-        RequestId::String(s) => Value::from(&**s).to_string(),
-    }
-}
-
 fn into_string(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).expect("rendered JSON is UTF-8")
 }
@@ -212,12 +199,10 @@ mod tests {
         let id = RequestId::Number(7);
         let expect = |event: Event, method: &str| {
             assert_eq!(event.method(), method);
-            assert_eq!(
-                event.to_stamped_json(&id),
-                format!(
-                    r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":7}}}}}}"#
-                )
+            let expected = format!(
+                r#"{{"jsonrpc":"2.0","method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":7}}}}}}"#
             );
+            assert_eq!(event.to_stamped_json(&id), expected);
         };
         expect(
             Event::tools_list_changed(),

@@ -1,37 +1,9 @@
-//! Per-hub options.
+//! Building a hub with options.
 
-use super::{Hub, Overflow};
-use crate::filter::{Capabilities, DEFAULT_MAX_URIS};
-
-/// The queue capacity per listener unless configured otherwise.
-pub const DEFAULT_CAPACITY: usize = 1_024;
-
-/// How many listeners a hub serves at once unless configured otherwise.
-pub const DEFAULT_MAX_LISTENERS: usize = 10_000;
-
-/// The options a hub is built with.
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) capacity: usize,
-    pub(crate) overflow: Overflow,
-    pub(crate) max_uris: usize,
-    pub(crate) max_listeners: usize,
-    pub(crate) capabilities: Capabilities,
-    pub(crate) coalesce: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            capacity: DEFAULT_CAPACITY,
-            overflow: Overflow::default(),
-            max_uris: DEFAULT_MAX_URIS,
-            max_listeners: DEFAULT_MAX_LISTENERS,
-            capabilities: Capabilities::default(),
-            coalesce: false,
-        }
-    }
-}
+use super::config::Config;
+use super::handle::Hub;
+use crate::filter::Capabilities;
+use crate::overflow::Overflow;
 
 /// Builds a [`Hub`] with options; [`Hub::new`] takes every default.
 ///
@@ -43,7 +15,7 @@ impl Default for Config {
 ///     .overflow(Overflow::Disconnect)
 ///     .max_listeners(100)
 ///     .build();
-/// assert_eq!(hub.stats().capacity, 64);
+/// assert_eq!(hub.capacity(), 64);
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -53,7 +25,7 @@ pub struct HubBuilder {
 
 impl HubBuilder {
     /// Each listener's queue capacity, unless it asks for its own
-    /// (default [`DEFAULT_CAPACITY`]). Queues grow on demand up to it.
+    /// (default [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY)). Queues grow on demand up to it.
     ///
     /// # Panics
     ///
@@ -72,13 +44,13 @@ impl HubBuilder {
     }
 
     /// The most distinct resource URIs one listener may ask for (default
-    /// [`DEFAULT_MAX_URIS`]); more is refused with `-32602`.
+    /// [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS)); more is refused with `-32602`.
     pub fn max_uris(mut self, max_uris: usize) -> Self {
         self.config.max_uris = max_uris;
         self
     }
 
-    /// The most listeners open at once (default [`DEFAULT_MAX_LISTENERS`]);
+    /// The most listeners open at once (default [`DEFAULT_MAX_LISTENERS`](crate::DEFAULT_MAX_LISTENERS));
     /// one more is refused with `-32603` `Subscription limit reached`.
     pub fn max_listeners(mut self, max_listeners: usize) -> Self {
         self.config.max_listeners = max_listeners;
@@ -108,5 +80,12 @@ impl HubBuilder {
     /// Builds the hub.
     pub fn build(self) -> Hub {
         Hub::from_config(self.config)
+    }
+}
+
+impl Hub {
+    /// A builder for a hub with options.
+    pub fn builder() -> HubBuilder {
+        HubBuilder::default()
     }
 }

@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use super::ListenerId;
-use super::registry::Entry;
+use super::entry::Entry;
+use super::id::ListenerId;
 use crate::event::EventKind;
 use crate::sync::Arc;
 
@@ -197,8 +197,9 @@ mod tests {
 
     use super::*;
     use crate::event::Selector;
+    use crate::filter::Filter;
     use crate::hub::queue::Queue;
-    use crate::{Filter, Overflow};
+    use crate::overflow::Overflow;
 
     fn entry(id: u64, filter: Filter) -> Arc<Entry> {
         Arc::new(Entry {

@@ -9,30 +9,14 @@ use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 
-use super::Shared;
+use super::entry::Entry;
+use super::id::ListenerId;
 use super::queue::Waiter;
-use super::registry::{Entry, Retirement};
+use super::shared::Shared;
+use super::stats::{ListenerStats, Retirement};
 use crate::filter::Filter;
-use crate::source::{CloseReason, Next, park_until};
-use crate::stats::ListenerStats;
-use crate::sync::Arc;
-
-/// A listener's identity within its hub, unique for the hub's lifetime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ListenerId(pub(crate) u64);
-
-impl ListenerId {
-    /// The id as a number.
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for ListenerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+use crate::source::{CloseReason, Next, SourceHandle};
+use crate::sync::{Arc, park_until};
 
 /// One subscription to a [`Hub`](crate::Hub): a bounded queue of the events
 /// its granted filter matches, read in publish order.
@@ -53,7 +37,7 @@ pub struct Listener {
 }
 
 impl Listener {
-    pub(super) fn new(hub: Arc<Shared>, entry: Arc<Entry>) -> Self {
+    pub(crate) fn new(hub: Arc<Shared>, entry: Arc<Entry>) -> Self {
         Self {
             hub,
             entry,
@@ -233,23 +217,17 @@ impl Drop for NextItem<'_> {
     }
 }
 
-impl Entry {
-    pub(crate) fn stats(&self) -> ListenerStats {
-        let snap = self.queue.snapshot();
-        ListenerStats {
-            id: self.id,
-            filter: self.filter.clone(),
-            matched: snap.tally.matched,
-            queued: snap.queued,
-            delivered: snap.tally.delivered,
-            dropped: snap.tally.dropped,
-            coalesced: snap.tally.coalesced,
-            discarded: snap.tally.discarded,
-            lag: snap.lag,
-            max_queue_depth: snap.tally.max_depth,
-            capacity: snap.capacity,
-            overflow: snap.overflow,
-            coalesce: snap.coalesce,
-        }
+/// The hub's listener is the handle a [`Hub`](crate::Hub) source hands out.
+impl SourceHandle for Listener {
+    fn next(&mut self) -> impl Future<Output = Next> + Send {
+        Listener::next(self)
+    }
+
+    fn next_timeout(&mut self, timeout: Duration) -> Option<Next> {
+        Listener::next_timeout(self, timeout)
+    }
+
+    fn close(&mut self, reason: CloseReason) {
+        Listener::close(self, reason);
     }
 }

@@ -7,7 +7,7 @@
 //! not waiting has no waiter registered, so publishing to it costs no
 //! wake-up.
 //!
-//! The queue also keeps the listener's tally. Every event pushed to it is,
+//! The queue also keeps the listener's [`Counts`]. Every event pushed to it is,
 //! at every moment, exactly one of delivered, dropped by policy, absorbed by
 //! a pending duplicate (coalesced), still queued, or discarded at close:
 //! `matched = delivered + dropped + coalesced + queued + discarded`.
@@ -28,9 +28,10 @@ use std::hash::{Hash, Hasher};
 use std::task::Waker;
 use std::thread::Thread;
 
-use super::Overflow;
+use crate::counts::Counts;
 use crate::error::StreamError;
 use crate::event::{Event, EventKind};
+use crate::overflow::Overflow;
 use crate::source::Next;
 use crate::sync::Mutex;
 
@@ -68,34 +69,12 @@ pub(crate) enum Pushed {
     NotOpen,
 }
 
-/// The listener's counts, folded into the hub's totals when it is retired.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Tally {
-    pub(crate) matched: u64,
-    pub(crate) delivered: u64,
-    pub(crate) dropped: u64,
-    pub(crate) coalesced: u64,
-    pub(crate) discarded: u64,
-    pub(crate) max_depth: u64,
-}
-
-/// Adds a listener's tally to a total; the deepest queue is the maximum.
-impl std::ops::AddAssign for Tally {
-    fn add_assign(&mut self, other: Tally) {
-        self.matched += other.matched;
-        self.delivered += other.delivered;
-        self.dropped += other.dropped;
-        self.coalesced += other.coalesced;
-        self.discarded += other.discarded;
-        self.max_depth = self.max_depth.max(other.max_depth);
-    }
-}
-
 /// A copy of the queue's state for statistics.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QueueSnapshot {
-    pub(crate) tally: Tally,
-    pub(crate) queued: u64,
+    pub(crate) counts: Counts,
+    /// The deepest the queue has been.
+    pub(crate) max_depth: u64,
     pub(crate) lag: u64,
     pub(crate) capacity: usize,
     pub(crate) overflow: Overflow,
@@ -163,7 +142,10 @@ struct State {
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
     waiter: Option<Waiter>,
-    tally: Tally,
+    /// `counts.queued` stays 0 here: the queue's length says it, and a
+    /// snapshot fills it in.
+    counts: Counts,
+    max_depth: u64,
     overflowed: bool,
 }
 
@@ -183,7 +165,8 @@ impl Queue {
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
-                tally: Tally::default(),
+                counts: Counts::default(),
+                max_depth: 0,
                 overflowed: false,
             }),
         }
@@ -243,7 +226,7 @@ impl Queue {
         let waiter = {
             let mut state = self.state.lock();
             let discarded = state.events.len() as u64;
-            state.tally.discarded += discarded;
+            state.counts.discarded += discarded;
             state.events = VecDeque::new();
             if let Some(pending) = &mut state.pending {
                 **pending = HashSet::new();
@@ -260,8 +243,11 @@ impl Queue {
     pub(crate) fn snapshot(&self) -> QueueSnapshot {
         let state = self.state.lock();
         QueueSnapshot {
-            tally: state.tally,
-            queued: state.events.len() as u64,
+            counts: Counts {
+                queued: state.events.len() as u64,
+                ..state.counts
+            },
+            max_depth: state.max_depth,
             lag: state.lag,
             capacity: state.capacity,
             overflow: state.overflow,
@@ -276,7 +262,7 @@ impl State {
         if !matches!(self.phase, Phase::Open) {
             return Pushed::NotOpen;
         }
-        self.tally.matched += 1;
+        self.counts.matched += 1;
         let coalescible = self.pending.is_some() && event.is_idempotent();
         if coalescible
             && self
@@ -284,7 +270,7 @@ impl State {
                 .as_ref()
                 .is_some_and(|p| p.contains(event.kind()))
         {
-            self.tally.coalesced += 1;
+            self.counts.coalesced += 1;
             return Pushed::Coalesced;
         }
         let mut pushed = Pushed::Queued;
@@ -294,13 +280,13 @@ impl State {
                     if let Some(evicted) = self.events.pop_front() {
                         self.forget_pending(&evicted);
                     }
-                    self.tally.dropped += 1;
+                    self.counts.dropped += 1;
                     self.lag += 1;
                     pushed = Pushed::DroppedOldest;
                 }
                 Overflow::Disconnect => {
                     let lost = self.events.len() as u64 + 1;
-                    self.tally.dropped += lost;
+                    self.counts.dropped += lost;
                     self.events = VecDeque::new();
                     if let Some(pending) = &mut self.pending {
                         **pending = HashSet::new();
@@ -315,7 +301,7 @@ impl State {
         if coalescible && let Some(pending) = &mut self.pending {
             pending.insert(Pending(event.clone()));
         }
-        self.tally.max_depth = self.tally.max_depth.max(self.events.len() as u64);
+        self.max_depth = self.max_depth.max(self.events.len() as u64);
         pushed
     }
 
@@ -336,7 +322,7 @@ impl State {
         }
         if let Some(event) = self.events.pop_front() {
             self.forget_pending(&event);
-            self.tally.delivered += 1;
+            self.counts.delivered += 1;
             return Some(Next::Event(event));
         }
         match std::mem::replace(&mut self.phase, Phase::Ended) {
@@ -381,16 +367,15 @@ mod tests {
         assert_eq!(pop(&queue), None);
         let snap = queue.snapshot();
         assert_eq!(
-            snap.tally,
-            Tally {
+            snap.counts,
+            Counts {
                 matched: 5,
                 delivered: 2,
                 dropped: 3,
-                coalesced: 0,
-                discarded: 0,
-                max_depth: 2
+                ..Counts::default()
             }
         );
+        assert_eq!(snap.max_depth, 2);
     }
 
     #[test]
@@ -408,7 +393,7 @@ mod tests {
             Some(Next::Failed(StreamError::Overflow { dropped: 3 }))
         );
         assert_eq!(pop(&queue), Some(Next::Closed));
-        assert_eq!(queue.snapshot().tally.dropped, 3);
+        assert_eq!(queue.snapshot().counts.dropped, 3);
     }
 
     #[test]
@@ -445,13 +430,9 @@ mod tests {
         queue.push(&extension);
         queue.push(&extension);
         let snap = queue.snapshot();
-        assert_eq!(snap.tally.coalesced, 4);
-        assert_eq!(snap.queued, 3);
-        let t = snap.tally;
-        assert_eq!(
-            t.matched,
-            t.delivered + t.dropped + t.coalesced + snap.queued + t.discarded
-        );
+        assert_eq!(snap.counts.coalesced, 4);
+        assert_eq!(snap.counts.queued, 3);
+        assert!(snap.counts.is_balanced());
         assert!(matches!(pop(&queue), Some(Next::Lagged(_))));
         let mut order = Vec::new();
         while let Some(Next::Event(event)) = pop(&queue) {
@@ -471,7 +452,7 @@ mod tests {
         queue.close();
         assert_eq!(pop(&queue), Some(Next::Closed));
         let snap = queue.snapshot();
-        assert_eq!((snap.tally.discarded, snap.queued), (2, 0));
+        assert_eq!((snap.counts.discarded, snap.counts.queued), (2, 0));
     }
 
     #[test]
@@ -502,7 +483,7 @@ mod loom_model {
     use crate::sync::Arc;
 
     /// A publisher pushing three events races a reader pulling; whatever the
-    /// interleaving, the tally adds up and delivered events keep their order.
+    /// interleaving, the counts add up and delivered events keep their order.
     /// With `coalesce`, the publisher repeats a URI so duplicates meet.
     fn uris(coalesce: bool, n: usize) -> Vec<String> {
         (0..n)
@@ -544,14 +525,14 @@ mod loom_model {
             queue.close();
 
             let snap = queue.snapshot();
-            let t = snap.tally;
+            let t = snap.counts;
             // A disconnected queue takes nothing after it failed.
             if overflow == Overflow::DropOldest {
                 assert_eq!(t.matched, 3);
             }
             assert_eq!(
                 t.matched,
-                t.delivered + t.dropped + t.coalesced + snap.queued + t.discarded
+                t.delivered + t.dropped + t.coalesced + t.queued + t.discarded
             );
             assert_eq!(t.delivered as usize, seen.len());
             let mut sorted = seen.clone();
@@ -587,7 +568,7 @@ mod loom_model {
                         Some(Next::Complete) => return std::task::Poll::Ready(()),
                         Some(other) => panic!("unexpected {other:?}"),
                         // Registered; the publisher will wake us. Events
-                        // already counted stay counted in the tally.
+                        // already counted stay counted.
                         None => return std::task::Poll::Pending,
                     }
                 }
@@ -595,8 +576,8 @@ mod loom_model {
             publisher.join().unwrap();
             let snap = queue.snapshot();
             assert!(delivered >= 1, "the newest event always survives");
-            assert_eq!(snap.queued, 0);
-            let t = snap.tally;
+            assert_eq!(snap.counts.queued, 0);
+            let t = snap.counts;
             assert_eq!(t.matched, t.delivered + t.dropped + t.coalesced);
         });
     }

@@ -8,36 +8,22 @@
 
 use std::collections::HashMap;
 
-use super::ListenerId;
+use super::entry::Entry;
+use super::id::ListenerId;
 use super::index::Index;
-use super::queue::{Queue, Tally, Waiter};
-use crate::filter::Filter;
-use crate::source::CloseReason;
-use crate::stats::ClosedCounts;
+use super::queue::Waiter;
+use super::stats::{ClosedCounts, Retirement};
+use crate::counts::Counts;
 use crate::sync::Arc;
-
-/// One listener as the hub sees it.
-#[derive(Debug)]
-pub(crate) struct Entry {
-    pub(crate) id: ListenerId,
-    /// The granted filter, which the index routes by.
-    pub(crate) filter: Filter,
-    pub(crate) queue: Queue,
-}
-
-/// Why a listener left the registry.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Retirement {
-    Closed(CloseReason),
-    Overflow,
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     pub(crate) entries: HashMap<ListenerId, Arc<Entry>>,
     pub(crate) index: Index,
-    /// The final tallies of retired listeners, so totals survive them.
-    pub(crate) retired: Tally,
+    /// The final counts of retired listeners, so totals survive them.
+    pub(crate) retired: Counts,
+    /// The deepest any retired listener's queue has been.
+    pub(crate) retired_max_depth: u64,
     pub(crate) closed: ClosedCounts,
     pub(crate) opened: u64,
     pub(crate) completed: bool,
@@ -50,18 +36,19 @@ impl Registry {
         self.opened += 1;
     }
 
-    /// Removes listener `id` and folds its tally into the totals. Only the
+    /// Removes listener `id` and folds its counts into the totals. Only the
     /// first retirement of a listener counts; later ones are no-ops.
     ///
     /// The caller has already stopped the queue (closed, failed or drained),
-    /// so the tally read here is final.
+    /// so the counts read here are final.
     pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) {
         let Some(entry) = self.entries.remove(&id) else {
             return;
         };
         self.index.remove(&entry);
         let snap = entry.queue.snapshot();
-        self.retired += snap.tally;
+        self.retired += snap.counts;
+        self.retired_max_depth = self.retired_max_depth.max(snap.max_depth);
         // A listener its policy disconnected counts as overflowed, even if
         // its reader saw the failure and closed it before the publisher got
         // round to retiring it.

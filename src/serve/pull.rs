@@ -6,9 +6,8 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt;
 use rmcp::model::{ErrorCode, ErrorData};
 
-use super::ListenService;
 use crate::event::Event;
-use crate::source::{CloseReason, Next, Source};
+use crate::source::{CloseReason, Next, SourceHandle};
 
 /// What a pull produced.
 pub(crate) enum Pulled {
@@ -19,23 +18,17 @@ pub(crate) enum Pulled {
     Failed(ErrorData),
 }
 
-pub(crate) struct Pull<S: Source> {
-    service: ListenService<S>,
-    handle: Option<S::Handle>,
+pub(crate) struct Pull<H: SourceHandle> {
+    handle: Option<H>,
     drop_reason: CloseReason,
 }
 
-impl<S: Source> Pull<S> {
-    pub(crate) fn new(service: ListenService<S>, handle: S::Handle) -> Self {
+impl<H: SourceHandle> Pull<H> {
+    pub(crate) fn new(handle: H) -> Self {
         Self {
-            service,
             handle: Some(handle),
             drop_reason: CloseReason::Disconnected,
         }
-    }
-
-    pub(crate) fn service(&self) -> &ListenService<S> {
-        &self.service
     }
 
     pub(crate) fn is_finished(&self) -> bool {
@@ -51,10 +44,9 @@ impl<S: Source> Pull<S> {
     /// or that reports itself closed underneath the stream, fails it.
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
         let handle = self.handle.as_mut()?;
-        let source = self.service.source();
         let mut skipped = 0u32;
         let (reason, pulled) = loop {
-            match AssertUnwindSafe(source.next(handle)).catch_unwind().await {
+            match AssertUnwindSafe(handle.next()).catch_unwind().await {
                 Ok(Next::Event(event)) => return Some(Pulled::Event(event)),
                 Ok(Next::Lagged(_)) => {
                     skipped += 1;
@@ -76,12 +68,12 @@ impl<S: Source> Pull<S> {
     /// Closes the source for `reason`, once.
     pub(crate) fn finish(&mut self, reason: CloseReason) {
         if let Some(mut handle) = self.handle.take() {
-            self.service.source().close(&mut handle, reason);
+            handle.close(reason);
         }
     }
 }
 
-impl<S: Source> Drop for Pull<S> {
+impl<H: SourceHandle> Drop for Pull<H> {
     fn drop(&mut self) {
         self.finish(self.drop_reason);
     }

@@ -1,12 +1,14 @@
 //! One listen stream, served from a [`Source`] as a sequence of messages.
 
-use rmcp::model::RequestId;
+use std::sync::Arc;
+
+use rmcp::model::{Implementation, RequestId};
 
 use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
-use super::{ListenService, framing};
-use crate::event::{Message, SubscriptionId};
 use crate::filter::Filter;
-use crate::source::{CloseReason, Source};
+use crate::source::{CloseReason, SourceHandle};
+use crate::wire::response::{acknowledgement, completion, error_response};
+use crate::wire::{Message, SubscriptionId};
 
 /// One `subscriptions/listen` stream: the acknowledgement, then each event
 /// stamped with the request id, then the response that ends it.
@@ -29,28 +31,30 @@ use crate::source::{CloseReason, Source};
 ///    (with the server's info);
 /// 7. a source that fails, is disconnected for overflow, panics or closes
 ///    underneath ends it with a JSON-RPC error response instead.
-pub struct ListenStream<S: Source> {
-    pull: Pull<S>,
+pub struct ListenStream<H: SourceHandle> {
+    pull: Pull<H>,
     id: RequestId,
     /// The id as every message carries it, rendered once.
     stamp: SubscriptionId,
     granted: Filter,
     acknowledged: bool,
+    server_info: Arc<Implementation>,
 }
 
-impl<S: Source> ListenStream<S> {
-    pub(super) fn new(
-        service: ListenService<S>,
-        handle: S::Handle,
+impl<H: SourceHandle> ListenStream<H> {
+    pub(crate) fn new(
+        handle: H,
         id: RequestId,
         granted: Filter,
+        server_info: Arc<Implementation>,
     ) -> Self {
         Self {
-            pull: Pull::new(service, handle),
+            pull: Pull::new(handle),
             stamp: SubscriptionId::new(&id),
             id,
             granted,
             acknowledged: false,
+            server_info,
         }
     }
 
@@ -90,7 +94,7 @@ impl<S: Source> ListenStream<S> {
         }
         if !self.acknowledged {
             self.acknowledged = true;
-            return Some(framing::acknowledgement(self.stamp.as_json(), &self.granted).into());
+            return Some(acknowledgement(self.stamp.as_json(), &self.granted).into());
         }
         let mut skipped = 0u32;
         let message = loop {
@@ -102,11 +106,10 @@ impl<S: Source> ListenStream<S> {
                 }
                 Pulled::Event(event) => break event.stamped(&self.stamp),
                 Pulled::Complete => {
-                    let server_info = &self.pull.service().options().server_info;
-                    break framing::completion(self.stamp.as_json(), server_info).into();
+                    break completion(self.stamp.as_json(), &self.server_info).into();
                 }
                 Pulled::Failed(error) => {
-                    break framing::error_response(self.stamp.as_json(), &error).into();
+                    break error_response(self.stamp.as_json(), &error).into();
                 }
             }
         };
@@ -120,7 +123,7 @@ impl<S: Source> ListenStream<S> {
     }
 }
 
-impl<S: Source> std::fmt::Debug for ListenStream<S> {
+impl<H: SourceHandle> std::fmt::Debug for ListenStream<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ListenStream")
             .field("id", &self.id)

@@ -7,8 +7,8 @@
 //! | `0` | a server notification (`{"method":…,"params":…}`) | one notification, of any kind, including kinds this crate does not know |
 //! | `1` | a JSON-RPC error object (`{"code":…,"message":…,"data":…}`) | the last frame: the channel failed and closes after it |
 //!
-//! The ask that opens a channel carries an empty payload; a decoder
-//! ignores whatever bytes it finds there, so a newer peer may add some.
+//! The ask that opens a channel carries an empty payload; a server ignores
+//! whatever bytes it finds there, so a newer peer may add some.
 
 use rmcp::model::{ErrorData, ServerNotification};
 
@@ -75,21 +75,6 @@ impl Frame {
                 .map_err(invalid),
             _ => Err(FrameError::UnknownTag(tag)),
         }
-    }
-}
-
-/// The ask that opens a notification channel: an empty payload.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ask;
-
-impl Ask {
-    /// Appends the ask's bytes (none) to `out`.
-    pub fn encode(&self, _out: &mut Vec<u8>) {}
-
-    /// Decodes an ask. Never fails: bytes a newer peer may have added are
-    /// ignored.
-    pub fn decode(_bytes: &[u8]) -> Self {
-        Ask
     }
 }
 
@@ -262,15 +247,6 @@ mod tests {
             FrameError::UnknownTag(7).to_string(),
             "unknown channel frame tag 7"
         );
-    }
-
-    #[test]
-    fn the_ask_is_empty_and_decoding_it_ignores_extra_bytes() {
-        let mut out = Vec::new();
-        Ask.encode(&mut out);
-        assert!(out.is_empty());
-        assert_eq!(Ask::decode(b""), Ask);
-        assert_eq!(Ask::decode(b"\x01\x02 from a newer peer"), Ask);
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

@@ -18,10 +18,11 @@ use axum::body::{Body, Bytes};
 use bytes::BytesMut;
 use futures_core::Stream;
 use tokio::time::{Instant, Sleep, sleep};
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use crate::event::Message;
 use crate::serve::ListenStream;
-use crate::source::Source;
+use crate::source::SourceHandle;
+use crate::wire::Message;
 
 /// Chunks at least this long go to hyper as they are, shared with every
 /// other stream's copy of the event, so a large event costs each stream the
@@ -34,11 +35,10 @@ const SHARE_FROM: usize = 1024;
 const KEEPALIVE: &[u8] = b":\n\n";
 
 /// The SSE body of `stream`, with a keep-alive comment whenever it has been
-/// idle for `keepalive`.
-pub(super) fn body<S>(stream: ListenStream<S>, keepalive: Duration) -> Body
+/// idle for `keepalive`; it holds `token` until it is dropped.
+pub(super) fn body<H>(stream: ListenStream<H>, keepalive: Duration, token: TaskTrackerToken) -> Body
 where
-    S: Source + 'static,
-    S::Handle: 'static,
+    H: SourceHandle + 'static,
 {
     let messages = futures_util::stream::unfold(stream, |mut stream| async move {
         let message = stream.next_message().await?;
@@ -49,6 +49,7 @@ where
         keepalive,
         idle: Box::pin(sleep(keepalive)),
         ready: VecDeque::new(),
+        _token: token,
     })
 }
 
@@ -61,6 +62,8 @@ struct Frames<M> {
     idle: Pin<Box<Sleep>>,
     /// The rest of the message being written.
     ready: VecDeque<Bytes>,
+    /// Counts this stream among the transport's `Streams`.
+    _token: TaskTrackerToken,
 }
 
 impl<M: Stream<Item = Message>> Stream for Frames<M> {

@@ -9,7 +9,7 @@ pub struct Streams {
 }
 
 impl Streams {
-    pub(super) fn new(tasks: TaskTracker) -> Self {
+    pub(crate) fn new(tasks: TaskTracker) -> Self {
         Self { tasks }
     }
 

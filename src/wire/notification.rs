@@ -1,4 +1,4 @@
-//! Rendering an event to JSON once, and stamping a subscription id into it
+//! Rendering a notification to JSON once, and stamping a subscription id into it
 //! by splicing bytes rather than serializing again.
 //!
 //! A notification is kept as its stamped form with the id cut out:
@@ -17,10 +17,8 @@ use std::ops::Range;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use super::Message;
-
-/// The `_meta` key every message of a listen stream carries.
-pub const SUBSCRIPTION_ID_META_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+use super::message::Message;
+use super::meta::SUBSCRIPTION_ID;
 
 const ENVELOPE: &str = r#"{"jsonrpc":"2.0","#;
 const PARAMS_OPEN: &str = r#","params":{"#;
@@ -29,7 +27,7 @@ const STAMP_OPEN: &str = r#""_meta":{"io.modelcontextprotocol/subscriptionId":"#
 
 /// A notification rendered once, ready to be written many times.
 #[derive(Debug)]
-pub(crate) struct Wire {
+pub(crate) struct Rendering {
     /// The stamped message without its id, which goes at `cut`.
     text: Bytes,
     cut: usize,
@@ -41,7 +39,7 @@ pub(crate) struct Wire {
     body: Range<usize>,
 }
 
-impl Wire {
+impl Rendering {
     /// Renders `method` with `params`: any `_meta` object in it is kept, except
     /// a stale subscription id, which stamping replaces.
     pub(crate) fn render(method: &str, params: &Map<String, Value>) -> Self {
@@ -55,7 +53,7 @@ impl Wire {
         let meta = match params.get("_meta") {
             Some(Value::Object(meta)) => push_after_comma(
                 &mut text,
-                meta.iter().filter(|(k, _)| *k != SUBSCRIPTION_ID_META_KEY),
+                meta.iter().filter(|(k, _)| *k != SUBSCRIPTION_ID),
             ),
             _ => cut..cut,
         };
@@ -157,46 +155,40 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::wire::golden;
 
     fn params(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap()
     }
 
-    fn stamped(wire: &Wire, id: &str) -> String {
-        let message = wire.stamped(Bytes::copy_from_slice(id.as_bytes()));
-        String::from_utf8(message.to_vec()).unwrap()
-    }
-
-    fn plain(wire: &Wire) -> String {
-        let mut out = Vec::new();
-        wire.write_plain(true, &mut out);
-        let text = String::from_utf8(out).unwrap();
+    /// Checks the stamped and plain forms against their golden files; the
+    /// bare form is the plain one without its envelope.
+    fn check(name: &str, rendering: &Rendering, id: &str) {
+        let stamped = rendering.stamped(Bytes::copy_from_slice(id.as_bytes()));
+        golden::check(&format!("{name}.stamped"), &stamped.to_vec());
+        let mut plain = Vec::new();
+        rendering.write_plain(true, &mut plain);
+        golden::check(&format!("{name}.plain"), &plain);
         let mut bare = Vec::new();
-        wire.write_plain(false, &mut bare);
+        rendering.write_plain(false, &mut bare);
         assert_eq!(
             String::from_utf8(bare).unwrap(),
-            text.replacen(r#""jsonrpc":"2.0","#, "", 1),
+            String::from_utf8(plain)
+                .unwrap()
+                .replacen(r#""jsonrpc":"2.0","#, "", 1),
             "the bare form is the message without its envelope"
         );
-        text
     }
 
     #[test]
     fn no_params() {
-        let wire = Wire::render("notifications/tools/list_changed", &Map::new());
-        assert_eq!(
-            stamped(&wire, r#""listen-1""#),
-            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"}}}"#
-        );
-        assert_eq!(
-            plain(&wire),
-            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
-        );
+        let rendering = Rendering::render("notifications/tools/list_changed", &Map::new());
+        check("no_params", &rendering, r#""listen-1""#);
     }
 
     #[test]
     fn params_and_existing_meta_survive_stamping() {
-        let wire = Wire::render(
+        let rendering = Rendering::render(
             "notifications/x",
             &params(json!({
                 "b": [1, {"c": null}],
@@ -204,37 +196,28 @@ mod tests {
                 "a": "\"quoted\"",
             })),
         );
-        let text = stamped(&wire, "42");
+        check("meta_and_params", &rendering, "42");
+        let stamped = rendering.stamped(Bytes::from_static(b"42")).to_vec();
         assert_eq!(
-            serde_json::from_str::<Value>(&text).unwrap(),
+            serde_json::from_slice::<Value>(&stamped).unwrap(),
             json!({"jsonrpc": "2.0", "method": "notifications/x", "params": {
                 "_meta": {"io.modelcontextprotocol/subscriptionId": 42, "trace": "abc"},
                 "a": "\"quoted\"", "b": [1, {"c": null}],
-            }})
-        );
-        assert_eq!(
-            serde_json::from_str::<Value>(&plain(&wire)).unwrap(),
-            json!({"jsonrpc": "2.0", "method": "notifications/x", "params": {
-                "_meta": {"trace": "abc"}, "a": "\"quoted\"", "b": [1, {"c": null}],
             }})
         );
     }
 
     #[test]
     fn meta_only_and_body_only() {
-        let meta_only = Wire::render("m", &params(json!({"_meta": {"k": 1}})));
-        assert_eq!(
-            plain(&meta_only),
-            r#"{"jsonrpc":"2.0","method":"m","params":{"_meta":{"k":1}}}"#
+        check(
+            "meta_only",
+            &Rendering::render("m", &params(json!({"_meta": {"k": 1}}))),
+            "1",
         );
-        let body_only = Wire::render("m", &params(json!({"uri": "file:///a"})));
-        assert_eq!(
-            plain(&body_only),
-            r#"{"jsonrpc":"2.0","method":"m","params":{"uri":"file:///a"}}"#
-        );
-        assert_eq!(
-            stamped(&body_only, "1"),
-            r#"{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"uri":"file:///a"}}"#
+        check(
+            "body_only",
+            &Rendering::render("m", &params(json!({"uri": "file:///a"}))),
+            "1",
         );
     }
 }

@@ -1,9 +1,17 @@
 //! What the hub delivered, dropped and still holds.
 
+use super::id::ListenerId;
+use crate::counts::Counts;
 use crate::filter::Filter;
-use crate::hub::registry::Retirement;
-use crate::hub::{ListenerId, Overflow};
+use crate::overflow::Overflow;
 use crate::source::CloseReason;
+
+/// Why a listener left the registry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Retirement {
+    Closed(CloseReason),
+    Overflow,
+}
 
 /// How many listeners ended, by why.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -46,20 +54,12 @@ impl ClosedCounts {
 /// listeners already gone. Counting happens where the work happens (in each
 /// listener's queue, under the lock the push or pull already holds), so
 /// publishing and reading touch no shared counter beyond one
-/// `events_published` increment per publish.
-///
-/// # The accounting identity
-///
-/// Every event matched to a listener is, at any moment, exactly one of:
-/// delivered, dropped by policy, absorbed by a pending duplicate
-/// (coalesced), still queued, or discarded when the listener closed. Hence,
-/// in every snapshot, `events_matched == events_delivered + events_dropped +
-/// events_coalesced + events_queued + events_discarded`
-/// ([`is_balanced`](Self::is_balanced)).
+/// `events_published` increment per publish. Its [`events`](Self::events)
+/// keep the [accounting identity](Counts#the-accounting-identity).
 ///
 /// # Metrics
 ///
-/// [`record`](Self::record) writes a snapshot to whatever
+/// With the `metrics` feature, `record` writes a snapshot to whatever
 /// [`metrics`](https://docs.rs/metrics) recorder is installed (a Prometheus
 /// exporter, for instance), under these names:
 ///
@@ -90,43 +90,17 @@ pub struct HubStats {
     pub listeners_closed: ClosedCounts,
     /// Events published, whether or not anyone matched.
     pub events_published: u64,
-    /// Event × listener matches: each event counts once per listener it
-    /// reached.
-    pub events_matched: u64,
-    /// Events waiting in listeners' queues now.
-    pub events_queued: u64,
-    /// Events handed to readers.
-    pub events_delivered: u64,
-    /// Events lost to an overflow policy.
-    pub events_dropped: u64,
-    /// Duplicate signals absorbed by a pending copy (coalescing queues).
-    pub events_coalesced: u64,
-    /// Events still queued when their listener closed.
-    pub events_discarded: u64,
+    /// Where every matched event is now, summed over every listener,
+    /// live or gone.
+    pub events: Counts,
     /// The deepest any listener's queue has been.
     pub max_queue_depth: u64,
-    /// The default queue capacity per listener.
-    pub capacity: usize,
-    /// The default overflow policy.
-    pub overflow: Overflow,
-    /// Whether queues coalesce by default.
-    pub coalesce: bool,
 }
 
 impl HubStats {
-    /// Whether the [accounting identity](Self#the-accounting-identity)
-    /// holds. It always should; tests assert it.
-    pub fn is_balanced(&self) -> bool {
-        self.events_matched
-            == self.events_delivered
-                + self.events_dropped
-                + self.events_coalesced
-                + self.events_queued
-                + self.events_discarded
-    }
-
     /// Writes this snapshot to the installed `metrics` recorder under the
-    /// names in the [module docs](Self#metrics).
+    /// names in [the type's docs](Self#metrics).
+    #[cfg(feature = "metrics")]
     pub fn record(&self) {
         use metrics::{counter, gauge};
 
@@ -144,12 +118,13 @@ impl HubStats {
                 .absolute(count);
         }
         counter!("mcp_subscriptions_events_published_total").absolute(self.events_published);
-        counter!("mcp_subscriptions_events_matched_total").absolute(self.events_matched);
-        counter!("mcp_subscriptions_events_delivered_total").absolute(self.events_delivered);
-        counter!("mcp_subscriptions_events_dropped_total").absolute(self.events_dropped);
-        counter!("mcp_subscriptions_events_coalesced_total").absolute(self.events_coalesced);
-        counter!("mcp_subscriptions_events_discarded_total").absolute(self.events_discarded);
-        gauge!("mcp_subscriptions_events_queued").set(self.events_queued as f64);
+        let events = self.events;
+        counter!("mcp_subscriptions_events_matched_total").absolute(events.matched);
+        counter!("mcp_subscriptions_events_delivered_total").absolute(events.delivered);
+        counter!("mcp_subscriptions_events_dropped_total").absolute(events.dropped);
+        counter!("mcp_subscriptions_events_coalesced_total").absolute(events.coalesced);
+        counter!("mcp_subscriptions_events_discarded_total").absolute(events.discarded);
+        gauge!("mcp_subscriptions_events_queued").set(events.queued as f64);
         gauge!("mcp_subscriptions_queue_depth_max").set(self.max_queue_depth as f64);
     }
 }
@@ -162,18 +137,8 @@ pub struct ListenerStats {
     pub id: ListenerId,
     /// The filter it was granted.
     pub filter: Filter,
-    /// Events that matched it.
-    pub matched: u64,
-    /// Events waiting in its queue.
-    pub queued: u64,
-    /// Events its reader took.
-    pub delivered: u64,
-    /// Events it lost to its overflow policy.
-    pub dropped: u64,
-    /// Duplicate signals it absorbed.
-    pub coalesced: u64,
-    /// Events still queued when it closed.
-    pub discarded: u64,
+    /// Where every event that matched it is now.
+    pub events: Counts,
     /// Events lost to drop-oldest that its reader has not yet been told
     /// about through [`Next::Lagged`](crate::Next::Lagged).
     pub lag: u64,

@@ -1,4 +1,6 @@
-//! stdio: one connection, many listen streams told apart by request id.
+//! Serving listen streams over stdio (feature `stdio`): one connection,
+//! many listen streams told apart by request id, everything else passed to
+//! rmcp.
 
 use std::collections::HashMap;
 use std::io;
@@ -16,10 +18,12 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Streams, error_reply, listen_request};
-use crate::event::{Message, request_id_json};
-use crate::serve::{ListenService, ListenStream, framing};
-use crate::source::{CloseReason, Source};
+use crate::serve::{ListenService, ListenStream};
+use crate::source::{CloseReason, Source, SourceHandle};
+use crate::transport::Streams;
+use crate::transport::request::listen_request;
+use crate::wire::response::{error_reply, error_response};
+use crate::wire::{Message, request_id_json};
 
 type Writer = Arc<AsyncMutex<Pin<Box<dyn AsyncWrite + Send>>>>;
 /// Open streams by request id, each with a serial number that tells a
@@ -38,7 +42,8 @@ type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, (u64, CancellationToken
 /// ends, every stream's source is closed as disconnected.
 ///
 /// ```no_run
-/// use mcp_subscriptions::{Hub, ListenService, StdioTransport};
+/// use mcp_subscriptions::stdio::StdioTransport;
+/// use mcp_subscriptions::{Hub, ListenService};
 /// use rmcp::ServiceExt;
 /// # #[derive(Clone)] struct MyServer;
 /// # impl rmcp::ServerHandler for MyServer {}
@@ -108,7 +113,7 @@ where
         if self.cancels.lock().contains_key(&id) {
             let error =
                 ErrorData::invalid_request("a listen request with this id is still open", None);
-            return Some(framing::error_response(&request_id_json(&id), &error));
+            return Some(error_response(&request_id_json(&id), &error));
         }
         let stream = match self.listen.open(id.clone(), params) {
             Ok(stream) => stream,
@@ -167,7 +172,7 @@ where
         let Ok(message) = serde_json::from_str::<Value>(text) else {
             self.reply(error_reply(
                 &Value::Null,
-                ErrorData::parse_error("Parse error", None),
+                &ErrorData::parse_error("Parse error", None),
             ));
             return None;
         };
@@ -185,7 +190,7 @@ where
             Ok(message) => Some(message),
             Err(_) => {
                 let error = ErrorData::invalid_request("Invalid request", None);
-                self.reply(error_reply(&id, error));
+                self.reply(error_reply(&id, &error));
                 None
             }
         }
@@ -193,15 +198,15 @@ where
 }
 
 /// Writes one stream's messages until it ends or is cancelled.
-async fn serve<S: Source>(
-    mut stream: ListenStream<S>,
+async fn serve<H: SourceHandle>(
+    mut stream: ListenStream<H>,
     serial: u64,
     token: CancellationToken,
     closing: CancellationToken,
     writer: Writer,
     cancels: Cancels,
 ) {
-    let cancelled = |stream: &mut ListenStream<S>| {
+    let cancelled = |stream: &mut ListenStream<H>| {
         let reason = if closing.is_cancelled() {
             CloseReason::Disconnected
         } else {

@@ -1,21 +1,21 @@
-//! The Diverge notification channel over a WebSocket: one binary message per
+//! The notification channel over a WebSocket: one binary message per
 //! frame.
 
 use axum::extract::WebSocketUpgrade;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
+use axum::http::HeaderMap;
 use axum::routing::{MethodRouter, get};
 use futures_util::{SinkExt, StreamExt};
 use tokio_util::task::TaskTracker;
 
-use super::Streams;
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
+use crate::transport::Streams;
+use crate::transport::hosts::{AllowedHosts, forbidden};
 
 /// The notification-channel endpoint: a `GET` upgraded to a WebSocket that
 /// carries every notification the source produces, one binary message per
-/// [`Frame`](crate::Frame).
+/// [`Frame`](super::Frame).
 ///
 /// Mount it at `/mcp/notifications/{channel}`. Text, ping and pong messages
 /// from the peer are ignored; the peer closing the socket is a cancellation
@@ -25,20 +25,22 @@ use crate::source::{CloseReason, Source};
 /// full hub, say).
 ///
 /// ```no_run
-/// use mcp_subscriptions::{ChannelEndpoint, Hub, ListenService};
+/// use mcp_subscriptions::channel::ChannelTransport;
+/// use mcp_subscriptions::{Hub, ListenService};
 ///
 /// let hub = Hub::new();
-/// let channel = ChannelEndpoint::new(ListenService::new(hub.clone()));
+/// let channel = ChannelTransport::new(ListenService::new(hub.clone()));
 /// let streams = channel.streams(); // to await at shutdown
 /// let app: axum::Router = axum::Router::new()
 ///     .route("/mcp/notifications/{channel}", channel.into_method_router());
 /// ```
-pub struct ChannelEndpoint<S> {
+pub struct ChannelTransport<S> {
     listen: ListenService<S>,
+    allowed_hosts: AllowedHosts,
     tasks: TaskTracker,
 }
 
-impl<S> ChannelEndpoint<S>
+impl<S> ChannelTransport<S>
 where
     S: Source + 'static,
     S::Handle: 'static,
@@ -47,8 +49,17 @@ where
     pub fn new(listen: ListenService<S>) -> Self {
         Self {
             listen,
+            allowed_hosts: AllowedHosts::default(),
             tasks: TaskTracker::new(),
         }
+    }
+
+    /// The host names accepted in `Host` and `Origin`, against DNS
+    /// rebinding (default: `localhost`, `127.0.0.1`, `::1`); empty accepts
+    /// any.
+    pub fn with_allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_hosts = AllowedHosts::new(hosts);
+        self
     }
 
     /// The channels being served, for a graceful shutdown to wait on.
@@ -58,16 +69,17 @@ where
 
     /// The route: `GET` with a WebSocket upgrade.
     pub fn into_method_router(self) -> MethodRouter {
-        let Self { listen, tasks } = self;
+        let Self {
+            listen,
+            allowed_hosts,
+            tasks,
+        } = self;
         get(move |headers: HeaderMap, upgrade: WebSocketUpgrade| {
             let (listen, tasks) = (listen.clone(), tasks.clone());
+            let admitted = allowed_hosts.admit(&headers);
             async move {
-                if !super::host_allowed(&headers, &listen.options().allowed_hosts) {
-                    return (
-                        StatusCode::FORBIDDEN,
-                        "Forbidden: Host or Origin not allowed",
-                    )
-                        .into_response();
+                if !admitted {
+                    return forbidden();
                 }
                 upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, socket)))
             }
@@ -75,9 +87,9 @@ where
     }
 }
 
-impl<S> std::fmt::Debug for ChannelEndpoint<S> {
+impl<S> std::fmt::Debug for ChannelTransport<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChannelEndpoint").finish_non_exhaustive()
+        f.debug_struct("ChannelTransport").finish_non_exhaustive()
     }
 }
 

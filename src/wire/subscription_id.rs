@@ -2,8 +2,7 @@
 
 use bytes::Bytes;
 use rmcp::model::RequestId;
-
-use super::request_id_json;
+use serde_json::Value;
 
 /// The id of a `subscriptions/listen` request as its events carry it in
 /// `_meta["io.modelcontextprotocol/subscriptionId"]`: rendered to JSON once
@@ -45,5 +44,13 @@ impl SubscriptionId {
 impl From<&RequestId> for SubscriptionId {
     fn from(id: &RequestId) -> Self {
         Self::new(id)
+    }
+}
+
+/// The JSON text of a request id: a string stays a string, a number a number.
+pub(crate) fn request_id_json(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => Value::from(&**s).to_string(),
     }
 }

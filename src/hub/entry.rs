@@ -1,0 +1,31 @@
+//! One listener as the hub sees it: what the routing index holds and what a
+//! publisher pushes into.
+
+use super::id::ListenerId;
+use super::queue::Queue;
+use super::stats::ListenerStats;
+use crate::filter::Filter;
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) id: ListenerId,
+    /// The granted filter, which the index routes by.
+    pub(crate) filter: Filter,
+    pub(crate) queue: Queue,
+}
+
+impl Entry {
+    pub(crate) fn stats(&self) -> ListenerStats {
+        let snap = self.queue.snapshot();
+        ListenerStats {
+            id: self.id,
+            filter: self.filter.clone(),
+            events: snap.counts,
+            lag: snap.lag,
+            max_queue_depth: snap.max_depth,
+            capacity: snap.capacity,
+            overflow: snap.overflow,
+            coalesce: snap.coalesce,
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The `Hub` handle: opening listeners, publishing, completing, and reading
+//! the counters.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+
+use super::config::Config;
+use super::entry::Entry;
+use super::id::ListenerId;
+use super::listener::Listener;
+use super::queue::{Pushed, Queue};
+use super::report::PublishReport;
+use super::shared::Shared;
+use super::stats::{HubStats, ListenerStats, Retirement};
+use crate::error::{ListenParamsError, OpenError};
+use crate::event::Event;
+use crate::filter::{Capabilities, Filter};
+use crate::overflow::Overflow;
+use crate::source::{OpenContext, Opened, Source};
+use crate::sync::{Arc, Ordering};
+
+/// The subscription hub: publish changes, and every listener whose filter
+/// matches gets them in its own bounded queue.
+///
+/// `Hub` is a cheap handle (clone it into every task that publishes).
+/// Publishing is a plain function: it never blocks on a listener, never
+/// awaits, and needs no runtime.
+///
+/// # How an event travels
+///
+/// [`Hub::publish`] takes an [`Event`] (already rendered to JSON once), reads
+/// the routing index for the listeners whose granted filter matches it, and
+/// pushes it into each one's bounded queue under that listener's
+/// [`Overflow`] policy, waking the reader only if it is waiting. The cost is
+/// proportional to the listeners that match, not to all listeners.
+///
+/// # Why locks and not an actor task
+///
+/// All listener state has one owner, the hub, reached only through its
+/// handle, as an actor's would be. But the owner is state behind short locks
+/// rather than a task with a mailbox: a mailbox would make every publish an
+/// allocation and a hop to another task, would need a runtime to publish at
+/// all, and would turn "publish never waits for a listener" into "publish
+/// waits for the mailbox". Here the registry is behind one read-write lock
+/// that publishers share (many at once) and that only opening, closing and
+/// completing take for writing; each listener's queue has its own mutex,
+/// held for a push or a pop and never across an `.await` or a wake-up. So
+/// nothing runs in the background and there is no future to spawn: the hub
+/// needs no runtime, and any executor, or none, can drive its readers.
+///
+/// # Ordering
+///
+/// Events published by one thread reach each listener in publish order: a
+/// publish has pushed into every matching queue before it returns. (A
+/// duplicate absorbed by a [coalescing](HubBuilder::coalesce) queue is
+/// delivered at the place of its pending copy.)
+///
+/// # Closing and completing
+///
+/// A [`Listener`] that is dropped or [closed](Listener::close) is
+/// unregistered at once. [`Hub::complete`] refuses new listeners and lets
+/// each listener drain what it holds before it reports [`Next::Complete`];
+/// dropping the last `Hub` handle completes the hub the same way.
+///
+/// # Example
+///
+/// ```
+/// use mcp_subscriptions::{Filter, Hub, Next};
+///
+/// let hub = Hub::new();
+/// let mut listener = hub.listen(&Filter::new().with_resource("file:///a")).unwrap();
+///
+/// let report = hub.notify_resource_updated("file:///a");
+/// assert_eq!(report.queued, 1);
+/// assert_eq!(hub.notify_resource_updated("file:///b").matched, 0);
+///
+/// let Some(Next::Event(event)) = listener.try_next() else { panic!() };
+/// assert_eq!(event.method(), "notifications/resources/updated");
+/// assert_eq!(hub.stats().events_delivered, 1);
+/// ```
+pub struct Hub {
+    shared: Arc<Shared>,
+}
+
+impl Hub {
+    /// A hub with every default: capacity [`DEFAULT_CAPACITY`] per listener,
+    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`] listeners
+    /// and [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS) URIs each, and every
+    /// core capability advertised.
+    pub fn new() -> Self {
+        Self::from_config(Config::default())
+    }
+
+    pub(crate) fn from_config(config: Config) -> Self {
+        Self {
+            shared: Arc::new(Shared::new(config)),
+        }
+    }
+
+    /// Opens a listener for `requested` with the hub's default capacity and
+    /// policy. The listener's [filter](Listener::filter) is the request
+    /// narrowed by the hub's capabilities.
+    ///
+    /// # Errors
+    ///
+    /// See [`listen_with`](Self::listen_with).
+    pub fn listen(&self, requested: &Filter) -> Result<Listener, OpenError> {
+        self.listen_with(requested, &OpenContext::default())
+    }
+
+    /// Opens a listener for `requested`, with `context` overriding its
+    /// capacity or policy.
+    ///
+    /// # Errors
+    ///
+    /// - [`OpenError::InvalidParams`] when the request names more distinct
+    ///   URIs than the hub's limit;
+    /// - [`OpenError::LimitReached`] when the hub already serves its maximum
+    ///   number of listeners;
+    /// - [`OpenError::Completed`] after [`complete`](Self::complete).
+    pub fn listen_with(
+        &self,
+        requested: &Filter,
+        context: &OpenContext,
+    ) -> Result<Listener, OpenError> {
+        let config = &self.shared.config;
+        let uris = requested.resource_subscriptions().len();
+        if uris > config.max_uris {
+            return Err(ListenParamsError::TooManyUris {
+                count: uris,
+                limit: config.max_uris,
+            }
+            .into());
+        }
+        let entry = Arc::new(Entry {
+            id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
+            filter: requested.narrow(&config.capabilities),
+            queue: Queue::new(
+                context.capacity.map_or(config.capacity, NonZeroUsize::get),
+                context.overflow.unwrap_or(config.overflow),
+                context.coalesce.unwrap_or(config.coalesce),
+            ),
+        });
+        let mut registry = self.shared.registry.write();
+        if registry.completed {
+            return Err(OpenError::Completed);
+        }
+        if registry.entries.len() >= config.max_listeners {
+            return Err(OpenError::LimitReached {
+                limit: config.max_listeners,
+            });
+        }
+        registry.admit(entry.clone());
+        drop(registry);
+        Ok(Listener::new(self.shared.clone(), entry))
+    }
+
+    /// Delivers `event` to every listener whose granted filter matches it,
+    /// each under its own overflow policy, and reports what happened.
+    ///
+    /// Never blocks on a listener and never awaits: a full queue applies its
+    /// policy instead of waiting. The only waits are for the short locks a
+    /// concurrent open, close or push holds.
+    pub fn publish(&self, event: Event) -> PublishReport {
+        self.shared.published.fetch_add(1, Ordering::Relaxed);
+        let mut report = PublishReport::default();
+        let mut overflowed = Vec::new();
+        let mut waiters = Vec::new();
+        {
+            // A read lock: publishers run side by side, and only opening,
+            // closing and completing (all brief) exclude them.
+            let registry = self.shared.registry.read();
+            registry.index.for_each_match(event.kind(), |entry| {
+                let (pushed, waiter) = entry.queue.push(&event);
+                waiters.extend(waiter);
+                if pushed != Pushed::NotOpen {
+                    report.matched += 1;
+                }
+                match pushed {
+                    Pushed::Queued => report.queued += 1,
+                    Pushed::DroppedOldest => {
+                        report.queued += 1;
+                        report.evicted += 1;
+                    }
+                    Pushed::Coalesced => report.coalesced += 1,
+                    Pushed::Disconnected => {
+                        report.disconnected += 1;
+                        overflowed.push(entry.id);
+                    }
+                    Pushed::NotOpen => {}
+                }
+            });
+        }
+        // Readers are woken with no lock held: waking runs executor code,
+        // which may drop a task owning a listener, and that takes the lock.
+        for waiter in waiters {
+            waiter.wake();
+        }
+        // Retiring needs the write lock, so it waits until the read lock is
+        // released; the failed queues take no events in between.
+        if !overflowed.is_empty() {
+            let mut registry = self.shared.registry.write();
+            for id in overflowed {
+                registry.retire(id, Retirement::Overflow);
+            }
+        }
+        report
+    }
+
+    /// Publishes `notifications/tools/list_changed`.
+    pub fn notify_tools_list_changed(&self) -> PublishReport {
+        self.publish(Event::tools_list_changed())
+    }
+
+    /// Publishes `notifications/prompts/list_changed`.
+    pub fn notify_prompts_list_changed(&self) -> PublishReport {
+        self.publish(Event::prompts_list_changed())
+    }
+
+    /// Publishes `notifications/resources/list_changed`.
+    pub fn notify_resources_list_changed(&self) -> PublishReport {
+        self.publish(Event::resources_list_changed())
+    }
+
+    /// Publishes `notifications/resources/updated` for `uri`.
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) -> PublishReport {
+        self.publish(Event::resource_updated(uri))
+    }
+
+    /// Shuts the hub down gracefully: refuses new listeners, stops matching,
+    /// and lets every listener drain what it holds before it reports
+    /// [`Next::Complete`](crate::Next::Complete). Idempotent.
+    pub fn complete(&self) {
+        let waiters = self.shared.registry.write().complete();
+        for waiter in waiters {
+            waiter.wake();
+        }
+    }
+
+    /// Whether [`complete`](Self::complete) was called (or every handle
+    /// dropped).
+    pub fn is_complete(&self) -> bool {
+        self.shared.registry.read().completed
+    }
+
+    /// Each listener's queue capacity, unless it asked for its own.
+    pub fn capacity(&self) -> usize {
+        self.shared.config.capacity
+    }
+
+    /// Each listener's overflow policy, unless it asked for its own.
+    pub fn overflow(&self) -> Overflow {
+        self.shared.config.overflow
+    }
+
+    /// Whether queues coalesce duplicate signals, unless a listener asked
+    /// otherwise.
+    pub fn coalesce(&self) -> bool {
+        self.shared.config.coalesce
+    }
+
+    /// The most listeners open at once.
+    pub fn max_listeners(&self) -> usize {
+        self.shared.config.max_listeners
+    }
+
+    /// The capabilities requests are narrowed to.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.shared.config.capabilities
+    }
+
+    /// The most distinct resource URIs one listener may ask for.
+    pub fn max_uris(&self) -> usize {
+        self.shared.config.max_uris
+    }
+
+    /// A snapshot of the hub's counters.
+    pub fn stats(&self) -> HubStats {
+        let registry = self.shared.registry.read();
+        let mut events = registry.retired;
+        let mut max_queue_depth = registry.retired_max_depth;
+        for entry in registry.entries.values() {
+            let snap = entry.queue.snapshot();
+            events += snap.counts;
+            max_queue_depth = max_queue_depth.max(snap.max_depth);
+        }
+        HubStats {
+            listeners_active: registry.entries.len() as u64,
+            listeners_opened: registry.opened,
+            listeners_closed: registry.closed,
+            events_published: self.shared.published.load(Ordering::Relaxed),
+            events,
+            max_queue_depth,
+        }
+    }
+
+    /// A snapshot of every open listener, ordered by id.
+    pub fn listeners(&self) -> Vec<ListenerStats> {
+        let registry = self.shared.registry.read();
+        let mut listeners: Vec<_> = registry.entries.values().map(|e| e.stats()).collect();
+        listeners.sort_unstable_by_key(|l| l.id);
+        listeners
+    }
+
+    /// Records [`stats`](Self::stats) to the installed `metrics` recorder
+    /// (see [`HubStats::record`]).
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self) {
+        self.stats().record();
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for Hub {
+    fn clone(&self) -> Self {
+        self.shared.handles.fetch_add(1, Ordering::Relaxed);
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        // AcqRel so that the handle that sees the count reach zero sees every
+        // other handle's work; completing then ends the listeners, which
+        // could otherwise wait forever for a publisher that no longer exists.
+        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.complete();
+        }
+    }
+}
+
+impl fmt::Debug for Hub {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hub")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Source for Hub {
+    type Handle = Listener;
+
+    fn capabilities(&self) -> Capabilities {
+        self.shared.config.capabilities.clone()
+    }
+
+    fn max_uris(&self) -> usize {
+        self.shared.config.max_uris
+    }
+
+    fn open(
+        &self,
+        requested: &Filter,
+        context: &OpenContext,
+    ) -> Result<Opened<Listener>, OpenError> {
+        let listener = self.listen_with(requested, context)?;
+        Ok(Opened::new(listener.filter().clone(), listener))
+    }
+}

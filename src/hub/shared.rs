@@ -1,0 +1,34 @@
+//! What every handle and listener of one hub share.
+
+use super::config::Config;
+use super::id::ListenerId;
+use super::registry::Registry;
+use super::stats::Retirement;
+use crate::sync::{AtomicU64, AtomicUsize, RwLock};
+
+pub(crate) struct Shared {
+    /// A read-write lock: publishers share it (many at once), and only
+    /// opening, closing and completing (all brief) take it for writing.
+    pub(crate) registry: RwLock<Registry>,
+    pub(crate) config: Config,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) published: AtomicU64,
+    /// Live `Hub` handles; the last one dropped completes the hub.
+    pub(crate) handles: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            registry: RwLock::new(Registry::default()),
+            config,
+            next_id: AtomicU64::new(1),
+            published: AtomicU64::new(0),
+            handles: AtomicUsize::new(1),
+        }
+    }
+
+    pub(crate) fn retire(&self, id: ListenerId, why: Retirement) {
+        self.registry.write().retire(id, why);
+    }
+}

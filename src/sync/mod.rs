@@ -1,0 +1,95 @@
+//! The synchronization primitives the crate is built on, swapped for loom's
+//! model-checked versions under `--cfg mcp_subscriptions_loom` (the way
+//! tokio does it), so the queue's model test exercises the very code that
+//! ships. The cfg is ours rather than plain `loom` because `--cfg loom`
+//! would also switch tokio, which our dev-dependencies build on, into its
+//! own loom mode, where it lacks its network types.
+//!
+//! Every lock of the core goes through here; nothing above names
+//! `parking_lot` or `std::sync` locks directly.
+
+mod park;
+
+pub(crate) use park::{block_on_timeout, park_until};
+
+#[cfg(not(mcp_subscriptions_loom))]
+mod imp {
+    pub(crate) use std::sync::Arc;
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    /// `parking_lot`'s mutex: no poisoning, and the uncontended path is one
+    /// atomic swap, which is the common case for a per-listener queue.
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(parking_lot::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
+            self.0.lock()
+        }
+    }
+
+    /// `parking_lot`'s read-write lock: readers share it without writing to
+    /// a shared counter's cache line more than once, and a waiting writer
+    /// is not starved by a stream of readers.
+    #[derive(Debug, Default)]
+    pub(crate) struct RwLock<T>(parking_lot::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(parking_lot::RwLock::new(value))
+        }
+
+        pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, T> {
+            self.0.read()
+        }
+
+        pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, T> {
+            self.0.write()
+        }
+    }
+}
+
+#[cfg(mcp_subscriptions_loom)]
+mod imp {
+    pub(crate) use loom::sync::Arc;
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    // A panic while holding a lock is a bug in the model, not something to
+    // recover from: the `unwrap`s below only surface it.
+
+    #[derive(Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+            self.0.lock().unwrap()
+        }
+    }
+
+    #[derive(Debug)]
+    pub(crate) struct RwLock<T>(loom::sync::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::RwLock::new(value))
+        }
+
+        pub(crate) fn read(&self) -> loom::sync::RwLockReadGuard<'_, T> {
+            self.0.read().unwrap()
+        }
+
+        pub(crate) fn write(&self) -> loom::sync::RwLockWriteGuard<'_, T> {
+            self.0.write().unwrap()
+        }
+    }
+}
+
+pub(crate) use imp::*;

@@ -1,0 +1,19 @@
+//! What the transports share: the handle on the streams they serve, the
+//! Host/Origin guard of the HTTP-based ones, and a peek at JSON-RPC
+//! requests. The transports themselves (`stdio`, `http`, `channel`) sit
+//! above this module and never import one another.
+//!
+//! rmcp answers `subscriptions/listen` itself only after sending the
+//! acknowledgement, cannot refuse a request with `-32602` or `-32603`
+//! first, and drops extension filter fields such as `taskIds`. So the stdio
+//! and HTTP transports take listen requests before rmcp sees them and serve
+//! them with a [`ListenStream`](crate::ListenStream); every other message
+//! goes to rmcp unchanged.
+
+#[cfg(any(feature = "http", feature = "channel"))]
+pub(crate) mod hosts;
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub(crate) mod request;
+mod streams;
+
+pub use streams::Streams;
