@@ -4,7 +4,6 @@
 
 use rmcp::model::{ErrorData, Implementation};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::meta::{SERVER_INFO, SUBSCRIPTION_ID};
 
@@ -44,20 +43,22 @@ pub(crate) fn error_response(id_json: &str, error: &ErrorData) -> Vec<u8> {
 /// `null`, or an id rmcp would not accept. (Only the transports that read
 /// raw JSON-RPC need it.)
 #[cfg(any(feature = "stdio", feature = "http"))]
-pub(crate) fn error_reply(id: &Value, error: &ErrorData) -> Vec<u8> {
+pub(crate) fn error_reply(id: &serde_json::Value, error: &ErrorData) -> Vec<u8> {
     error_response(&json(id), error)
 }
 
 #[cfg(test)]
 mod tests {
     use rmcp::model::ErrorCode;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::wire::golden;
 
-    fn granted() -> Value {
-        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///project/config.json"]})
+    fn granted() -> crate::Filter {
+        crate::Filter::new()
+            .with_tools_list_changed()
+            .with_resource("file:///project/config.json")
     }
 
     #[test]
@@ -68,7 +69,7 @@ mod tests {
         );
         golden::check(
             "acknowledgement.empty",
-            &acknowledgement("7", &json!({})),
+            &acknowledgement("7", &crate::Filter::new()),
         );
     }
 
