@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, Filter, Hub, ListenService, Next, OpenContext, OpenError,
-    Opened, Source,
+    Opened, Source, SourceHandle,
 };
 use rmcp::model::RequestId;
 use serde_json::{Value, json};
@@ -25,26 +25,28 @@ struct DirectorySource {
     interval: Duration,
 }
 
+/// One stream's watch: it owns what it needs to scan on its own.
 struct Watch {
+    dir: PathBuf,
+    interval: Duration,
     granted: Filter,
     seen: BTreeMap<String, SystemTime>,
     pending: VecDeque<Event>,
     closed: bool,
 }
 
-impl DirectorySource {
-    fn scan(&self) -> BTreeMap<String, SystemTime> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return BTreeMap::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|entry| {
-                let modified = entry.metadata().ok()?.modified().ok()?;
-                Some((format!("file://{}", entry.path().display()), modified))
-            })
-            .collect()
-    }
+/// Every file in `dir`, by `file://` URI, with its modification time.
+fn scan(dir: &Path) -> BTreeMap<String, SystemTime> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            Some((format!("file://{}", entry.path().display()), modified))
+        })
+        .collect()
 }
 
 impl Source for DirectorySource {
@@ -60,15 +62,20 @@ impl Source for DirectorySource {
         // This source can report resource changes only.
         let granted = requested.narrow(&self.capabilities());
         let watch = Watch {
+            dir: self.dir.clone(),
+            interval: self.interval,
             granted: granted.clone(),
-            seen: self.scan(),
+            seen: scan(&self.dir),
             pending: VecDeque::new(),
             closed: false,
         };
         Ok(Opened::new(granted, watch))
     }
+}
 
-    async fn next(&self, watch: &mut Watch) -> Next {
+impl SourceHandle for Watch {
+    async fn next(&mut self) -> Next {
+        let watch = self;
         loop {
             if watch.closed {
                 return Next::Closed;
@@ -78,8 +85,8 @@ impl Source for DirectorySource {
             }
             // Cancel-safe: a dropped sleep loses nothing, the next scan
             // finds the same differences.
-            tokio::time::sleep(self.interval).await;
-            let now = self.scan();
+            tokio::time::sleep(watch.interval).await;
+            let now = scan(&watch.dir);
             if now.keys().ne(watch.seen.keys()) {
                 watch.pending.push_back(Event::resources_list_changed());
             }
@@ -97,9 +104,9 @@ impl Source for DirectorySource {
         }
     }
 
-    fn close(&self, watch: &mut Watch, _: CloseReason) {
-        watch.closed = true;
-        watch.pending.clear();
+    fn close(&mut self, _: CloseReason) {
+        self.closed = true;
+        self.pending.clear();
     }
 }
 

@@ -225,10 +225,10 @@ fn main() {
         let stats = hub.stats();
         bar.set_message(format!(
             "| delivered {} dropped {} coalesced {} queued {}",
-            stats.events_delivered,
-            stats.events_dropped,
-            stats.events_coalesced,
-            stats.events_queued
+            stats.events.delivered,
+            stats.events.dropped,
+            stats.events.coalesced,
+            stats.events.queued
         ));
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -269,8 +269,8 @@ fn main() {
         ("events published", stats.events_published.to_string()),
         ("deliveries expected", deliveries.to_string()),
         ("delivered", delivered.to_string()),
-        ("dropped", stats.events_dropped.to_string()),
-        ("coalesced", stats.events_coalesced.to_string()),
+        ("dropped", stats.events.dropped.to_string()),
+        ("coalesced", stats.events.coalesced.to_string()),
         (
             "lag reported",
             seen.iter().map(|s| s.lag).sum::<u64>().to_string(),
@@ -290,7 +290,10 @@ fn main() {
             "deliveries/s",
             format!("{:.0}", delivered as f64 / drained_in.as_secs_f64()),
         ),
-        ("accounting balanced", stats.is_balanced().to_string()),
+        (
+            "accounting balanced",
+            stats.events.is_balanced().to_string(),
+        ),
     ];
     println!();
     println!("| figure | value |");

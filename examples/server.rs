@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
-use mcp_subscriptions::{
-    Advertise, ChannelEndpoint, Event, Hub, ListenOptions, ListenService, Overflow, StdioTransport,
-    http_endpoint,
-};
+use mcp_subscriptions::channel::ChannelTransport;
+use mcp_subscriptions::http::HttpTransport;
+use mcp_subscriptions::stdio::StdioTransport;
+use mcp_subscriptions::{Advertise, Event, Hub, ListenService, Overflow};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -55,7 +55,7 @@ impl Options {
         let mut options = Options {
             bind: SocketAddr::from(([127, 0, 0, 1], 8808)),
             stdio: false,
-            keepalive: mcp_subscriptions::DEFAULT_KEEPALIVE,
+            keepalive: mcp_subscriptions::http::DEFAULT_KEEPALIVE,
             capacity: mcp_subscriptions::DEFAULT_CAPACITY,
             overflow: Overflow::DropOldest,
             max_subscriptions: mcp_subscriptions::DEFAULT_MAX_LISTENERS,
@@ -268,12 +268,14 @@ async fn serve_http(
             .with_legacy_session_mode(false)
             .with_sse_keep_alive(Some(options.keepalive)),
     );
-    let channel = ChannelEndpoint::new(listen.clone());
+    let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
+    let http = HttpTransport::new(listen, mcp).with_keepalive(options.keepalive);
+    let streams = http.streams();
     let stats_hub = hub.clone();
     let metrics_hub = hub.clone();
     let app = axum::Router::new()
-        .route("/mcp", http_endpoint(listen, mcp))
+        .route("/mcp", http.into_method_router())
         .route("/mcp/notifications/{channel}", channel.into_method_router())
         .route(
             "/metrics",
@@ -316,8 +318,12 @@ async fn serve_http(
         () = drain_limit => Ok(()),
     };
     // Upgraded WebSockets outlive the HTTP server; each closes cleanly once
-    // the hub is complete.
-    let _ = tokio::time::timeout(DRAIN, channels.finished()).await;
+    // the hub is complete. Listen streams are done once their bodies are.
+    let _ = tokio::time::timeout(DRAIN, async {
+        channels.finished().await;
+        streams.finished().await;
+    })
+    .await;
     served
 }
 
@@ -366,12 +372,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .overflow(options.overflow)
         .max_listeners(options.max_subscriptions)
         .build();
-    let listen = ListenService::with_options(
-        hub.clone(),
-        ListenOptions::default()
-            .with_keepalive(options.keepalive)
-            .with_server_info(server_info()),
-    );
+    let listen = ListenService::new(hub.clone()).with_server_info(server_info());
     if options.stdio {
         let served = serve_stdio(hub, listen, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the

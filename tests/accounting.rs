@@ -199,14 +199,14 @@ impl Model {
 
     fn check(&self, stats: &ListenerStats) {
         let counted = Counts {
-            matched: stats.matched,
-            delivered: stats.delivered,
-            dropped: stats.dropped,
-            coalesced: stats.coalesced,
-            discarded: stats.discarded,
+            matched: stats.events.matched,
+            delivered: stats.events.delivered,
+            dropped: stats.events.dropped,
+            coalesced: stats.events.coalesced,
+            discarded: stats.events.discarded,
         };
         assert_eq!(counted, self.counts);
-        assert_eq!(stats.queued, self.queue.len() as u64);
+        assert_eq!(stats.events.queued, self.queue.len() as u64);
         assert_eq!(stats.lag, self.lag);
     }
 }
@@ -326,7 +326,7 @@ fn run(ops: Vec<Op>) {
             model.check(&listener.stats());
         }
         let stats = hub.stats();
-        assert!(stats.is_balanced());
+        assert!(stats.events.is_balanced());
         let registered = listeners.iter().filter(|(_, m)| m.is_registered()).count();
         assert_eq!(stats.listeners_active, registered as u64);
         let counted = stats.listeners_closed;
@@ -342,7 +342,7 @@ fn run(ops: Vec<Op>) {
     let still_registered = listeners.iter().filter(|(_, m)| m.is_registered()).count() as u64;
     drop(listeners);
     assert_eq!(hub.stats().listeners_closed.disconnected, still_registered);
-    assert_eq!(hub.stats().events_queued, 0);
+    assert_eq!(hub.stats().events.queued, 0);
 }
 
 proptest! {

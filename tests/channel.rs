@@ -1,14 +1,19 @@
 //! The Diverge notification channel of the example server, with a real
 //! WebSocket client, decoded with the crate's own decoder.
 
-#![cfg(all(feature = "rmcp", feature = "channel"))]
+#![cfg(all(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics"
+))]
 
 mod support;
 
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use mcp_subscriptions::Frame;
+use mcp_subscriptions::channel::Frame;
 use rmcp::model::ServerNotification;
 use serde_json::json;
 use support::example::{HttpServer, call};

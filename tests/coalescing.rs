@@ -86,14 +86,20 @@ fn a_coalescing_listener_drops_nothing_and_gets_every_signal_after_its_last_publ
     hub.complete();
     let (receipts, stats) = reader.join().unwrap();
 
-    assert_eq!(stats.dropped, 0, "coalescing leaves nothing to drop");
+    assert_eq!(stats.events.dropped, 0, "coalescing leaves nothing to drop");
     let figures = format!(
         "delivered {}, coalesced {}, dropped {}, deepest {}",
-        stats.delivered, stats.coalesced, stats.dropped, stats.max_queue_depth
+        stats.events.delivered, stats.events.coalesced, stats.events.dropped, stats.max_queue_depth
     );
-    assert!(stats.coalesced > 0, "the burst was absorbed: {figures}");
-    assert_eq!(stats.matched, BURST);
-    assert_eq!(stats.matched, stats.delivered + stats.coalesced);
+    assert!(
+        stats.events.coalesced > 0,
+        "the burst was absorbed: {figures}"
+    );
+    assert_eq!(stats.events.matched, BURST);
+    assert_eq!(
+        stats.events.matched,
+        stats.events.delivered + stats.events.coalesced
+    );
     assert!(
         stats.max_queue_depth <= KEYS as u64,
         "memory is bounded by the distinct signals: {figures}"
@@ -107,6 +113,6 @@ fn a_coalescing_listener_drops_nothing_and_gets_every_signal_after_its_last_publ
         );
     }
     let hub_stats = hub.stats();
-    assert_eq!(hub_stats.events_coalesced, stats.coalesced);
-    assert!(hub_stats.is_balanced());
+    assert_eq!(hub_stats.events.coalesced, stats.events.coalesced);
+    assert!(hub_stats.events.is_balanced());
 }

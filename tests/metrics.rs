@@ -1,5 +1,7 @@
 //! The statistics reach any `metrics` recorder under their documented names.
 
+#![cfg(feature = "metrics")]
+
 mod support;
 
 use mcp_subscriptions::{CloseReason, Hub};

@@ -1,6 +1,6 @@
 //! Handles and futures can cross threads: checked at compile time.
 
-use mcp_subscriptions::{Event, Filter, Hub, HubStats, Listener, NextItem, Source};
+use mcp_subscriptions::{Event, Filter, Hub, HubStats, Listener, NextItem, SourceHandle};
 
 fn assert_send_sync<T: Send + Sync>() {}
 
@@ -18,5 +18,5 @@ fn handles_and_futures_are_send_and_sync() {
     let hub = Hub::new();
     let mut listener = hub.listen(&Filter::new()).unwrap();
     assert_send_future(listener.next());
-    assert_send_future(Source::next(&hub, &mut listener));
+    assert_send_future(SourceHandle::next(&mut listener));
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_subscriptions::{
     CloseReason, Event, Filter, ListenService, Next, OpenContext, OpenError, Opened, Source,
-    StreamError,
+    SourceHandle, StreamError,
 };
 use rmcp::model::{ErrorCode, ErrorData, RequestId};
 use serde_json::{Value, json};
@@ -49,10 +49,18 @@ impl Scripted {
     }
 }
 
-impl Source for Scripted {
-    type Handle = VecDeque<Step>;
+/// One stream of a [`Scripted`] source: what is left of the script, and
+/// the source's counters.
+struct Script {
+    steps: VecDeque<Step>,
+    pulls: Arc<AtomicUsize>,
+    closed: Arc<Mutex<Vec<CloseReason>>>,
+}
 
-    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Self::Handle>, OpenError> {
+impl Source for Scripted {
+    type Handle = Script;
+
+    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Script>, OpenError> {
         // Grants tools and the resource file:///a, whatever else was asked.
         let mut granted = Filter::new();
         if requested.tools_list_changed() {
@@ -61,12 +69,19 @@ impl Source for Scripted {
         if requested.resource_subscriptions().any(|u| u == "file:///a") {
             granted = granted.with_resource("file:///a");
         }
-        Ok(Opened::new(granted, self.script.iter().cloned().collect()))
+        let script = Script {
+            steps: self.script.iter().cloned().collect(),
+            pulls: self.pulls.clone(),
+            closed: self.closed.clone(),
+        };
+        Ok(Opened::new(granted, script))
     }
+}
 
-    async fn next(&self, script: &mut Self::Handle) -> Next {
+impl SourceHandle for Script {
+    async fn next(&mut self) -> Next {
         self.pulls.fetch_add(1, Ordering::SeqCst);
-        match script.front() {
+        match self.steps.front() {
             Some(Step::Endless) => {
                 tokio::task::yield_now().await;
                 return Next::Event(Event::tools_list_changed());
@@ -75,14 +90,14 @@ impl Source for Scripted {
             None => std::future::pending().await,
             Some(Step::Item(_)) => {}
         }
-        match script.pop_front() {
+        match self.steps.pop_front() {
             Some(Step::Item(next)) => next,
             _ => unreachable!(),
         }
     }
 
-    fn close(&self, script: &mut Self::Handle, reason: CloseReason) {
-        script.clear();
+    fn close(&mut self, reason: CloseReason) {
+        self.steps.clear();
         self.closed.lock().unwrap().push(reason);
     }
 }
@@ -99,7 +114,7 @@ fn params() -> Value {
     }})
 }
 
-async fn message(stream: &mut mcp_subscriptions::ListenStream<Scripted>) -> Value {
+async fn message(stream: &mut mcp_subscriptions::ListenStream<Script>) -> Value {
     let bytes = tokio::time::timeout(Duration::from_secs(5), stream.next_message())
         .await
         .expect("a message comes")
@@ -152,7 +167,7 @@ async fn rule_2_the_next_event_is_pulled_only_when_the_next_message_is_asked_for
     assert_eq!(source.pulls(), 2);
 }
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "stdio")]
 #[tokio::test]
 async fn rule_2_over_stdio_the_pipe_paces_the_source() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -161,7 +176,7 @@ async fn rule_2_over_stdio_the_pipe_paces_the_source() {
     let (client_out, server_in) = tokio::io::duplex(1024);
     // A pipe much smaller than one message: the server blocks writing.
     let (server_out, client_in) = tokio::io::duplex(64);
-    let mut transport = mcp_subscriptions::StdioTransport::new(
+    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
         ListenService::new(source.clone()),
         server_in,
         server_out,
@@ -396,15 +411,9 @@ async fn rule_7_failures_end_with_an_error_response_a_client_can_tell_apart() {
 async fn refusals_come_before_anything_else() {
     struct Full;
     impl Source for Full {
-        type Handle = ();
-        fn open(&self, _: &Filter, _: &OpenContext) -> Result<Opened<()>, OpenError> {
+        type Handle = Script;
+        fn open(&self, _: &Filter, _: &OpenContext) -> Result<Opened<Script>, OpenError> {
             Err(OpenError::LimitReached { limit: 0 })
-        }
-        async fn next(&self, _: &mut ()) -> Next {
-            unreachable!("never opened")
-        }
-        fn close(&self, _: &mut (), _: CloseReason) {
-            unreachable!("never opened")
         }
     }
     let refusal = ListenService::new(Full)
@@ -422,7 +431,7 @@ async fn refusals_come_before_anything_else() {
     assert_eq!(source.pulls(), 0);
 }
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "stdio")]
 #[tokio::test]
 async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
     use rmcp::transport::Transport;
@@ -431,7 +440,7 @@ async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
     let source = Scripted::default(); // blocks for ever
     let (client_out, server_in) = tokio::io::duplex(4096);
     let (server_out, _client_in) = tokio::io::duplex(1 << 16);
-    let mut transport = mcp_subscriptions::StdioTransport::new(
+    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
         ListenService::new(source.clone()),
         server_in,
         server_out,
@@ -478,7 +487,7 @@ async fn over_stdio_a_cancel_ends_one_stream_and_the_end_of_input_the_rest() {
     );
 }
 
-#[cfg(feature = "rmcp")]
+#[cfg(feature = "stdio")]
 #[tokio::test]
 async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
     use rmcp::transport::Transport;
@@ -487,7 +496,7 @@ async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
     let source = Scripted::default();
     let (mut client_out, server_in) = tokio::io::duplex(4096);
     let (server_out, client_in) = tokio::io::duplex(1 << 16);
-    let mut transport = mcp_subscriptions::StdioTransport::new(
+    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
         ListenService::new(source.clone()),
         server_in,
         server_out,

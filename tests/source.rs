@@ -4,7 +4,7 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_subscriptions::{
-    CloseReason, Event, Filter, Hub, Next, OpenContext, OpenError, Opened, Source,
+    CloseReason, Event, Filter, Hub, Next, OpenContext, OpenError, Opened, Source, SourceHandle,
 };
 
 #[test]
@@ -22,9 +22,9 @@ fn hub_as_a_source_grants_narrowed_filters_and_serves_them() {
     } = hub.open(&requested, &OpenContext::default()).unwrap();
     assert_eq!(granted, Filter::new().with_tools_list_changed());
     hub.notify_tools_list_changed();
-    let next = Source::next_timeout(&hub, &mut handle, Duration::from_secs(1));
+    let next = SourceHandle::next_timeout(&mut handle, Duration::from_secs(1));
     assert!(matches!(next, Some(Next::Event(_))));
-    hub.close(&mut handle, CloseReason::Cancelled);
+    SourceHandle::close(&mut handle, CloseReason::Cancelled);
     assert_eq!(hub.stats().listeners_closed.cancelled, 1);
 }
 
@@ -38,15 +38,14 @@ fn next_after_close_returns_closed_also_from_another_thread() {
         )
         .unwrap();
     hub.notify_tools_list_changed();
-    hub.close(&mut handle, CloseReason::Disconnected);
-    let other = hub.clone();
+    SourceHandle::close(&mut handle, CloseReason::Disconnected);
     let next = thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let first = runtime.block_on(Source::next(&other, &mut handle));
-        let second = Source::next_timeout(&other, &mut handle, Duration::ZERO);
-        other.close(&mut handle, CloseReason::Error);
+        let first = runtime.block_on(SourceHandle::next(&mut handle));
+        let second = SourceHandle::next_timeout(&mut handle, Duration::ZERO);
+        SourceHandle::close(&mut handle, CloseReason::Error);
         (first, second)
     })
     .join()
@@ -58,7 +57,7 @@ fn next_after_close_returns_closed_also_from_another_thread() {
         1,
         "the second close counts nothing"
     );
-    assert_eq!(stats.events_discarded, 1);
+    assert_eq!(stats.events.discarded, 1);
 }
 
 /// A hand-written source that yields `count` tools-list changes then
@@ -67,10 +66,14 @@ struct Countdown {
     count: usize,
 }
 
-impl Source for Countdown {
-    type Handle = Option<usize>;
+/// What is left to yield; `None` once ended.
+#[derive(Debug)]
+struct Left(Option<usize>);
 
-    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Self::Handle>, OpenError> {
+impl Source for Countdown {
+    type Handle = Left;
+
+    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Left>, OpenError> {
         if !requested.tools_list_changed() {
             return Err(OpenError::Refused(rmcp::model::ErrorData::invalid_params(
                 "ask for toolsListChanged",
@@ -79,15 +82,17 @@ impl Source for Countdown {
         }
         Ok(Opened::new(
             Filter::new().with_tools_list_changed(),
-            Some(self.count),
+            Left(Some(self.count)),
         ))
     }
+}
 
-    async fn next(&self, handle: &mut Self::Handle) -> Next {
-        match handle {
+impl SourceHandle for Left {
+    async fn next(&mut self) -> Next {
+        match &mut self.0 {
             None => Next::Closed,
             Some(0) => {
-                *handle = None;
+                self.0 = None;
                 Next::Complete
             }
             Some(left) => {
@@ -98,13 +103,13 @@ impl Source for Countdown {
         }
     }
 
-    fn close(&self, handle: &mut Self::Handle, _: CloseReason) {
-        *handle = None;
+    fn close(&mut self, _: CloseReason) {
+        self.0 = None;
     }
 }
 
 #[test]
-fn a_hand_written_source_gets_a_blocking_form_for_free() {
+fn a_hand_written_handle_gets_a_blocking_form_for_free() {
     let source = Countdown { count: 2 };
     let err = source
         .open(&Filter::new(), &OpenContext::default())
@@ -118,7 +123,7 @@ fn a_hand_written_source_gets_a_blocking_form_for_free() {
         )
         .unwrap();
     let mut items = Vec::new();
-    while let Some(next) = source.next_timeout(&mut handle, Duration::from_secs(1)) {
+    while let Some(next) = handle.next_timeout(Duration::from_secs(1)) {
         let terminal = next.is_terminal();
         items.push(next);
         if terminal {
@@ -129,25 +134,21 @@ fn a_hand_written_source_gets_a_blocking_form_for_free() {
         items[..],
         [Next::Event(_), Next::Event(_), Next::Complete]
     ));
-    source.close(&mut handle, CloseReason::Complete);
+    handle.close(CloseReason::Complete);
     assert_eq!(
-        source.next_timeout(&mut handle, Duration::from_secs(1)),
+        handle.next_timeout(Duration::from_secs(1)),
         Some(Next::Closed)
     );
 }
 
 #[test]
-fn the_default_blocking_form_times_out_on_a_source_that_never_yields() {
+fn the_default_blocking_form_times_out_on_a_handle_that_never_yields() {
     struct Never;
-    impl Source for Never {
-        type Handle = ();
-        fn open(&self, _: &Filter, _: &OpenContext) -> Result<Opened<()>, OpenError> {
-            Ok(Opened::new(Filter::new(), ()))
-        }
-        async fn next(&self, _: &mut ()) -> Next {
+    impl SourceHandle for Never {
+        async fn next(&mut self) -> Next {
             std::future::pending().await
         }
-        fn close(&self, _: &mut (), _: CloseReason) {}
+        fn close(&mut self, _: CloseReason) {}
     }
-    assert_eq!(Never.next_timeout(&mut (), Duration::from_millis(20)), None);
+    assert_eq!(Never.next_timeout(Duration::from_millis(20)), None);
 }

@@ -57,7 +57,10 @@ where
     /// The host names accepted in `Host` and `Origin`, against DNS
     /// rebinding (default: `localhost`, `127.0.0.1`, `::1`); empty accepts
     /// any.
-    pub fn with_allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn with_allowed_hosts(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         self.allowed_hosts = AllowedHosts::new(hosts);
         self
     }

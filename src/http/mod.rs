@@ -110,7 +110,10 @@ where
     /// `localhost`, `127.0.0.1`, `::1`, as rmcp's server); empty accepts
     /// any. Keep it in step with rmcp's
     /// `StreamableHttpServerConfig::allowed_hosts`, which guards the rest.
-    pub fn with_allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn with_allowed_hosts(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         self.allowed_hosts = AllowedHosts::new(hosts);
         self
     }
@@ -170,61 +173,61 @@ where
     S: Source + 'static,
     S::Handle: 'static,
 {
-async fn handle<M, B>(&self, mut mcp: M, request: Request) -> Response
-where
-    M: Service<Request, Response = Response<B>, Error = Infallible>,
-    B: HttpBody<Data = Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
-    };
-    if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-        let ours = listen_request(&message).is_some()
-            || REMOVED.iter().any(|m| request_id(&message, m).is_some());
-        // What rmcp answers, rmcp guards; what we answer, we guard.
-        if ours && !self.allowed_hosts.admit(&parts.headers) {
-            return forbidden();
-        }
-        if let Some(id) = listen_request(&message) {
-            return self.serve_listen(id, message.get("params"));
-        }
-        for removed in REMOVED {
-            if let Some(id) = request_id(&message, removed) {
-                return method_removed(id, removed);
+    async fn handle<M, B>(&self, mut mcp: M, request: Request) -> Response
+    where
+        M: Service<Request, Response = Response<B>, Error = Infallible>,
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+            return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        };
+        if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+            let ours = listen_request(&message).is_some()
+                || REMOVED.iter().any(|m| request_id(&message, m).is_some());
+            // What rmcp answers, rmcp guards; what we answer, we guard.
+            if ours && !self.allowed_hosts.admit(&parts.headers) {
+                return forbidden();
+            }
+            if let Some(id) = listen_request(&message) {
+                return self.serve_listen(id, message.get("params"));
+            }
+            for removed in REMOVED {
+                if let Some(id) = request_id(&message, removed) {
+                    return method_removed(id, removed);
+                }
             }
         }
+        let request = Request::from_parts(parts, Body::from(bytes));
+        let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
+        let response = match ready {
+            Ok(()) => mcp.call(request).await,
+            Err(never) => match never {},
+        };
+        match response {
+            Ok(response) => response.map(Body::new),
+            Err(never) => match never {},
+        }
     }
-    let request = Request::from_parts(parts, Body::from(bytes));
-    let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
-    let response = match ready {
-        Ok(()) => mcp.call(request).await,
-        Err(never) => match never {},
-    };
-    match response {
-        Ok(response) => response.map(Body::new),
-        Err(never) => match never {},
-    }
-}
 
-fn serve_listen(&self, id: RequestId, params: Option<&Value>) -> Response {
-    let mut stream = match self.listen.open(id, params) {
-        Ok(stream) => stream,
-        Err(refusal) => return json_response(StatusCode::OK, refusal.to_message()),
-    };
-    // Over HTTP the client ends a stream by closing the response.
-    stream.set_drop_reason(CloseReason::Cancelled);
-    let headers = [
-        (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
-        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
-    ];
-    // The body holds a token of the tracker until hyper drops it, so that
-    // `Streams::finished` waits for the stream's last message.
-    let body = sse::body(stream, self.keepalive, self.tasks.token());
-    (headers, body).into_response()
-}
+    fn serve_listen(&self, id: RequestId, params: Option<&Value>) -> Response {
+        let mut stream = match self.listen.open(id, params) {
+            Ok(stream) => stream,
+            Err(refusal) => return json_response(StatusCode::OK, refusal.to_message()),
+        };
+        // Over HTTP the client ends a stream by closing the response.
+        stream.set_drop_reason(CloseReason::Cancelled);
+        let headers = [
+            (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
+        ];
+        // The body holds a token of the tracker until hyper drops it, so that
+        // `Streams::finished` waits for the stream's last message.
+        let body = sse::body(stream, self.keepalive, self.tasks.token());
+        (headers, body).into_response()
+    }
 }
 
 fn method_removed(id: &Value, method: &str) -> Response {

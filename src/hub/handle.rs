@@ -76,7 +76,7 @@ use crate::sync::{Arc, Ordering};
 ///
 /// let Some(Next::Event(event)) = listener.try_next() else { panic!() };
 /// assert_eq!(event.method(), "notifications/resources/updated");
-/// assert_eq!(hub.stats().events_delivered, 1);
+/// assert_eq!(hub.stats().events.delivered, 1);
 /// ```
 pub struct Hub {
     shared: Arc<Shared>,

@@ -33,5 +33,10 @@ pub fn drain(listener: &mut Listener) -> Vec<Next> {
         .collect()
 }
 
-#[cfg(feature = "rmcp")]
+#[cfg(all(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics"
+))]
 pub mod example;
