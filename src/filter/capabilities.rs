@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use super::Filter;
+use super::notifications::Filter;
 
 /// The notification capabilities a server advertises.
 ///

@@ -5,10 +5,11 @@
 //! Every refusal is a [`ListenParamsError`], which becomes JSON-RPC `-32602`.
 
 use indexmap::IndexSet;
-
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::{Filter, field};
+use super::field;
+use super::notifications::Filter;
 use crate::error::ListenParamsError;
 
 /// How many distinct resource URIs one listen request may ask for unless
@@ -121,6 +122,16 @@ fn uris(value: &Value, max_uris: usize) -> Result<IndexSet<String>, ListenParams
         }
     }
     Ok(uris)
+}
+
+impl<'de> Deserialize<'de> for Filter {
+    /// Parses a `notifications` object with the same rules as
+    /// [`Filter::from_notifications`], but without a URI limit: the limit is
+    /// the server's to enforce when a listener opens.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_notifications(&value, usize::MAX).map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]

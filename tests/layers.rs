@@ -1,0 +1,239 @@
+//! The crate's arrows point down: no file imports from a layer above its
+//! own, transports never import one another, and no two files import each
+//! other, however indirectly. Read from the source text, so a new file is
+//! checked the day it lands (ARCHITECTURE.md draws the layers).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module's layer; a module may import only from a lower
+/// layer or from its own module. The bottom layer's modules may import one
+/// another, as long as no cycle forms.
+const LAYERS: &[(&str, u8)] = &[
+    ("counts", 0),
+    ("error", 0),
+    ("event", 0),
+    ("filter", 0),
+    ("overflow", 0),
+    ("sync", 0),
+    ("wire", 0),
+    ("source", 1),
+    ("hub", 2),
+    ("serve", 2),
+    ("transport", 3),
+    ("channel", 4),
+    ("http", 4),
+    ("stdio", 4),
+];
+
+type Module = Vec<String>;
+
+/// Every source file of the crate, by module path.
+fn modules() -> BTreeMap<Module, PathBuf> {
+    fn walk(dir: &Path, prefix: &Module, out: &mut BTreeMap<Module, PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let mut module = prefix.clone();
+                module.push(name);
+                walk(&path, &module, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let mut module = prefix.clone();
+                if name != "mod" && name != "lib" {
+                    module.push(name);
+                }
+                out.insert(module, path);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &Vec::new(),
+        &mut out,
+    );
+    out
+}
+
+/// The code of a file: comments and the trailing test modules left out
+/// (tests may reach anywhere).
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().peekable();
+    let mut code = String::new();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        let next = lines.peek().map_or("", |l| l.trim_start());
+        if trimmed.starts_with("#[cfg(") && trimmed.contains("test") && next.starts_with("mod ") {
+            break;
+        }
+        if !trimmed.starts_with("//") {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    code
+}
+
+/// The module paths a file names through `crate::` or `super::`.
+fn references(module: &Module, code: &str) -> Vec<Module> {
+    let mut found = Vec::new();
+    for (prefix, base) in [
+        ("crate::", Vec::new()),
+        ("super::", module[..module.len().saturating_sub(1)].to_vec()),
+    ] {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            let boundary = rest[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            rest = &rest[at + prefix.len()..];
+            if !boundary {
+                continue;
+            }
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let mut target = base.clone();
+            target.extend(
+                path.split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            );
+            found.push(target);
+        }
+    }
+    found
+}
+
+/// The file a path lands in: its longest prefix that is a module.
+fn resolve(files: &BTreeMap<Module, PathBuf>, path: &Module) -> Module {
+    (0..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|prefix| files.contains_key(prefix))
+        .unwrap()
+}
+
+/// File → the files it depends on: what it names, and, for a module file,
+/// the children it declares and re-exports.
+fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
+    let files = modules();
+    let mut graph = BTreeMap::new();
+    for (module, path) in &files {
+        let is_dir_module = path
+            .file_name()
+            .is_some_and(|n| n == "mod.rs" || n == "lib.rs");
+        let mut edges: BTreeSet<Module> = references(module, &code(path))
+            .iter()
+            .map(|target| resolve(&files, target))
+            .filter(|target| target != module)
+            .collect();
+        if is_dir_module {
+            edges.extend(
+                files
+                    .keys()
+                    .filter(|child| child.len() == module.len() + 1 && child.starts_with(module))
+                    .cloned(),
+            );
+        }
+        graph.insert(module.clone(), edges);
+    }
+    graph
+}
+
+fn layer(module: &Module) -> u8 {
+    let top = module.first().expect("the crate root is not layered");
+    LAYERS
+        .iter()
+        .find(|(name, _)| name == top)
+        .unwrap_or_else(|| panic!("src/{top}: give it a layer in tests/layers.rs"))
+        .1
+}
+
+#[test]
+fn every_module_has_a_layer_and_points_only_down() {
+    let mut upward = Vec::new();
+    for (from, edges) in graph() {
+        if from.is_empty() {
+            continue;
+        }
+        for to in edges {
+            let same_module = from.first() == to.first();
+            let allowed = same_module
+                || (!to.is_empty() && {
+                    let (a, b) = (layer(&from), layer(&to));
+                    b < a || (a == 0 && b == 0)
+                });
+            if !allowed {
+                upward.push(format!("{} -> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that do not point down:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn no_file_depends_on_itself_through_others() {
+    fn visit(
+        node: &Module,
+        graph: &BTreeMap<Module, BTreeSet<Module>>,
+        path: &mut Vec<Module>,
+        done: &mut BTreeSet<Module>,
+    ) -> Option<Vec<Module>> {
+        if let Some(start) = path.iter().position(|m| m == node) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(node.clone());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.clone());
+        for next in &graph[node] {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.clone());
+        None
+    }
+    let graph = graph();
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        if let Some(cycle) = visit(node, &graph, &mut Vec::new(), &mut done) {
+            let names: Vec<_> = cycle
+                .iter()
+                .map(|m| {
+                    if m.is_empty() {
+                        "lib".to_owned()
+                    } else {
+                        m.join("::")
+                    }
+                })
+                .collect();
+            panic!("import cycle: {}", names.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_checker_sees_references() {
+    let code = "use crate::hub::queue::Waiter;\nuse super::entry::Entry;\n";
+    let module = vec!["hub".to_owned(), "index".to_owned()];
+    assert_eq!(
+        references(&module, code),
+        [
+            vec!["hub".to_owned(), "queue".to_owned(), "Waiter".to_owned()],
+            vec!["hub".to_owned(), "entry".to_owned(), "Entry".to_owned()],
+        ]
+    );
+}
