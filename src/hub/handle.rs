@@ -52,14 +52,14 @@ use crate::sync::{Arc, Ordering};
 ///
 /// Events published by one thread reach each listener in publish order: a
 /// publish has pushed into every matching queue before it returns. (A
-/// duplicate absorbed by a [coalescing](HubBuilder::coalesce) queue is
+/// duplicate absorbed by a [coalescing](crate::HubBuilder::coalesce) queue is
 /// delivered at the place of its pending copy.)
 ///
 /// # Closing and completing
 ///
 /// A [`Listener`] that is dropped or [closed](Listener::close) is
 /// unregistered at once. [`Hub::complete`] refuses new listeners and lets
-/// each listener drain what it holds before it reports [`Next::Complete`];
+/// each listener drain what it holds before it reports [`Next::Complete`](crate::Next::Complete);
 /// dropping the last `Hub` handle completes the hub the same way.
 ///
 /// # Example
@@ -83,8 +83,8 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// A hub with every default: capacity [`DEFAULT_CAPACITY`] per listener,
-    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`] listeners
+    /// A hub with every default: capacity [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY) per listener,
+    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`](crate::DEFAULT_MAX_LISTENERS) listeners
     /// and [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS) URIs each, and every
     /// core capability advertised.
     pub fn new() -> Self {
