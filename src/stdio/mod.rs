@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
+use crate::sync::Mutex;
 use crate::transport::Streams;
 use crate::transport::request::listen_request;
 use crate::wire::response::{error_reply, error_response};
@@ -28,7 +29,7 @@ use crate::wire::{Message, request_id_json};
 type Writer = Arc<AsyncMutex<Pin<Box<dyn AsyncWrite + Send>>>>;
 /// Open streams by request id, each with a serial number that tells a
 /// stream's own entry from a later one under the same id.
-type Cancels = Arc<parking_lot::Mutex<HashMap<RequestId, (u64, CancellationToken)>>>;
+type Cancels = Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>;
 
 /// A newline-delimited JSON-RPC transport for rmcp (stdin/stdout or any
 /// byte pipe) that serves `subscriptions/listen` itself.

@@ -1,0 +1,61 @@
+//! The Streamable HTTP transport in process: its `Streams` handle counts
+//! the open listen streams and resolves once each has written its end.
+
+#![cfg(all(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics"
+))]
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_subscriptions::http::HttpTransport;
+use mcp_subscriptions::{Hub, ListenService};
+use serde_json::json;
+use support::example::{http_request, listen_request, send_raw};
+use tokio::io::AsyncReadExt;
+
+#[tokio::test]
+async fn streams_counts_open_listen_streams_and_drains_them_at_shutdown() {
+    let hub = Hub::new();
+    // Every other message would go to this service; an empty router
+    // answers 404, which this test never asks for.
+    let http = HttpTransport::new(ListenService::new(hub.clone()), axum::Router::new())
+        .with_keepalive(Duration::from_secs(60));
+    let streams = http.streams();
+    let app = axum::Router::new().route("/mcp", http.into_method_router());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(tcp, app).await });
+
+    let body = listen_request(json!(1), json!({"toolsListChanged": true})).to_string();
+    let mut socket = send_raw(&addr, &http_request("POST", "/mcp", &addr, "", &body)).await;
+    let mut seen = String::new();
+    let mut chunk = [0; 4096];
+    while !seen.contains("subscriptions/acknowledged") {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
+            .await
+            .expect("the acknowledgement comes")
+            .unwrap();
+        assert!(n > 0, "the stream ended early: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    assert_eq!(streams.len(), 1, "one listen stream is being served");
+
+    hub.complete();
+    tokio::time::timeout(Duration::from_secs(5), streams.finished())
+        .await
+        .expect("the stream finishes once the hub completes");
+    assert!(streams.is_empty());
+    while !seen.contains(r#""resultType":"complete""#) {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut chunk))
+            .await
+            .expect("the end comes")
+            .unwrap();
+        assert!(n > 0, "closed before the complete result: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+}
