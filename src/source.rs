@@ -4,17 +4,6 @@
 //! opens streams. Each open stream is a [`SourceHandle`] that owns its own
 //! state, so whoever serves the stream (a transport task, a test, a
 //! blocking thread) holds only the handle, never the source.
-//!
-//! # Design note: why the handle owns its state
-//!
-//! An earlier shape pulled through the source (`source.next(&mut handle)`),
-//! so every stream had to keep the whole source (and the service around
-//! it) alive beside its handle, and the serving layer and the service
-//! referred to each other. With the handle owning its state, a stream is
-//! its handle and a few bytes of its own; a source that needs shared state
-//! puts an `Arc` of it in each handle, as the [`Hub`](crate::Hub)'s
-//! [`Listener`](crate::Listener) does. The cost is that a handle cannot
-//! borrow from its source; no source we know of needs to.
 
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -221,6 +210,17 @@ pub trait Source: Send + Sync {
 }
 
 /// One open stream of a [`Source`]: pulled until it ends, then closed.
+///
+/// # Design note: why the handle owns its state
+///
+/// An earlier shape pulled through the source (`source.next(&mut handle)`),
+/// so every stream had to keep the whole source (and the service around
+/// it) alive beside its handle, and the serving layer and the service
+/// referred to each other. With the handle owning its state, a stream is
+/// its handle and a few bytes of its own; a source that needs shared state
+/// puts an `Arc` of it in each handle, as the [`Hub`](crate::Hub)'s
+/// [`Listener`](crate::Listener) does. The cost is that a handle cannot
+/// borrow from its source; no source we know of needs to.
 ///
 /// # Closing
 ///
