@@ -2,9 +2,8 @@
 //! thread, M events, a live progress bar, and a summary table.
 //!
 //! ```sh
-//! cargo run --release --example loadtest -- --listeners 1000 --events 10000 \
-//!     [--policy drop-oldest|disconnect] [--capacity N] [--coalesce] \
-//!     [--keys K] [--rate EVENTS_PER_SEC] [--workers W]
+//! cargo run --release --example loadtest -- --listeners 1000 --events 10000
+//! cargo run --release --example loadtest -- --help
 //! ```
 //!
 //! Every listener subscribes to all K keys, so each event reaches every
@@ -18,55 +17,67 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_subscriptions::{Capabilities, Event, EventKind, Filter, Hub, Next, Overflow, Selector};
 use serde_json::json;
 
+/// A load generator: listeners on a tokio runtime, one publisher thread, a
+/// live progress bar and a summary table.
+#[derive(Parser)]
+#[command(version)]
 struct Options {
+    /// Listeners, each a task reading every key
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
     listeners: usize,
+    /// Events to publish
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
     events: u64,
+    /// What a full queue does with one more event
+    #[arg(
+        long,
+        value_name = "POLICY",
+        default_value_t = Overflow::DropOldest,
+        value_parser = overflow_parser()
+    )]
     policy: Overflow,
+    /// Events each listener may queue
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
+        value_parser = at_least_one
+    )]
     capacity: usize,
+    /// Publish resource updates that coalescing queues absorb, and report
+    /// each signal's age instead of exact latency
+    #[arg(long)]
     coalesce: bool,
+    /// Distinct keys (extension values, or URIs with --coalesce)
+    #[arg(long, value_name = "K", default_value_t = 16, value_parser = at_least_one)]
     keys: usize,
+    /// Events per second to publish at (0: as fast as possible)
+    #[arg(long, value_name = "EVENTS_PER_SEC", default_value_t = 0)]
     rate: u64,
+    /// Worker threads of the listeners' runtime
+    #[arg(long, value_name = "W", default_value_t = 2, value_parser = at_least_one)]
     workers: usize,
 }
 
-impl Options {
-    fn parse() -> Result<Self, String> {
-        let mut options = Options {
-            listeners: 1_000,
-            events: 10_000,
-            policy: Overflow::DropOldest,
-            capacity: mcp_subscriptions::DEFAULT_CAPACITY,
-            coalesce: false,
-            keys: 16,
-            rate: 0,
-            workers: 2,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(flag) = args.next() {
-            if flag == "--coalesce" {
-                options.coalesce = true;
-                continue;
-            }
-            let value = args.next().ok_or(format!("{flag} needs a value"))?;
-            let invalid = |err: &dyn std::fmt::Display| format!("{flag} {value}: {err}");
-            let number = || value.parse::<u64>().map_err(|e| invalid(&e));
-            match flag.as_str() {
-                "--listeners" => options.listeners = number()? as usize,
-                "--events" => options.events = number()?,
-                "--policy" => options.policy = value.parse().map_err(|e| invalid(&e))?,
-                "--capacity" => options.capacity = number()?.max(1) as usize,
-                "--keys" => options.keys = number()?.max(1) as usize,
-                "--rate" => options.rate = number()?,
-                "--workers" => options.workers = number()?.max(1) as usize,
-                _ => return Err(format!("unknown option {flag}")),
-            }
-        }
-        Ok(options)
+/// A count that must not be zero.
+fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(format!("{err}")),
     }
+}
+
+/// `Overflow`'s names as clap's possible values, parsed by its `FromStr`.
+fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
+    let names = [Overflow::DropOldest, Overflow::Disconnect].map(Overflow::as_str);
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
 }
 
 /// What one listener saw.
@@ -106,13 +117,7 @@ fn key_name(key: usize) -> String {
 }
 
 fn main() {
-    let options = match Options::parse() {
-        Ok(options) => options,
-        Err(err) => {
-            eprintln!("error: {err}");
-            std::process::exit(2);
-        }
-    };
+    let options = Options::parse();
     let hub = Hub::builder()
         .capacity(options.capacity)
         .overflow(options.policy)

@@ -2,9 +2,7 @@
 //! streams are served from a `Hub`.
 //!
 //! ```sh
-//! cargo run --release --example server -- [--bind ADDR] [--stdio]
-//!     [--keepalive-secs N] [--capacity N] [--overflow drop-oldest|disconnect]
-//!     [--max-subscriptions N]
+//! cargo run --release --example server -- --help
 //! ```
 //!
 //! Over HTTP it serves `POST /mcp` (Streamable HTTP),
@@ -23,6 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
+use clap::Parser;
+use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
@@ -40,53 +40,76 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::json;
 
-/// Command-line options.
+/// A real MCP server (protocol 2026-07-28) whose subscriptions/listen
+/// streams are served from a hub. Every option can also come from its
+/// environment variable.
+#[derive(Parser)]
+#[command(version)]
 struct Options {
+    /// Serve HTTP on this address (port 0: any free port)
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_BIND",
+        value_name = "ADDR",
+        default_value_t = SocketAddr::from(([127, 0, 0, 1], 8808))
+    )]
     bind: SocketAddr,
+    /// Serve MCP on stdin and stdout instead of HTTP
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_STDIO",
+        value_parser = BoolishValueParser::new()
+    )]
     stdio: bool,
-    keepalive: Duration,
+    /// Seconds between keepalives on an idle HTTP stream
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_KEEPALIVE_SECS",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::http::DEFAULT_KEEPALIVE.as_secs()
+    )]
+    keepalive_secs: u64,
+    /// Events each listen stream may queue (at least 1)
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_CAPACITY",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
+        value_parser = at_least_one
+    )]
     capacity: usize,
+    /// What a full queue does with one more event
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_OVERFLOW",
+        value_name = "POLICY",
+        default_value_t = Overflow::DropOldest,
+        value_parser = overflow_parser()
+    )]
     overflow: Overflow,
+    /// Listen streams open at once, at most
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_MAX_SUBSCRIPTIONS",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::DEFAULT_MAX_LISTENERS
+    )]
     max_subscriptions: usize,
 }
 
-impl Options {
-    fn parse() -> Result<Self, String> {
-        let mut options = Options {
-            bind: SocketAddr::from(([127, 0, 0, 1], 8808)),
-            stdio: false,
-            keepalive: mcp_subscriptions::http::DEFAULT_KEEPALIVE,
-            capacity: mcp_subscriptions::DEFAULT_CAPACITY,
-            overflow: Overflow::DropOldest,
-            max_subscriptions: mcp_subscriptions::DEFAULT_MAX_LISTENERS,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(flag) = args.next() {
-            if flag == "--stdio" {
-                options.stdio = true;
-                continue;
-            }
-            let value = args.next().ok_or(format!("{flag} needs a value"))?;
-            let invalid = |err: &dyn std::fmt::Display| format!("{flag} {value}: {err}");
-            match flag.as_str() {
-                "--bind" => options.bind = value.parse().map_err(|e| invalid(&e))?,
-                "--keepalive-secs" => {
-                    options.keepalive = Duration::from_secs(value.parse().map_err(|e| invalid(&e))?)
-                }
-                "--capacity" => match value.parse() {
-                    Ok(0) => return Err(invalid(&"the capacity must be at least 1")),
-                    Ok(n) => options.capacity = n,
-                    Err(e) => return Err(invalid(&e)),
-                },
-                "--overflow" => options.overflow = value.parse().map_err(|e| invalid(&e))?,
-                "--max-subscriptions" => {
-                    options.max_subscriptions = value.parse().map_err(|e| invalid(&e))?
-                }
-                _ => return Err(format!("unknown option {flag}")),
-            }
-        }
-        Ok(options)
+/// A count that must not be zero.
+fn at_least_one(value: &str) -> Result<usize, String> {
+    match value.parse() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(format!("{err}")),
     }
+}
+
+/// `Overflow`'s names as clap's possible values, parsed by its `FromStr`.
+fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
+    let names = [Overflow::DropOldest, Overflow::Disconnect].map(Overflow::as_str);
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
 }
 
 /// The MCP server: its tools publish into the hub.
@@ -260,17 +283,18 @@ async fn serve_http(
     metrics: PrometheusHandle,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
+    let keepalive = Duration::from_secs(options.keepalive_secs);
     let server = DemoServer::new(hub.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
-            .with_sse_keep_alive(Some(options.keepalive)),
+            .with_sse_keep_alive(Some(keepalive)),
     );
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
-    let http = HttpTransport::new(listen, mcp).with_keepalive(options.keepalive);
+    let http = HttpTransport::new(listen, mcp).with_keepalive(keepalive);
     let streams = http.streams();
     let stats_hub = hub.clone();
     let metrics_hub = hub.clone();
@@ -359,13 +383,7 @@ async fn serve_stdio(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = Shutdown::install()?;
-    let options = match Options::parse() {
-        Ok(options) => options,
-        Err(err) => {
-            eprintln!("error: {err}");
-            std::process::exit(2);
-        }
-    };
+    let options = Options::parse();
     let metrics = PrometheusBuilder::new().install_recorder()?;
     let hub = Hub::builder()
         .capacity(options.capacity)

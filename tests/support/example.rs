@@ -17,7 +17,7 @@ use tokio::process::{Child, Command};
 pub type Client = RunningService<RoleClient, ClientConfig>;
 
 /// `target/<profile>/examples/server`, next to this test's own binary.
-fn binary() -> PathBuf {
+pub fn binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let profile_dir = exe
         .parent()

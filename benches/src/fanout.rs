@@ -35,26 +35,20 @@ pub struct Fanout {
     pool: Option<Pool>,
     route: Route,
     receivers: Receivers,
-    /// Each reader's poll count, when counting.
-    polls: Vec<Arc<AtomicUsize>>,
 }
 
 impl Fanout {
+    /// `n` listeners `via` the hub or an anchor, bursts of [`BURST`]
+    /// events published from this thread, readers on two workers.
     pub fn new(via: Via, n: usize) -> Self {
-        Self::with_burst(via, n, BURST)
-    }
-
-    /// `burst` events per iteration; with 1, an iteration is one event's
-    /// way from the publish to the last of the `n` listeners.
-    pub fn with_burst(via: Via, n: usize, burst: usize) -> Self {
-        Self::start(via, Receivers::new(n, burst, 2), false)
+        Self::start(via, Receivers::new(n, BURST, 2), |_| ())
     }
 
     /// `publishers` threads share each burst; readers get a worker per core
     /// (at least two).
     pub fn parallel(via: Via, n: usize, publishers: usize) -> Self {
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-        let mut fanout = Self::start(via, Receivers::new(n, BURST, workers), false);
+        let mut fanout = Self::start(via, Receivers::new(n, BURST, workers), |_| ());
         let route = fanout.route.clone();
         fanout.pool = Some(Pool::new(publishers, BURST / publishers, || {
             let route = route.clone();
@@ -63,14 +57,14 @@ impl Fanout {
         fanout
     }
 
-    fn start(via: Via, receivers: Receivers, count_polls: bool) -> Self {
+    /// The listeners of `receivers`, `via` the hub or an anchor, reader `i`
+    /// noting what `tap(i)` notes.
+    pub(crate) fn start<T: Tap>(
+        via: Via,
+        receivers: Receivers,
+        mut tap: impl FnMut(usize) -> T,
+    ) -> Self {
         let n = receivers.n;
-        let polls: Vec<Arc<AtomicUsize>> = if count_polls {
-            (0..n).map(|_| Arc::default()).collect()
-        } else {
-            Vec::new()
-        };
-        let counter = |i: usize| polls.get(i).cloned();
         let route = match via {
             Via::Hub => {
                 let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
@@ -78,14 +72,14 @@ impl Fanout {
                     let listener = hub
                         .listen(&Filter::new().with_tools_list_changed())
                         .unwrap();
-                    receivers.spawn(listener, counter(i));
+                    receivers.spawn(listener, tap(i));
                 }
                 Route::Hub(hub)
             }
             Via::Broadcast => {
                 let (tx, _) = broadcast::channel::<Event>(BURST * 2);
                 for i in 0..n {
-                    receivers.spawn(tx.subscribe(), counter(i));
+                    receivers.spawn(tx.subscribe(), tap(i));
                 }
                 Route::Broadcast(tx)
             }
@@ -93,7 +87,7 @@ impl Fanout {
                 (0..n)
                     .map(|i| {
                         let (tx, rx) = tokio_mpsc::channel::<Event>(BURST * 2);
-                        receivers.spawn(rx, counter(i));
+                        receivers.spawn(rx, tap(i));
                         tx
                     })
                     .collect(),
@@ -103,16 +97,24 @@ impl Fanout {
             pool: None,
             route,
             receivers,
-            polls,
         }
+    }
+
+    /// Publishes one burst (from this thread, or through the pool when
+    /// there is one) and waits until every listener has had all of it.
+    pub(crate) fn burst(&self) {
+        let route = &self.route;
+        self.receivers.burst(self.pool.as_ref(), || route.publish());
     }
 }
 
 impl Scenario for Fanout {
     fn run(&mut self, bursts: u64) -> Duration {
-        let route = &self.route;
-        self.receivers
-            .time(bursts, self.pool.as_ref(), || route.publish())
+        let start = Instant::now();
+        for _ in 0..bursts {
+            self.burst();
+        }
+        start.elapsed()
     }
 }
 
@@ -121,9 +123,15 @@ impl Scenario for Fanout {
 /// would be one poll per event; each poll beyond that is a time the reader
 /// found nothing, slept and was woken again.
 pub fn reader_polls_per_event(via: Via, n: usize, bursts: u64) -> f64 {
-    let mut fanout = Fanout::start(via, Receivers::new(n, BURST, 2), true);
+    let mut polls = Vec::with_capacity(n);
+    let mut fanout = Fanout::start(via, Receivers::new(n, BURST, 2), |_| {
+        // Each task its own counter, so that none is shared.
+        let counter = Arc::new(AtomicUsize::new(0));
+        polls.push(counter.clone());
+        Polls(counter)
+    });
     fanout.run(bursts);
-    let total: usize = fanout.polls.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+    let total: usize = polls.iter().map(|p| p.load(Ordering::Relaxed)).sum();
     total as f64 / (n as u64 * bursts * BURST as u64) as f64
 }
 
@@ -179,9 +187,33 @@ impl Reader for tokio_mpsc::Receiver<Event> {
     }
 }
 
+/// What a reading task notes besides counting its events; `()` notes
+/// nothing, and costs nothing.
+pub(crate) trait Tap: Send + 'static {
+    /// Before each poll of the reader.
+    fn polled(&mut self) {}
+
+    /// When an event has arrived, before it is counted (so before the
+    /// publisher can learn that the burst is done).
+    fn arrived(&mut self) {}
+}
+
+impl Tap for () {}
+
+/// Counts a task's polls.
+struct Polls(Arc<AtomicUsize>);
+
+impl Tap for Polls {
+    fn polled(&mut self) {
+        // Only this task writes it: no read-modify-write needed.
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
 /// The receivers' side of a fan-out: a runtime, and a count of listeners
 /// still receiving the current burst (the last one wakes the publisher).
-struct Receivers {
+pub(crate) struct Receivers {
     runtime: Runtime,
     n: usize,
     /// Events per iteration.
@@ -192,7 +224,9 @@ struct Receivers {
 }
 
 impl Receivers {
-    fn new(n: usize, burst: usize, workers: usize) -> Self {
+    /// `n` listeners taking `burst` events per iteration, read on
+    /// `workers` threads.
+    pub(crate) fn new(n: usize, burst: usize, workers: usize) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .build()
@@ -208,29 +242,22 @@ impl Receivers {
         }
     }
 
-    /// Reads `reader` in a task of its own until the fan-out ends, counting
-    /// the task's polls in `polls` when given (each task its own counter,
-    /// so none is shared).
-    fn spawn(&self, mut reader: impl Reader, polls: Option<Arc<AtomicUsize>>) {
+    /// Reads `reader` in a task of its own until the fan-out ends, with
+    /// `tap` noting what it notes.
+    fn spawn(&self, mut reader: impl Reader, mut tap: impl Tap) {
         let mut received = self.counter();
         self.runtime.spawn(async move {
-            match polls {
-                None => {
-                    while reader.next_event().await {
-                        received();
-                    }
+            loop {
+                let mut next = pin!(reader.next_event());
+                let arrived = poll_fn(|cx| {
+                    tap.polled();
+                    next.as_mut().poll(cx)
+                });
+                if !arrived.await {
+                    break;
                 }
-                Some(polls) => loop {
-                    let mut next = pin!(reader.next_event());
-                    let arrived = poll_fn(|cx| {
-                        polls.store(polls.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                        next.as_mut().poll(cx)
-                    });
-                    if !arrived.await {
-                        break;
-                    }
-                    received();
-                },
+                tap.arrived();
+                received();
             }
         });
     }
@@ -247,19 +274,15 @@ impl Receivers {
         }
     }
 
-    /// Times `bursts` bursts published by `publish` on this thread, or by
-    /// `pool` when there is one.
-    fn time(&self, bursts: u64, pool: Option<&Pool>, mut publish: impl FnMut()) -> Duration {
-        let start = Instant::now();
-        for _ in 0..bursts {
-            self.remaining.store(self.n, Ordering::Release);
-            match pool {
-                Some(pool) => pool.burst(),
-                None => (0..self.burst).for_each(|_| publish()),
-            }
-            self.done.recv().unwrap();
+    /// One burst, published by `publish` on this thread or by `pool` when
+    /// there is one; returns once every listener has had all of it.
+    fn burst(&self, pool: Option<&Pool>, mut publish: impl FnMut()) {
+        self.remaining.store(self.n, Ordering::Release);
+        match pool {
+            Some(pool) => pool.burst(),
+            None => (0..self.burst).for_each(|_| publish()),
         }
-        start.elapsed()
+        self.done.recv().unwrap();
     }
 }
 

@@ -5,8 +5,6 @@
 // criterion_group! generates undocumented public functions.
 #![allow(missing_docs)]
 
-mod harness;
-
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

@@ -6,8 +6,6 @@
 // criterion_group! generates undocumented public functions.
 #![allow(missing_docs)]
 
-mod harness;
-
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

@@ -28,6 +28,8 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// An extension event carrying `payload` bytes of data, and one
+    /// listener's subscription id.
     pub fn new(payload: usize) -> Self {
         Self {
             event: Event::extension(RENDER_METHOD, params_of(payload), None),
@@ -55,6 +57,8 @@ pub struct Reserialize {
 }
 
 impl Reserialize {
+    /// The params of an event carrying `payload` bytes of data, and one
+    /// listener's request id.
     pub fn new(payload: usize) -> Self {
         Self {
             params: params_of(payload),

@@ -8,30 +8,16 @@
 // criterion_group! generates undocumented public functions.
 #![allow(missing_docs)]
 
-#[path = "harness/http.rs"]
-mod http;
-
 use std::time::Duration;
 
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
+use harness::{EndToEnd, Scenario, Server};
 
 const STREAMS: usize = 100;
 const EVENTS: usize = 200;
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// `iters` runs, each with a server and streams of its own; only the
-/// publishing and reading are timed.
-fn timed(ours: bool, iters: u64) -> Duration {
-    (0..iters)
-        .map(|_| {
-            let outcome = http::run(ours, STREAMS, EVENTS, false, LIMIT);
-            assert!(outcome.completed, "every stream got every event");
-            outcome.elapsed
-        })
-        .sum()
-}
 
 fn end_to_end(c: &mut Criterion) {
     let mut group = c.benchmark_group("http");
@@ -41,12 +27,15 @@ fn end_to_end(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements((STREAMS * EVENTS) as u64));
-    group.bench_function(BenchmarkId::new("hub_endpoint", STREAMS), |b| {
-        b.iter_custom(|iters| timed(true, iters))
-    });
-    group.bench_function(BenchmarkId::new("rmcp_pattern", STREAMS), |b| {
-        b.iter_custom(|iters| timed(false, iters))
-    });
+    for (name, server) in [
+        ("hub_endpoint", Server::Endpoint),
+        ("rmcp_pattern", Server::RmcpPattern),
+    ] {
+        let mut run = EndToEnd::new(server, STREAMS, EVENTS, LIMIT);
+        group.bench_function(BenchmarkId::new(name, STREAMS), |b| {
+            b.iter_custom(|iters| run.run(iters))
+        });
+    }
     group.finish();
 }
 

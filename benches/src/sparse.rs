@@ -21,6 +21,8 @@ pub struct HubSparse {
 }
 
 impl HubSparse {
+    /// `n` listeners, each subscribed to a URI of its own; the update goes
+    /// to the middle one.
     pub fn new(n: usize) -> Self {
         let hub = Hub::builder().max_listeners(n).build();
         let listeners = (0..n)
@@ -58,6 +60,8 @@ pub struct BroadcastSparse {
 }
 
 impl BroadcastSparse {
+    /// `n` receivers, each after a URI of its own; the update is for the
+    /// middle one.
     pub fn new(n: usize) -> Self {
         let (tx, _) = broadcast::channel::<Event>(16);
         let receivers = (0..n).map(|i| (uri(i), tx.subscribe())).collect();

@@ -1,0 +1,76 @@
+//! The report's row: one comparison with its anchor, as a line of the
+//! markdown table and an object of the JSON array.
+
+use serde::Serialize;
+
+/// One row of the report.
+#[derive(Serialize)]
+pub(crate) struct Row {
+    pub(crate) scenario: String,
+    pub(crate) n: usize,
+    pub(crate) ours: f64,
+    pub(crate) anchor: String,
+    pub(crate) anchor_value: f64,
+    /// Oriented so that higher is better for the hub.
+    pub(crate) ratio: f64,
+    pub(crate) target: String,
+    /// `None` for a figure reported without a target.
+    pub(crate) met: Option<bool>,
+}
+
+impl Row {
+    /// A row whose `ratio` must reach `at_least`.
+    pub(crate) fn new(
+        scenario: &str,
+        n: usize,
+        ours: f64,
+        anchor: &str,
+        anchor_value: f64,
+        ratio: f64,
+        at_least: f64,
+    ) -> Self {
+        Self {
+            scenario: scenario.to_owned(),
+            n,
+            ours,
+            anchor: anchor.to_owned(),
+            anchor_value,
+            ratio,
+            target: format!(">= {at_least}x"),
+            met: Some(ratio >= at_least),
+        }
+    }
+
+    /// A figure reported beside the targets, with nothing to meet.
+    pub(crate) fn reported(mut self) -> Self {
+        self.target = "reported".to_owned();
+        self.met = None;
+        self
+    }
+}
+
+/// The rows as a markdown table.
+pub(crate) fn markdown(rows: &[Row]) -> String {
+    let mut table = String::from(
+        "| scenario | N | ours | anchor | anchor value | ratio | target | met |\n\
+         | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n",
+    );
+    for row in rows {
+        table += &format!(
+            "| {} | {} | {:.3e} | {} | {:.3e} | {:.2} | {} | {} |\n",
+            row.scenario,
+            row.n,
+            row.ours,
+            row.anchor,
+            row.anchor_value,
+            row.ratio,
+            row.target,
+            match row.met {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
+        );
+    }
+    table
+}

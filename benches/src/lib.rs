@@ -1,0 +1,56 @@
+//! The measurements shared by the criterion benches (`benches/*.rs`) and the
+//! `bench_report` binary, so that both time exactly the same work.
+//!
+//! Each scenario is set up once and then run for a number of iterations,
+//! returning the time those took (criterion's `iter_custom` shape); the
+//! report samples it with [`Scenario::per_iteration`]. Two measurements are
+//! not times alone, and each is made here, once, for both users:
+//!
+//! - latency: [`Latency`] is a paced fan-out whose listeners note when each
+//!   event reached them; criterion times an event's way to the last of
+//!   them, the report takes the percentiles of every listener's samples;
+//! - memory: [`held_by_idle_listeners`] counts the heap bytes that idle
+//!   listeners hold, through an instrumented allocator that this crate
+//!   installs for every binary built on it, so that the benches and the
+//!   report run on the same allocator.
+
+mod fanout;
+mod http;
+mod latency;
+mod memory;
+mod render;
+mod sparse;
+
+use std::time::Duration;
+
+pub use fanout::{Fanout, Via, reader_polls_per_event};
+pub use http::{EndToEnd, Outcome, Server};
+pub use latency::Latency;
+pub use memory::{held, held_by_idle_listeners};
+pub use render::{Reserialize, Stamp};
+pub use sparse::{BroadcastSparse, HubSparse};
+
+/// Events per fan-out iteration.
+pub const BURST: usize = 32;
+
+/// Something to time: `run(iters)` does `iters` iterations and says how long
+/// they took.
+pub trait Scenario {
+    /// Does `iters` iterations; the time they took.
+    fn run(&mut self, iters: u64) -> Duration;
+
+    /// The mean time per iteration over at least `budget`, after one
+    /// iteration of warm-up, doubling the iterations until a run lasts that
+    /// long: the report's sampling (criterion does its own).
+    fn per_iteration(&mut self, budget: Duration) -> Duration {
+        self.run(1);
+        let mut iters = 1u64;
+        loop {
+            let took = self.run(iters);
+            if took >= budget {
+                return took / iters as u32;
+            }
+            iters *= 2;
+        }
+    }
+}

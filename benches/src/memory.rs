@@ -1,0 +1,56 @@
+//! Memory: heap bytes held by idle listeners (subscribed, nothing queued),
+//! their handles included, counted by an instrumented allocator rather than
+//! read from the resident set, so that the count is exact at any number of
+//! listeners and does not depend on what the heap held before.
+//!
+//! The allocator is installed here, for every binary built on the harness:
+//! the criterion benches and the report then run on the same allocator, and
+//! a time in one is a time in the other.
+
+use std::alloc::System;
+use std::hint::black_box;
+
+use mcp_subscriptions::{Event, Filter, Hub};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::{BURST, Via};
+
+#[global_allocator]
+static HEAP: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Heap bytes held now: allocated, less freed. A reallocation that grows
+/// or shrinks a block counts its difference in one or the other.
+pub fn held() -> f64 {
+    let stats = HEAP.stats();
+    stats.bytes_allocated as f64 - stats.bytes_deallocated as f64
+}
+
+/// Heap bytes that `n` idle listeners `via` the hub or an anchor hold
+/// together, each handle kept in a vector (counted too): hub listeners of
+/// tools-list changes, `broadcast` receivers of one channel, or one `mpsc`
+/// channel per listener, sized as in the fan-out.
+pub fn held_by_idle_listeners(via: Via, n: u64) -> f64 {
+    let n = n as usize;
+    match via {
+        Via::Hub => {
+            let hub = Hub::builder().max_listeners(n).build();
+            let filter = Filter::new().with_tools_list_changed();
+            held_by(n, || hub.listen(&filter).unwrap())
+        }
+        Via::Broadcast => {
+            let (tx, _) = broadcast::channel::<Event>(1_024);
+            held_by(n, || tx.subscribe())
+        }
+        Via::Mpsc => held_by(n, || mpsc::channel::<Event>(BURST * 2)),
+    }
+}
+
+/// Heap bytes held by `n` results of `open`, kept alive together.
+fn held_by<T>(n: usize, mut open: impl FnMut() -> T) -> f64 {
+    let before = held();
+    let kept: Vec<T> = (0..n).map(|_| open()).collect();
+    let bytes = held() - before;
+    black_box(kept);
+    bytes
+}
