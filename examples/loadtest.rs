@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcp_subscriptions::{Capabilities, Event, EventKind, Filter, Hub, Next, Overflow, Selector};
+use mcp_subscriptions::{
+    Capabilities, Event, EventKind, Extension, Filter, Hub, Next, Overflow, Selector,
+};
 use serde_json::json;
 
 /// A load generator: listeners on a tokio runtime, one publisher thread, a
@@ -123,7 +125,7 @@ fn main() {
         .overflow(options.policy)
         .coalesce(options.coalesce)
         .max_listeners(options.listeners)
-        .capabilities(Capabilities::default().with_extension_field("k"))
+        .capabilities(Capabilities::default().with_extension(Extension::new("loadtest/k").with_field("k", |_| Ok(()))))
         .build();
     let filter = if options.coalesce {
         (0..options.keys).fold(Filter::new(), |f, k| f.with_resource(key_name(k)))

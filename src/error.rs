@@ -20,6 +20,11 @@ use crate::wire::response::error_response;
 /// tell it from a source failure and simply listen again).
 pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
 
+/// The JSON-RPC error code of a request that needs a client capability the
+/// client did not declare (MCP 2026-07-28): a filter field of an extension
+/// the client did not declare, for one.
+pub const CAPABILITY_REQUIRED_ERROR_CODE: ErrorCode = ErrorCode(-32021);
+
 /// Why the params of a `subscriptions/listen` request were refused.
 ///
 /// Every variant becomes JSON-RPC error `-32602` (invalid params), sent before
@@ -52,6 +57,19 @@ pub enum ListenParamsError {
         /// The configured limit.
         limit: usize,
     },
+    /// A `_meta` entry the serving layer reads (the client's capabilities
+    /// or info) is present but malformed.
+    InvalidMeta {
+        /// The `_meta` key.
+        key: &'static str,
+    },
+    /// An extension's filter field failed that extension's validation.
+    InvalidExtensionField {
+        /// The field, as spelled on the wire (for example `taskIds`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl fmt::Display for ListenParamsError {
@@ -74,6 +92,10 @@ impl fmt::Display for ListenParamsError {
                 f,
                 "too many resource subscriptions: {count} requested, at most {limit} allowed"
             ),
+            Self::InvalidMeta { key } => write!(f, "params._meta[{key:?}] is malformed"),
+            Self::InvalidExtensionField { field, reason } => {
+                write!(f, "params.notifications.{field} {reason}")
+            }
         }
     }
 }
@@ -99,6 +121,18 @@ pub enum OpenError {
         /// The configured maximum.
         limit: usize,
     },
+    /// The principal already holds its maximum number of streams.
+    PrincipalLimitReached {
+        /// The configured maximum per principal.
+        limit: usize,
+    },
+    /// The request names a filter field of an extension the client did not
+    /// declare in its capabilities, and the extension requires it.
+    CapabilityRequired {
+        /// The extension's identifier, such as
+        /// `io.modelcontextprotocol/tasks`.
+        extension: String,
+    },
     /// The hub was completed and accepts no new listeners.
     Completed,
     /// A hand-written [`Source`](crate::Source) refused with its own error.
@@ -111,6 +145,12 @@ impl fmt::Display for OpenError {
             Self::InvalidParams(err) => write!(f, "invalid listen params: {err}"),
             Self::LimitReached { limit } => {
                 write!(f, "subscription limit reached ({limit} listeners)")
+            }
+            Self::PrincipalLimitReached { limit } => {
+                write!(f, "subscription limit reached ({limit} streams per principal)")
+            }
+            Self::CapabilityRequired { extension } => {
+                write!(f, "the client must declare the extension {extension}")
             }
             Self::Completed => f.write_str("the hub is complete and accepts no new listeners"),
             Self::Refused(data) => write!(f, "refused: {}", data.message),
@@ -131,8 +171,12 @@ impl From<ListenParamsError> for OpenError {
 impl OpenError {
     /// The JSON-RPC error to answer the listen request with.
     ///
-    /// [`LimitReached`](Self::LimitReached) is `-32603` with the exact message
-    /// `Subscription limit reached` that the protocol names.
+    /// [`LimitReached`](Self::LimitReached) and
+    /// [`PrincipalLimitReached`](Self::PrincipalLimitReached) are `-32603`
+    /// with the exact message `Subscription limit reached` that the protocol
+    /// names; [`CapabilityRequired`](Self::CapabilityRequired) is
+    /// [`CAPABILITY_REQUIRED_ERROR_CODE`] with
+    /// `data: {"requiredCapabilities": {"extensions": {"<id>": {}}}}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
             Self::InvalidParams(err) => err.to_error_data(),
@@ -140,6 +184,16 @@ impl OpenError {
                 ErrorCode::INTERNAL_ERROR,
                 "Subscription limit reached",
                 Some(json!({ "limit": limit })),
+            ),
+            Self::PrincipalLimitReached { limit } => ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "Subscription limit reached",
+                Some(json!({ "limit": limit, "scope": "principal" })),
+            ),
+            Self::CapabilityRequired { extension } => ErrorData::new(
+                CAPABILITY_REQUIRED_ERROR_CODE,
+                format!("Missing required client capability: extension {extension}"),
+                Some(json!({ "requiredCapabilities": { "extensions": { extension: {} } } })),
             ),
             Self::Completed => {
                 ErrorData::new(ErrorCode::INTERNAL_ERROR, "Server is shutting down", None)

@@ -21,7 +21,9 @@ mod filter;
 mod overflow;
 mod sync;
 mod wire;
-// The interface a stream is served from, and the hub that implements it.
+// The interface a stream is served from (and what it learns about the
+// request), and the hub that implements it.
+mod context;
 mod hub;
 mod source;
 // The transport-agnostic driver of one stream.
@@ -37,19 +39,20 @@ pub mod stdio;
 mod transport;
 
 pub use counts::Counts;
+pub use context::{OpenContext, Principal, TransportKind};
 pub use error::{
-    AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
-    StreamError,
+    AdvertiseError, CAPABILITY_REQUIRED_ERROR_CODE, ListenParamsError, OVERFLOW_ERROR_CODE,
+    OpenError, ParseOverflowError, Refusal, StreamError,
 };
 pub use event::{Event, EventKind, Selector};
-pub use filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
+pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
 pub use hub::{
     ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats, Listener,
     ListenerId, ListenerStats, NextItem, PublishReport,
 };
 pub use overflow::Overflow;
-pub use serve::{Advertise, ListenService, ListenStream};
-pub use source::{CloseReason, Next, OpenContext, Opened, Source, SourceHandle};
+pub use serve::{Advertise, Authorize, ListenService, ListenStream};
+pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use transport::Streams;
 pub use wire::{Message, SUBSCRIPTION_ID_META_KEY, SubscriptionId};

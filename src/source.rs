@@ -6,15 +6,12 @@
 //! blocking thread) holds only the handle, never the source.
 
 use std::future::Future;
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use rmcp::model::RequestId;
-
+use crate::context::OpenContext;
 use crate::error::{OpenError, StreamError};
 use crate::event::Event;
 use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
-use crate::overflow::Overflow;
 use crate::sync::block_on_timeout;
 
 /// What pulling from a stream produced.
@@ -24,7 +21,7 @@ pub enum Next {
     /// The next event, in publish order.
     Event(Event),
     /// The listener lost this many events to its
-    /// [`DropOldest`](Overflow::DropOldest) policy since it last pulled; it
+    /// [`DropOldest`](crate::Overflow::DropOldest) policy since it last pulled; it
     /// stays subscribed and the following pulls continue with the oldest
     /// event it still holds.
     Lagged(u64),
@@ -57,54 +54,6 @@ pub enum CloseReason {
     Complete,
     /// The stream ended because of an error.
     Error,
-}
-
-/// What a source learns about the stream being opened, and per-stream
-/// options.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct OpenContext {
-    /// The id of the `subscriptions/listen` request, when there is one.
-    pub subscription_id: Option<RequestId>,
-    /// This stream's queue capacity, overriding the source's default.
-    pub capacity: Option<NonZeroUsize>,
-    /// This stream's overflow policy, overriding the source's default.
-    pub overflow: Option<Overflow>,
-    /// Whether this stream's queue coalesces duplicate signals, overriding
-    /// the source's default.
-    pub coalesce: Option<bool>,
-}
-
-impl OpenContext {
-    /// Records the listen request's id.
-    pub fn with_subscription_id(mut self, id: RequestId) -> Self {
-        self.subscription_id = Some(id);
-        self
-    }
-
-    /// Overrides the queue capacity for this stream.
-    ///
-    /// # Panics
-    ///
-    /// When `capacity` is zero.
-    pub fn with_capacity(mut self, capacity: usize) -> Self {
-        let capacity =
-            NonZeroUsize::new(capacity).expect("a listener's capacity must be at least 1");
-        self.capacity = Some(capacity);
-        self
-    }
-
-    /// Overrides the overflow policy for this stream.
-    pub fn with_overflow(mut self, overflow: Overflow) -> Self {
-        self.overflow = Some(overflow);
-        self
-    }
-
-    /// Overrides whether this stream's queue coalesces duplicate signals.
-    pub fn with_coalesce(mut self, coalesce: bool) -> Self {
-        self.coalesce = Some(coalesce);
-        self
-    }
 }
 
 /// A stream a source agreed to serve.

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("overflow", 0),
     ("sync", 0),
     ("wire", 0),
+    ("context", 1),
     ("source", 1),
     ("hub", 2),
     ("serve", 2),

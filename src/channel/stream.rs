@@ -5,8 +5,10 @@ use super::frame::Frame;
 use crate::error::OpenError;
 use crate::filter::Filter;
 use crate::serve::ListenService;
+use crate::serve::limits::Slot;
 use crate::serve::pull::{Pull, Pulled};
-use crate::source::{CloseReason, OpenContext, Source, SourceHandle};
+use crate::context::OpenContext;
+use crate::source::{CloseReason, Source, SourceHandle};
 
 /// One Diverge notification channel: every notification the source
 /// produces, one frame each, in publish order.
@@ -23,6 +25,8 @@ use crate::source::{CloseReason, OpenContext, Source, SourceHandle};
 /// disconnected for overflow, say) and the last frame is an error frame.
 pub struct ChannelStream<H: SourceHandle> {
     pull: Pull<H>,
+    /// Its principal's slot, given back when the channel is dropped.
+    _slot: Option<Slot>,
 }
 
 impl<S: Source> ListenService<S> {
@@ -33,11 +37,27 @@ impl<S: Source> ListenService<S> {
     /// The source's [`OpenError`] (a full hub, say): the ask cannot be
     /// served, and the channel should close cleanly without any frame.
     pub fn open_channel(&self) -> Result<ChannelStream<S::Handle>, OpenError> {
-        let opened = self
-            .source()
-            .open(&Filter::everything(), &OpenContext::default())?;
+        self.open_channel_with(OpenContext::default())
+    }
+
+    /// Opens a notification channel asked for with `context`, under the
+    /// same [authorizer](ListenService::with_authorizer) and
+    /// [per-principal limit](ListenService::with_max_streams_per_principal)
+    /// as listen streams: the authorizer sees [`Filter::everything`] and
+    /// may narrow it.
+    ///
+    /// # Errors
+    ///
+    /// As [`open_channel`](Self::open_channel), or the authorizer's or the
+    /// limit's refusal.
+    pub fn open_channel_with(
+        &self,
+        context: OpenContext,
+    ) -> Result<ChannelStream<S::Handle>, OpenError> {
+        let (opened, slot) = self.admit(&context, &Filter::everything())?;
         Ok(ChannelStream {
             pull: Pull::new(opened.handle),
+            _slot: slot,
         })
     }
 }

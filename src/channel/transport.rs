@@ -3,11 +3,12 @@
 
 use axum::extract::WebSocketUpgrade;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
-use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use axum::routing::{MethodRouter, get};
 use futures_util::{SinkExt, StreamExt};
 use tokio_util::task::TaskTracker;
 
+use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
 use crate::transport::Streams;
@@ -77,14 +78,19 @@ where
             allowed_hosts,
             tasks,
         } = self;
-        get(move |headers: HeaderMap, upgrade: WebSocketUpgrade| {
+        get(move |parts: Parts, upgrade: WebSocketUpgrade| {
             let (listen, tasks) = (listen.clone(), tasks.clone());
-            let admitted = allowed_hosts.admit(&headers);
+            let admitted = allowed_hosts.admit(&parts.headers);
             async move {
                 if !admitted {
                     return forbidden();
                 }
-                upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, socket)))
+                let context = OpenContext::default()
+                    .with_transport(TransportKind::Channel)
+                    .with_http(parts);
+                upgrade.on_upgrade(move |socket| {
+                    tasks.track_future(serve(listen, context, socket))
+                })
             }
         })
     }
@@ -96,9 +102,9 @@ impl<S> std::fmt::Debug for ChannelTransport<S> {
     }
 }
 
-async fn serve<S: Source>(listen: ListenService<S>, socket: WebSocket) {
+async fn serve<S: Source>(listen: ListenService<S>, context: OpenContext, socket: WebSocket) {
     let (mut outgoing, mut incoming) = socket.split();
-    let Ok(mut channel) = listen.open_channel() else {
+    let Ok(mut channel) = listen.open_channel_with(context) else {
         // The ask cannot be served: a clean close, and no frame at all.
         let _ = outgoing.send(Message::Close(None)).await;
         return;

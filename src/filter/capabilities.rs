@@ -3,11 +3,11 @@
 //! The granted filter keeps a kind only if its capability bit is advertised:
 //! `tools.listChanged`, `prompts.listChanged`, `resources.listChanged`, and
 //! `resources.subscribe` for `resourceSubscriptions`. Extension fields are
-//! kept only for extensions the server declares it serves.
+//! kept only when a declared [`Extension`] owns them.
 
-use std::collections::BTreeSet;
-
+use super::extension::Extension;
 use super::notifications::Filter;
+use crate::error::OpenError;
 
 /// The notification capabilities a server advertises.
 ///
@@ -29,9 +29,9 @@ pub struct Capabilities {
     pub resources_list_changed: bool,
     /// `resources.subscribe`, which gates `resourceSubscriptions`.
     pub resources_subscribe: bool,
-    /// The extension filter fields the server serves (for example
-    /// `taskIds`); other extension fields are narrowed away.
-    pub extension_fields: BTreeSet<String>,
+    /// The extensions the server serves; filter fields none of them owns
+    /// are narrowed away.
+    pub extensions: Vec<Extension>,
 }
 
 impl Default for Capabilities {
@@ -53,7 +53,7 @@ impl Capabilities {
             prompts_list_changed: false,
             resources_list_changed: false,
             resources_subscribe: false,
-            extension_fields: BTreeSet::new(),
+            extensions: Vec::new(),
         }
     }
 
@@ -81,10 +81,57 @@ impl Capabilities {
         self
     }
 
-    /// Serves the extension filter field `field` (for example `taskIds`).
-    pub fn with_extension_field(mut self, field: impl Into<String>) -> Self {
-        self.extension_fields.insert(field.into());
+    /// Serves `extension`, replacing any earlier declaration of the same id.
+    pub fn with_extension(mut self, extension: Extension) -> Self {
+        self.extensions.retain(|e| e.id() != extension.id());
+        self.extensions.push(extension);
         self
+    }
+
+    /// The declared extension that owns the filter field `field`.
+    pub fn extension_owning(&self, field: &str) -> Option<&Extension> {
+        self.extensions.iter().find(|e| e.owns(field))
+    }
+
+    /// Checks a request's extension fields before anything is granted:
+    /// each field a declared extension owns must pass its validator, and
+    /// must come from a client that declared the extension when the
+    /// extension requires it (`client_declares` says whether the client
+    /// declared an extension id). Fields no extension owns are not checked;
+    /// [`Filter::narrow`] leaves them out.
+    ///
+    /// # Errors
+    ///
+    /// [`OpenError::CapabilityRequired`] (`-32021`) for an undeclared
+    /// extension that requires declaring, then
+    /// [`OpenError::InvalidParams`] (`-32602`) for a field its validator
+    /// refuses.
+    pub fn check_extensions(
+        &self,
+        requested: &Filter,
+        client_declares: impl Fn(&str) -> bool,
+    ) -> Result<(), OpenError> {
+        for (field, value) in requested.extensions() {
+            let Some(extension) = self.extension_owning(field) else {
+                continue;
+            };
+            if extension.requires_client_declaration() && !client_declares(extension.id()) {
+                return Err(OpenError::CapabilityRequired {
+                    extension: extension.id().to_owned(),
+                });
+            }
+            extension.validate(field, value)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a notification of `method`, routed by the filter field
+    /// `field`, may travel on listen streams: the extension owning the field
+    /// lists the method (or lists none, which leaves it unrestricted).
+    pub fn routes(&self, method: &str, field: &str) -> bool {
+        self.extension_owning(field).is_none_or(|extension| {
+            extension.methods().next().is_none() || extension.sends(method)
+        })
     }
 }
 
@@ -107,7 +154,12 @@ impl From<&rmcp::model::ServerCapabilities> for Capabilities {
                 .resources
                 .as_ref()
                 .is_some_and(|r| r.subscribe == Some(true)),
-            extension_fields: BTreeSet::new(),
+            extensions: caps
+                .extensions
+                .iter()
+                .flatten()
+                .map(|(id, _)| Extension::new(id.as_str()))
+                .collect(),
         }
     }
 }
@@ -135,7 +187,7 @@ impl Filter {
             extensions: self
                 .extensions
                 .iter()
-                .filter(|(field, _)| advertised.extension_fields.contains(*field))
+                .filter(|(field, _)| advertised.extension_owning(field).is_some())
                 .map(|(field, value)| (field.clone(), value.clone()))
                 .collect(),
             everything: false,
@@ -161,7 +213,8 @@ mod tests {
 
     #[test]
     fn advertising_everything_keeps_core_and_served_extensions() {
-        let caps = Capabilities::default().with_extension_field("taskIds");
+        let caps = Capabilities::default()
+            .with_extension(Extension::new("io.modelcontextprotocol/tasks").with_id_list("taskIds", 10));
         let granted = requested().narrow(&caps);
         assert_eq!(
             serde_json::to_value(&granted).unwrap(),
@@ -196,5 +249,38 @@ mod tests {
         assert!(!ours.prompts_list_changed);
         assert!(!ours.resources_list_changed);
         assert!(ours.resources_subscribe);
+    }
+
+    #[test]
+    fn extension_fields_are_checked_against_their_declaration() {
+        let tasks = Extension::new("io.modelcontextprotocol/tasks")
+            .with_id_list("taskIds", 2)
+            .requiring_client_declaration();
+        let caps = Capabilities::default().with_extension(tasks);
+        let asks = |value| Filter::new().with_extension("taskIds", value);
+        let declared = |id: &str| id == "io.modelcontextprotocol/tasks";
+        assert!(caps.check_extensions(&asks(json!(["t"])), declared).is_ok());
+        let err = caps
+            .check_extensions(&asks(json!(["t"])), |_| false)
+            .unwrap_err();
+        assert_eq!(err.to_error_data().code.0, -32021);
+        let err = caps
+            .check_extensions(&asks(json!(["a", "b", "c"])), declared)
+            .unwrap_err();
+        assert_eq!(err.to_error_data().code.0, -32602);
+        let unknown = Filter::new().with_extension("x-unknown", json!(3));
+        assert!(caps.check_extensions(&unknown, |_| false).is_ok());
+    }
+
+    #[test]
+    fn only_listed_methods_route_under_an_extension_field() {
+        let caps = Capabilities::default().with_extension(
+            Extension::new("io.modelcontextprotocol/tasks")
+                .with_id_list("taskIds", 10)
+                .with_method("notifications/tasks"),
+        );
+        assert!(caps.routes("notifications/tasks", "taskIds"));
+        assert!(!caps.routes("notifications/other", "taskIds"));
+        assert!(caps.routes("vendor/x", "unowned"));
     }
 }

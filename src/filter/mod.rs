@@ -9,10 +9,12 @@
 //! the hub routes by.
 
 mod capabilities;
+mod extension;
 mod field;
 mod notifications;
 mod parse;
 
 pub use capabilities::Capabilities;
+pub use extension::Extension;
 pub use notifications::Filter;
 pub use parse::DEFAULT_MAX_URIS;

@@ -168,6 +168,69 @@ impl Filter {
         }
     }
 
+    /// What both filters ask for: the subset of `self` that `other` also
+    /// names. An authorization hook's answer is intersected with the request
+    /// this way, so a stream is never granted more than it asked for.
+    ///
+    /// An extension field kept by both is kept when both hold the same
+    /// value; when both list ids, the ids in both; when one is `true`
+    /// (every id), the other's value.
+    ///
+    /// ```
+    /// use mcp_subscriptions::Filter;
+    /// use serde_json::json;
+    ///
+    /// let asked = Filter::new()
+    ///     .with_tools_list_changed()
+    ///     .with_resource("file:///a")
+    ///     .with_resource("file:///b")
+    ///     .with_extension("taskIds", json!(["t1", "t2"]));
+    /// let allowed = Filter::new()
+    ///     .with_resource("file:///b")
+    ///     .with_extension("taskIds", json!(["t2", "t3"]));
+    /// assert_eq!(
+    ///     asked.intersect(&allowed),
+    ///     Filter::new().with_resource("file:///b").with_extension("taskIds", json!(["t2"])),
+    /// );
+    /// ```
+    pub fn intersect(&self, other: &Filter) -> Filter {
+        if other.everything {
+            return self.clone();
+        }
+        if self.everything {
+            return other.clone();
+        }
+        let extensions = self
+            .extensions
+            .iter()
+            .filter_map(|(field, mine)| {
+                let theirs = other.extensions.get(field)?;
+                let both = match (mine, theirs) {
+                    (Value::Bool(true), value) | (value, Value::Bool(true)) => value.clone(),
+                    (Value::Array(mine), Value::Array(theirs)) => Value::Array(
+                        mine.iter().filter(|id| theirs.contains(id)).cloned().collect(),
+                    ),
+                    (mine, theirs) if mine == theirs => mine.clone(),
+                    _ => return None,
+                };
+                Some((field.clone(), both))
+            })
+            .collect();
+        Filter {
+            tools_list_changed: self.tools_list_changed && other.tools_list_changed,
+            prompts_list_changed: self.prompts_list_changed && other.prompts_list_changed,
+            resources_list_changed: self.resources_list_changed && other.resources_list_changed,
+            resource_subscriptions: self
+                .resource_subscriptions
+                .iter()
+                .filter(|uri| other.resource_subscriptions.contains(*uri))
+                .cloned()
+                .collect(),
+            extensions,
+            everything: false,
+        }
+    }
+
     /// The keys an extension field routes by: its strings when it is an
     /// array of strings (other elements are ignored).
     pub(crate) fn extension_keys(&self) -> impl Iterator<Item = (&str, &str)> {

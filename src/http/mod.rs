@@ -11,6 +11,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
@@ -19,6 +20,7 @@ use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
+use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
 use crate::transport::Streams;
@@ -191,7 +193,7 @@ where
                 return forbidden();
             }
             if let Some(id) = listen_request(&message) {
-                return self.serve_listen(id, message.get("params"));
+                return self.serve_listen(id, message.get("params"), &parts);
             }
             for removed in REMOVED {
                 if let Some(id) = request_id(&message, removed) {
@@ -211,8 +213,11 @@ where
         }
     }
 
-    fn serve_listen(&self, id: RequestId, params: Option<&Value>) -> Response {
-        let mut stream = match self.listen.open(id, params) {
+    fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
+        let context = OpenContext::default()
+            .with_transport(TransportKind::Http)
+            .with_http(parts.clone());
+        let mut stream = match self.listen.open_with(context, id, params) {
             Ok(stream) => stream,
             Err(refusal) => return json_response(StatusCode::OK, refusal.to_message()),
         };

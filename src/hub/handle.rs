@@ -1,6 +1,7 @@
 //! The `Hub` handle: opening listeners, publishing, completing, and reading
 //! the counters.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::num::NonZeroUsize;
 
@@ -13,10 +14,11 @@ use super::report::PublishReport;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats, Retirement};
 use crate::error::{ListenParamsError, OpenError};
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::filter::{Capabilities, Filter};
 use crate::overflow::Overflow;
-use crate::source::{OpenContext, Opened, Source};
+use crate::context::OpenContext;
+use crate::source::{Opened, Source};
 use crate::sync::{Arc, Ordering};
 
 /// The subscription hub: publish changes, and every listener whose filter
@@ -163,6 +165,7 @@ impl Hub {
     /// concurrent open, close or push holds.
     pub fn publish(&self, event: Event) -> PublishReport {
         self.shared.published.fetch_add(1, Ordering::Relaxed);
+        let routed = self.routed_kind(event.kind());
         let mut report = PublishReport::default();
         let mut overflowed = Vec::new();
         let mut waiters = Vec::new();
@@ -170,7 +173,7 @@ impl Hub {
             // A read lock: publishers run side by side, and only opening,
             // closing and completing (all brief) exclude them.
             let registry = self.shared.registry.read();
-            registry.index.for_each_match(event.kind(), |entry| {
+            registry.index.for_each_match(&routed, |entry| {
                 let (pushed, waiter) = entry.queue.push(&event);
                 waiters.extend(waiter);
                 if pushed != Pushed::NotOpen {
@@ -205,6 +208,29 @@ impl Hub {
             }
         }
         report
+    }
+
+    /// The kind `kind` is routed as: an extension notification whose
+    /// extension does not list its method reaches only match-everything
+    /// listeners (channels), never a listen stream, as if it had no selector.
+    fn routed_kind<'a>(&self, kind: &'a EventKind) -> Cow<'a, EventKind> {
+        match kind {
+            EventKind::Extension {
+                method,
+                selector: Some(selector),
+            } if !self
+                .shared
+                .config
+                .capabilities
+                .routes(method, selector.field()) =>
+            {
+                Cow::Owned(EventKind::Extension {
+                    method: method.clone(),
+                    selector: None,
+                })
+            }
+            _ => Cow::Borrowed(kind),
+        }
     }
 
     /// Publishes `notifications/tools/list_changed`.

@@ -7,7 +7,8 @@ use crate::filter::Capabilities;
 use crate::source::Source;
 
 /// Builds the `ServerCapabilities` a server advertises, with the
-/// `listChanged` and `subscribe` bits set from the installed [`Source`].
+/// `listChanged` and `subscribe` bits set from the installed [`Source`], and
+/// its declared [`Extension`](crate::Extension)s listed under `extensions`.
 ///
 /// The protocol forbids advertising those bits without a subscription
 /// source, so [`build`](Self::build) refuses a base that sets one when no
@@ -89,6 +90,14 @@ impl Advertise {
             }
         }
         let mut caps = self.base;
+        // Additive only: the base may list extensions that have nothing to
+        // do with subscriptions (skills, say), which are not ours to refuse.
+        for extension in &served.extensions {
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .entry(extension.id().to_owned())
+                .or_default();
+        }
         if served.tools_list_changed {
             caps.tools
                 .get_or_insert_with(ToolsCapability::default)
@@ -131,6 +140,20 @@ mod tests {
         assert_eq!(caps.prompts.unwrap().list_changed, Some(true));
         assert!(caps.tools.is_none());
         assert!(caps.resources.is_none());
+        assert!(caps.extensions.is_none(), "no extension installed, none listed");
+    }
+
+    #[test]
+    fn installed_extensions_are_listed_beside_the_others() {
+        let tasks = crate::Extension::new("io.modelcontextprotocol/tasks");
+        let hub = Hub::builder()
+            .capabilities(Capabilities::default().with_extension(tasks))
+            .build();
+        let mut base = ServerCapabilities::default();
+        base.extensions = Some([("vendor/skills".to_owned(), Default::default())].into());
+        let caps = Advertise::new(base).source(&hub).build().unwrap();
+        let listed: Vec<_> = caps.extensions.unwrap().into_keys().collect();
+        assert_eq!(listed, ["io.modelcontextprotocol/tasks", "vendor/skills"]);
     }
 
     #[test]

@@ -8,10 +8,13 @@
 //! builds the server capabilities from what the source serves.
 
 mod advertise;
+mod authorize;
+pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;
 mod stream;
 
 pub use advertise::Advertise;
+pub use authorize::Authorize;
 pub use service::ListenService;
 pub use stream::ListenStream;

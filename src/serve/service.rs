@@ -5,10 +5,13 @@ use std::sync::Arc;
 use rmcp::model::{ErrorData, Implementation, RequestId};
 use serde_json::Value;
 
+use super::authorize::Authorize;
+use super::limits::{PrincipalLimits, Slot};
 use super::stream::ListenStream;
+use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal};
 use crate::filter::Filter;
-use crate::source::{OpenContext, Source};
+use crate::source::{Opened, Source};
 
 /// Serves listen streams from one source; cheap to clone.
 ///
@@ -30,9 +33,32 @@ use crate::source::{OpenContext, Source};
 /// assert!(String::from_utf8(event.to_vec()).unwrap().contains("tools/list_changed"));
 /// # });
 /// ```
+///
+/// # Admission
+///
+/// Before a stream is opened, and so before anything is acknowledged, a
+/// request passes these checks in order; the first that fails answers it
+/// with a JSON-RPC error:
+///
+/// 1. its params parse, with no more URIs than the source's
+///    [`max_uris`](Source::max_uris), and its `_meta` client capabilities
+///    and info are well formed (`-32602`);
+/// 2. each filter field a declared [`Extension`](crate::Extension) owns
+///    comes from a client that declared the extension, where the extension
+///    requires it (`-32021`), and passes the extension's validator
+///    (`-32602`);
+/// 3. the [authorizer](Self::with_authorizer), if any, grants a subset or
+///    refuses with its own error;
+/// 4. the principal, if any, holds fewer than its
+///    [limit](Self::with_max_streams_per_principal) of open streams
+///    (`-32603` `Subscription limit reached`);
+/// 5. the source opens it, narrowing to what it serves (`-32603` for a full
+///    hub).
 pub struct ListenService<S> {
     source: Arc<S>,
     server_info: Arc<Implementation>,
+    authorizer: Option<Arc<dyn Authorize>>,
+    limits: Option<PrincipalLimits>,
 }
 
 impl<S> Clone for ListenService<S> {
@@ -40,6 +66,8 @@ impl<S> Clone for ListenService<S> {
         Self {
             source: self.source.clone(),
             server_info: self.server_info.clone(),
+            authorizer: self.authorizer.clone(),
+            limits: self.limits.clone(),
         }
     }
 }
@@ -55,7 +83,26 @@ impl<S: Source> ListenService<S> {
                 env!("CARGO_PKG_NAME"),
                 env!("CARGO_PKG_VERSION"),
             )),
+            authorizer: None,
+            limits: None,
         }
+    }
+
+    /// Asks `authorizer` what each request may be granted (see
+    /// [`Authorize`]).
+    pub fn with_authorizer(mut self, authorizer: impl Authorize) -> Self {
+        self.authorizer = Some(Arc::new(authorizer));
+        self
+    }
+
+    /// Lets each [`Principal`](crate::Principal) hold at most `limit` open
+    /// streams (listen streams and channels together); one more is refused
+    /// with `-32603` `Subscription limit reached`, and a slot is freed when
+    /// a stream ends, however it ends. Streams without a principal are
+    /// limited only by the source.
+    pub fn with_max_streams_per_principal(mut self, limit: usize) -> Self {
+        self.limits = Some(PrincipalLimits::new(limit));
+        self
     }
 
     /// Sets the server info every stream's `complete` result carries.
@@ -74,45 +121,95 @@ impl<S: Source> ListenService<S> {
         &self.server_info
     }
 
-    /// Validates a listen request and opens its stream. Nothing is sent
-    /// before this succeeds.
+    /// Validates a listen request made in process (no transport, no
+    /// principal) and opens its stream. See [`open_with`](Self::open_with).
     ///
     /// # Errors
     ///
-    /// A [`Refusal`] carrying the JSON-RPC error response to send instead:
-    /// `-32602` for malformed params or more URIs than the source's
-    /// [`max_uris`](Source::max_uris), or whatever the source refused with
-    /// (`-32603` `Subscription limit reached` for a full hub).
+    /// As [`open_with`](Self::open_with).
     pub fn open(
         &self,
+        id: RequestId,
+        params: Option<&Value>,
+    ) -> Result<ListenStream<S::Handle>, Refusal> {
+        self.open_with(OpenContext::default(), id, params)
+    }
+
+    /// Validates a listen request that arrived with `context` (what its
+    /// transport knows: the transport, the principal, the HTTP head) and
+    /// opens its stream. What the request's `_meta` says about the client
+    /// is added to the context the source sees. Nothing is sent before this
+    /// succeeds.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] carrying the JSON-RPC error response to send instead,
+    /// from the first [admission](Self#admission) check that failed.
+    pub fn open_with(
+        &self,
+        mut context: OpenContext,
         id: RequestId,
         params: Option<&Value>,
     ) -> Result<ListenStream<S::Handle>, Refusal> {
         let refuse = |error: ErrorData| Refusal::new(id.clone(), error);
         let requested = Filter::from_listen_params(params, self.source.max_uris())
             .map_err(|err| refuse(err.to_error_data()))?;
-        self.open_filter(id.clone(), &requested)
+        let meta = params
+            .and_then(|params| params.get("_meta"))
+            .and_then(Value::as_object);
+        context
+            .read_meta(meta)
+            .map_err(|err| refuse(err.to_error_data()))?;
+        context.subscription_id = Some(id.clone());
+        self.open_filter(context, &requested)
             .map_err(|err| refuse(err.to_error_data()))
     }
 
-    /// Opens a stream for an already parsed filter.
+    /// Opens a stream for an already parsed filter, under the admission
+    /// checks from the second on. The stream's id is the context's
+    /// [`subscription_id`](OpenContext::subscription_id) (`0` when unset).
     ///
     /// # Errors
     ///
-    /// The source's [`OpenError`].
+    /// The [`OpenError`] of the first [admission](Self#admission) check that
+    /// failed.
     pub fn open_filter(
         &self,
-        id: RequestId,
+        context: OpenContext,
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
-        let context = OpenContext::default().with_subscription_id(id.clone());
-        let opened = self.source.open(requested, &context)?;
+        let (opened, slot) = self.admit(&context, requested)?;
+        let id = context.subscription_id.unwrap_or(RequestId::Number(0));
         Ok(ListenStream::new(
             opened.handle,
             id,
             opened.granted,
             self.server_info.clone(),
+            slot,
         ))
+    }
+
+    /// Runs the admission checks from the extensions on, and opens the
+    /// source: the stream, and its principal's slot.
+    pub(crate) fn admit(
+        &self,
+        context: &OpenContext,
+        requested: &Filter,
+    ) -> Result<(Opened<S::Handle>, Option<Slot>), OpenError> {
+        self.source
+            .capabilities()
+            .check_extensions(requested, |id| context.client_declares_extension(id))?;
+        let authorized = match &self.authorizer {
+            Some(authorizer) => authorizer.authorize(context, requested)?.intersect(requested),
+            None => requested.clone(),
+        };
+        let slot = match (&self.limits, &context.principal) {
+            (Some(limits), Some(principal)) => Some(limits.acquire(principal)?),
+            _ => None,
+        };
+        // A refusal from the source drops the slot, freeing it again.
+        let opened = self.source.open(&authorized, context)?;
+        Ok((opened, slot))
     }
 }
 
@@ -120,6 +217,8 @@ impl<S> std::fmt::Debug for ListenService<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ListenService")
             .field("server_info", &self.server_info)
+            .field("authorizer", &self.authorizer.is_some())
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rmcp::model::{Implementation, RequestId};
 
+use super::limits::Slot;
 use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use crate::filter::Filter;
 use crate::source::{CloseReason, SourceHandle};
@@ -39,6 +40,8 @@ pub struct ListenStream<H: SourceHandle> {
     granted: Filter,
     acknowledged: bool,
     server_info: Arc<Implementation>,
+    /// Its principal's slot, given back when the stream is dropped.
+    _slot: Option<Slot>,
 }
 
 impl<H: SourceHandle> ListenStream<H> {
@@ -47,6 +50,7 @@ impl<H: SourceHandle> ListenStream<H> {
         id: RequestId,
         granted: Filter,
         server_info: Arc<Implementation>,
+        slot: Option<Slot>,
     ) -> Self {
         Self {
             pull: Pull::new(handle),
@@ -55,6 +59,7 @@ impl<H: SourceHandle> ListenStream<H> {
             granted,
             acknowledged: false,
             server_info,
+            _slot: slot,
         }
     }
 

@@ -18,6 +18,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::context::{OpenContext, Principal, TransportKind};
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
 use crate::sync::Mutex;
@@ -67,6 +68,8 @@ pub struct StdioTransport<S: Source> {
     /// token is a child of it.
     closing: CancellationToken,
     tasks: TaskTracker,
+    /// Who every stream of this connection is served as.
+    principal: Option<Principal>,
 }
 
 impl<S> StdioTransport<S>
@@ -96,8 +99,16 @@ where
             cancels: Arc::default(),
             serial: 0,
             closing: CancellationToken::new(),
+            principal: None,
             tasks: TaskTracker::new(),
         }
+    }
+
+    /// Serves every stream of this connection as `principal`: a stdio
+    /// server runs for one client, which the process that started it knows.
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
     }
 
     /// A handle on this transport's listen streams, for a graceful shutdown
@@ -116,7 +127,9 @@ where
                 ErrorData::invalid_request("a listen request with this id is still open", None);
             return Some(error_response(&request_id_json(&id), &error));
         }
-        let stream = match self.listen.open(id.clone(), params) {
+        let mut context = OpenContext::default().with_transport(TransportKind::Stdio);
+        context.principal = self.principal.clone();
+        let stream = match self.listen.open_with(context, id.clone(), params) {
             Ok(stream) => stream,
             Err(refusal) => return Some(refusal.to_message()),
         };
