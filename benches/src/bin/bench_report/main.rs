@@ -12,6 +12,7 @@
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `scaling`). The scaling table (1,
 //! 4 and 16 publisher threads) runs by default only on 8 cores or more.
+//! `--help` lists the options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
@@ -27,73 +28,97 @@ mod scaling;
 mod settings;
 mod sparse;
 
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
 use settings::Settings;
+
+/// Every comparison with its anchor, measured in the same run: a markdown
+/// table on stdout, the same rows as JSON, and a plot of fan-out
+/// throughput against listener count.
+#[derive(Parser)]
+// As before clap, an option given twice takes its last value.
+#[command(name = "bench_report", version, args_override_self = true)]
+struct Options {
+    /// The short run: smaller sizes, fewer rounds, 300 ms per timed figure
+    /// [default: the full run, 2 s per timed figure]
+    #[arg(long)]
+    quick: bool,
+    /// Also write the rows to FILE as a JSON array [default: no JSON]
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also draw fan-out throughput against listener count to FILE.svg;
+    /// needs the fanout section [default: no plot]
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Run only these sections, comma-separated, in the report's order
+    /// [default: every section, scaling only on 8 cores or more]
+    // `Set`, not the `Append` a list gets by default: a second `--only`
+    // replaces the first, as before clap.
+    #[arg(
+        long,
+        value_name = "SECTIONS",
+        value_enum,
+        value_delimiter = ',',
+        action = ArgAction::Set
+    )]
+    only: Vec<Section>,
+}
 
 /// The report's sections, in the order of their rows, named by the prefix
 /// of their rows' scenarios. The scaling table's rows begin with `fanout`
 /// too.
-const SECTIONS: [&str; 7] = [
-    "fanout", "sparse", "latency", "memory", "render", "http", "scaling",
-];
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Section {
+    Fanout,
+    Sparse,
+    Latency,
+    Memory,
+    Render,
+    Http,
+    Scaling,
+}
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
-/// publisher threads would just take turns.
+/// publisher threads would just take turns. `--only`'s help names it.
 const SCALING_CORES: usize = 8;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let (mut quick, mut json_path, mut plot_path) = (false, None, None);
-    let mut only: Vec<String> = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--json" => json_path = Some(args.next().ok_or("--json needs a file")?),
-            "--plot" => plot_path = Some(args.next().ok_or("--plot needs a file")?),
-            "--only" => {
-                let list = args.next().ok_or("--only needs sections")?;
-                only = list.split(',').map(str::to_owned).collect();
-                if let Some(unknown) = only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
-                    return Err(format!("unknown section {unknown}; one of {SECTIONS:?}").into());
-                }
-            }
-            other => return Err(format!("unknown option {other}").into()),
-        }
-    }
+    let options = Options::parse();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let wants = |section: &str| {
-        if only.is_empty() {
-            section != "scaling" || cores >= SCALING_CORES
+    let wants = |section: Section| {
+        if options.only.is_empty() {
+            section != Section::Scaling || cores >= SCALING_CORES
         } else {
-            only.iter().any(|s| s == section)
+            options.only.contains(&section)
         }
     };
-    let settings = Settings::new(quick);
+    let settings = Settings::new(options.quick);
 
     let (mut rows, mut curve) = (Vec::new(), Vec::new());
-    for section in SECTIONS.into_iter().filter(|s| wants(s)) {
+    for &section in Section::value_variants().iter().filter(|&&s| wants(s)) {
         rows.extend(match section {
-            "fanout" => fanout::rows(&settings, &mut curve),
-            "sparse" => sparse::rows(&settings),
-            "latency" => latency::rows(&settings),
-            "memory" => memory::rows(),
-            "render" => render::rows(&settings),
-            "http" => http::rows(&settings),
-            "scaling" => scaling::rows(&settings),
-            _ => unreachable!("a section of SECTIONS"),
+            Section::Fanout => fanout::rows(&settings, &mut curve),
+            Section::Sparse => sparse::rows(&settings),
+            Section::Latency => latency::rows(&settings),
+            Section::Memory => memory::rows(),
+            Section::Render => render::rows(&settings),
+            Section::Http => http::rows(&settings),
+            Section::Scaling => scaling::rows(&settings),
         });
     }
 
     print!("{}", rows::markdown(&rows));
-    if let Some(path) = json_path {
+    if let Some(path) = options.json {
         std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
-        println!("rows written to {path}");
+        println!("rows written to {}", path.display());
     }
-    if let Some(path) = plot_path {
+    if let Some(path) = options.plot {
         if curve.is_empty() {
             return Err("--plot draws the fan-out curve: run the fanout section".into());
         }
         plot::plot(&path, &curve)?;
-        println!("plot written to {path}");
+        println!("plot written to {}", path.display());
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! The plot: fan-out throughput against listener count, the hub and both
 //! anchors, as an SVG.
 
+use std::path::Path;
+
 use plotters::prelude::*;
 
 /// Deliveries per second at one listener count: hub, broadcast, mpsc.
@@ -10,7 +12,7 @@ pub(crate) type CurvePoint = (usize, f64, f64, f64);
 type Series = (&'static str, RGBColor, fn(&CurvePoint) -> f64);
 
 /// Draws `points` to an SVG file at `path`.
-pub(crate) fn plot(path: &str, points: &[CurvePoint]) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn plot(path: &Path, points: &[CurvePoint]) -> Result<(), Box<dyn std::error::Error>> {
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let max = points
