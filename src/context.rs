@@ -188,7 +188,10 @@ impl OpenContext {
     ///
     /// `-32602` when the client capabilities or client info are present but
     /// malformed.
-    pub(crate) fn read_meta(&mut self, meta: Option<&Map<String, Value>>) -> Result<(), ListenParamsError> {
+    pub(crate) fn read_meta(
+        &mut self,
+        meta: Option<&Map<String, Value>>,
+    ) -> Result<(), ListenParamsError> {
         let Some(meta) = meta else { return Ok(()) };
         if self.protocol_version.is_none() {
             self.protocol_version = meta

@@ -147,7 +147,10 @@ impl fmt::Display for OpenError {
                 write!(f, "subscription limit reached ({limit} listeners)")
             }
             Self::PrincipalLimitReached { limit } => {
-                write!(f, "subscription limit reached ({limit} streams per principal)")
+                write!(
+                    f,
+                    "subscription limit reached ({limit} streams per principal)"
+                )
             }
             Self::CapabilityRequired { extension } => {
                 write!(f, "the client must declare the extension {extension}")

@@ -35,16 +35,19 @@ pub mod channel;
 pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+// Extensions, each behind its feature.
+#[cfg(feature = "tasks")]
+pub mod tasks;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 mod transport;
 
-pub use counts::Counts;
 pub use context::{OpenContext, Principal, TransportKind};
+pub use counts::Counts;
 pub use error::{
     AdvertiseError, CAPABILITY_REQUIRED_ERROR_CODE, ListenParamsError, OVERFLOW_ERROR_CODE,
     OpenError, ParseOverflowError, Refusal, StreamError,
 };
-pub use event::{Event, EventKind, Selector};
+pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
 pub use hub::{
     ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats, Listener,

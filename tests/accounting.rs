@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Listener, ListenerStats, Next,
-    OpenContext, Overflow, PublishReport, Selector, StreamError,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Listener, ListenerStats,
+    Next, OpenContext, Overflow, PublishReport, Selector, StreamError,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -234,7 +234,10 @@ fn observed(next: Option<Next>) -> Option<Expected> {
 
 fn run(ops: Vec<Op>) {
     let hub = Hub::builder()
-        .capabilities(Capabilities::default().with_extension(Extension::new("test/x").with_field("x", |_| Ok(()))))
+        .capabilities(
+            Capabilities::default()
+                .with_extension(Extension::new("test/x").with_field("x", |_| Ok(()))),
+        )
         .build();
     let mut listeners: Vec<(Listener, Model)> = Vec::new();
     let mut completed = false;

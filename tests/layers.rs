@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("source", 1),
     ("hub", 2),
     ("serve", 2),
+    ("tasks", 3),
     ("transport", 3),
     ("channel", 4),
     ("http", 4),

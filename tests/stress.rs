@@ -8,8 +8,8 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListenerStats, Next, OpenContext,
-    Overflow, Selector, StreamError,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListenerStats, Next,
+    OpenContext, Overflow, Selector, StreamError,
 };
 use serde_json::{Map, json};
 
@@ -56,12 +56,15 @@ struct Outcome {
 
 #[test]
 fn every_matched_event_is_accounted_for_and_order_is_kept() {
-    let hub = Hub::builder()
-        .capacity(1 << 20)
-        // The readers, and one listener that comes and goes while publishing runs.
-        .max_listeners(LISTENERS + 1)
-        .capabilities(Capabilities::default().with_extension(Extension::new("test/publisher").with_field("publisher", |_| Ok(()))))
-        .build();
+    let hub =
+        Hub::builder()
+            .capacity(1 << 20)
+            // The readers, and one listener that comes and goes while publishing runs.
+            .max_listeners(LISTENERS + 1)
+            .capabilities(Capabilities::default().with_extension(
+                Extension::new("test/publisher").with_field("publisher", |_| Ok(())),
+            ))
+            .build();
     // Readers, publishers, the monitor and the churner start together.
     let start = Arc::new(Barrier::new(LISTENERS + PUBLISHERS as usize + 2));
 

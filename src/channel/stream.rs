@@ -2,12 +2,12 @@
 //! frames.
 
 use super::frame::Frame;
+use crate::context::OpenContext;
 use crate::error::OpenError;
 use crate::filter::Filter;
 use crate::serve::ListenService;
 use crate::serve::limits::Slot;
 use crate::serve::pull::{Pull, Pulled};
-use crate::context::OpenContext;
 use crate::source::{CloseReason, Source, SourceHandle};
 
 /// One Diverge notification channel: every notification the source

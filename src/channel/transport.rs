@@ -88,9 +88,7 @@ where
                 let context = OpenContext::default()
                     .with_transport(TransportKind::Channel)
                     .with_http(parts);
-                upgrade.on_upgrade(move |socket| {
-                    tasks.track_future(serve(listen, context, socket))
-                })
+                upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, context, socket)))
             }
         })
     }

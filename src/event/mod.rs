@@ -7,6 +7,7 @@
 //! splicing bytes ([`Event::stamped`]), never by serializing again.
 
 mod kind;
+mod succession;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use rmcp::model::RequestId;
 use serde_json::{Map, Value};
 
 pub use kind::{EventKind, Selector};
+pub use succession::Succession;
 
 use crate::wire::notification::Rendering;
 use crate::wire::{Message, SubscriptionId};
@@ -36,13 +38,14 @@ use crate::wire::{Message, SubscriptionId};
 #[derive(Clone)]
 pub struct Event(Arc<Published>);
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Published {
     kind: EventKind,
     rendering: Rendering,
     /// A second copy would add nothing: an idempotent kind whose params say
     /// no more than the kind does (no `_meta`, no extra fields).
     idempotent: bool,
+    succession: Option<Succession>,
 }
 
 impl Event {
@@ -53,6 +56,7 @@ impl Event {
             kind,
             rendering,
             idempotent,
+            succession: None,
         }))
     }
 
@@ -125,6 +129,29 @@ impl Event {
     /// such duplicates; an event with any other params is always queued.
     pub fn is_idempotent(&self) -> bool {
         self.0.idempotent
+    }
+
+    /// Places this event among the events about one thing (see
+    /// [`Succession`]); an event in a succession is never coalesced as
+    /// idempotent, only superseded by a newer version.
+    pub fn with_succession(mut self, succession: Succession) -> Self {
+        let published = Arc::make_mut(&mut self.0);
+        published.succession = Some(succession);
+        published.idempotent = false;
+        self
+    }
+
+    /// Its place among the events about one thing, if it has one.
+    pub fn succession(&self) -> Option<&Succession> {
+        self.0.succession.as_ref()
+    }
+
+    /// Whether it is the last of its succession.
+    pub(crate) fn is_terminal(&self) -> bool {
+        self.0
+            .succession
+            .as_ref()
+            .is_some_and(Succession::is_terminal)
     }
 
     /// The notification's JSON-RPC method.

@@ -129,9 +129,8 @@ impl Capabilities {
     /// `field`, may travel on listen streams: the extension owning the field
     /// lists the method (or lists none, which leaves it unrestricted).
     pub fn routes(&self, method: &str, field: &str) -> bool {
-        self.extension_owning(field).is_none_or(|extension| {
-            extension.methods().next().is_none() || extension.sends(method)
-        })
+        self.extension_owning(field)
+            .is_none_or(|extension| extension.methods().next().is_none() || extension.sends(method))
     }
 }
 
@@ -213,8 +212,9 @@ mod tests {
 
     #[test]
     fn advertising_everything_keeps_core_and_served_extensions() {
-        let caps = Capabilities::default()
-            .with_extension(Extension::new("io.modelcontextprotocol/tasks").with_id_list("taskIds", 10));
+        let caps = Capabilities::default().with_extension(
+            Extension::new("io.modelcontextprotocol/tasks").with_id_list("taskIds", 10),
+        );
         let granted = requested().narrow(&caps);
         assert_eq!(
             serde_json::to_value(&granted).unwrap(),

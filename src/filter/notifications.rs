@@ -208,7 +208,10 @@ impl Filter {
                 let both = match (mine, theirs) {
                     (Value::Bool(true), value) | (value, Value::Bool(true)) => value.clone(),
                     (Value::Array(mine), Value::Array(theirs)) => Value::Array(
-                        mine.iter().filter(|id| theirs.contains(id)).cloned().collect(),
+                        mine.iter()
+                            .filter(|id| theirs.contains(id))
+                            .cloned()
+                            .collect(),
                     ),
                     (mine, theirs) if mine == theirs => mine.clone(),
                     _ => return None,

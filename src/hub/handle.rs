@@ -13,11 +13,11 @@ use super::queue::{Pushed, Queue};
 use super::report::PublishReport;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats, Retirement};
+use crate::context::OpenContext;
 use crate::error::{ListenParamsError, OpenError};
 use crate::event::{Event, EventKind};
 use crate::filter::{Capabilities, Filter};
 use crate::overflow::Overflow;
-use crate::context::OpenContext;
 use crate::source::{Opened, Source};
 use crate::sync::{Arc, Ordering};
 

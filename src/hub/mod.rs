@@ -7,6 +7,7 @@
 //!
 //! - `id`, `config`, `report`: a listener's id, the hub's options, what one
 //!   publish did;
+//! - `succession`: what a queue remembers of the successions it has seen;
 //! - `queue`: one listener's bounded queue, the only state a publisher and
 //!   a reader share;
 //! - `stats`: the snapshots read from the queues;
@@ -31,6 +32,7 @@ mod registry;
 mod report;
 mod shared;
 mod stats;
+mod succession;
 
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS};

@@ -28,9 +28,10 @@ use std::hash::{Hash, Hasher};
 use std::task::Waker;
 use std::thread::Thread;
 
+use super::succession::{Admission, Successions};
 use crate::counts::Counts;
 use crate::error::StreamError;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, Succession};
 use crate::overflow::Overflow;
 use crate::source::Next;
 use crate::sync::Mutex;
@@ -138,6 +139,9 @@ struct State {
         reason = "a set is 48 bytes inline; boxed, a queue that does not coalesce pays 8"
     )]
     pending: Option<Box<HashSet<Pending>>>,
+    /// What the queue knows of the successions it has seen; only a queue
+    /// that has seen one has it.
+    successions: Option<Box<Successions>>,
     phase: Phase,
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
@@ -162,6 +166,7 @@ impl Queue {
                 capacity,
                 overflow,
                 pending: coalesce.then(Default::default),
+                successions: None,
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
@@ -231,6 +236,7 @@ impl Queue {
             if let Some(pending) = &mut state.pending {
                 **pending = HashSet::new();
             }
+            state.successions = None;
             state.lag = 0;
             state.phase = Phase::Ended;
             state.waiter.take()
@@ -263,6 +269,30 @@ impl State {
             return Pushed::NotOpen;
         }
         self.counts.matched += 1;
+        if let Some(succession) = event.succession() {
+            let successions = self.successions.get_or_insert_with(Default::default);
+            match successions.admit(succession) {
+                Admission::New => {}
+                // Superseded: the newer version is pending or was taken.
+                Admission::Stale => {
+                    self.counts.coalesced += 1;
+                    return Pushed::Coalesced;
+                }
+                // The older pending version gives its place to this one.
+                Admission::Replaces => {
+                    let older = self
+                        .events
+                        .iter_mut()
+                        .find(|queued| {
+                            queued.succession().map(Succession::key) == Some(succession.key())
+                        })
+                        .expect("a pending version is in the queue");
+                    *older = event.clone();
+                    self.counts.coalesced += 1;
+                    return Pushed::Queued;
+                }
+            }
+        }
         let coalescible = self.pending.is_some() && event.is_idempotent();
         if coalescible
             && self
@@ -277,9 +307,7 @@ impl State {
         if self.events.len() >= self.capacity {
             match self.overflow {
                 Overflow::DropOldest => {
-                    if let Some(evicted) = self.events.pop_front() {
-                        self.forget_pending(&evicted);
-                    }
+                    self.evict_oldest();
                     self.counts.dropped += 1;
                     self.lag += 1;
                     pushed = Pushed::DroppedOldest;
@@ -291,6 +319,7 @@ impl State {
                     if let Some(pending) = &mut self.pending {
                         **pending = HashSet::new();
                     }
+                    self.successions = None;
                     self.overflowed = true;
                     self.phase = Phase::Failed { dropped: lost };
                     return Pushed::Disconnected;
@@ -303,6 +332,28 @@ impl State {
         }
         self.max_depth = self.max_depth.max(self.events.len() as u64);
         pushed
+    }
+
+    /// Evicts the oldest event, sparing the terminal events of successions
+    /// while anything else is queued: a thing's final state outlives its
+    /// earlier ones under overload.
+    fn evict_oldest(&mut self) {
+        let victim = match self.successions {
+            Some(_) => self
+                .events
+                .iter()
+                .position(|event| !event.is_terminal())
+                .unwrap_or(0),
+            None => 0,
+        };
+        if let Some(evicted) = self.events.remove(victim) {
+            self.forget_pending(&evicted);
+            if let (Some(successions), Some(succession)) =
+                (&mut self.successions, evicted.succession())
+            {
+                successions.forget(succession);
+            }
+        }
     }
 
     /// Takes `event` out of the pending set once it leaves the queue.
@@ -322,6 +373,11 @@ impl State {
         }
         if let Some(event) = self.events.pop_front() {
             self.forget_pending(&event);
+            if let (Some(successions), Some(succession)) =
+                (&mut self.successions, event.succession())
+            {
+                successions.delivered(succession);
+            }
             self.counts.delivered += 1;
             return Some(Next::Event(event));
         }
@@ -394,6 +450,53 @@ mod tests {
         );
         assert_eq!(pop(&queue), Some(Next::Closed));
         assert_eq!(queue.snapshot().counts.dropped, 3);
+    }
+
+    fn status(key: &str, version: i128, terminal: bool) -> Event {
+        let mut succession = Succession::new(key, version);
+        if terminal {
+            succession = succession.terminal();
+        }
+        Event::extension("x/status", Default::default(), None).with_succession(succession)
+    }
+
+    fn version(next: Option<Next>) -> (String, i128) {
+        match next {
+            Some(Next::Event(event)) => {
+                let succession = event.succession().unwrap();
+                (succession.key().to_owned(), succession.version())
+            }
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_newer_version_replaces_the_pending_one_and_older_ones_never_follow() {
+        let queue = Queue::new(8, Overflow::DropOldest, false);
+        queue.push(&status("a", 1, false));
+        queue.push(&status("b", 1, false));
+        assert_eq!(queue.push(&status("a", 3, false)).0, Pushed::Queued);
+        assert_eq!(queue.push(&status("a", 2, false)).0, Pushed::Coalesced);
+        assert_eq!(version(pop(&queue)), ("a".into(), 3), "in the place of a:1");
+        assert_eq!(version(pop(&queue)), ("b".into(), 1));
+        assert_eq!(queue.push(&status("a", 2, false)).0, Pushed::Coalesced);
+        assert_eq!(pop(&queue), None, "older than what the reader took");
+        let snap = queue.snapshot();
+        assert_eq!((snap.counts.coalesced, snap.counts.delivered), (3, 2));
+        assert!(snap.counts.is_balanced());
+    }
+
+    #[test]
+    fn drop_oldest_spares_terminal_versions_while_others_are_queued() {
+        let queue = Queue::new(2, Overflow::DropOldest, false);
+        queue.push(&status("done", 9, true));
+        for i in 0..5 {
+            queue.push(&status(&format!("k{i}"), 1, false));
+        }
+        assert_eq!(pop(&queue), Some(Next::Lagged(4)));
+        assert_eq!(version(pop(&queue)), ("done".into(), 9));
+        assert_eq!(version(pop(&queue)), ("k4".into(), 1));
+        assert!(queue.snapshot().counts.is_balanced());
     }
 
     #[test]

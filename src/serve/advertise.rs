@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(caps.prompts.unwrap().list_changed, Some(true));
         assert!(caps.tools.is_none());
         assert!(caps.resources.is_none());
-        assert!(caps.extensions.is_none(), "no extension installed, none listed");
+        assert!(
+            caps.extensions.is_none(),
+            "no extension installed, none listed"
+        );
     }
 
     #[test]

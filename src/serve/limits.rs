@@ -76,8 +76,13 @@ mod tests {
         let first = limits.acquire(&a).unwrap();
         let _second = limits.acquire(&a).unwrap();
         let refused = limits.acquire(&a).unwrap_err();
-        assert_eq!(refused.to_error_data().message, "Subscription limit reached");
-        let _other = limits.acquire(&b).expect("another principal is not limited by a");
+        assert_eq!(
+            refused.to_error_data().message,
+            "Subscription limit reached"
+        );
+        let _other = limits
+            .acquire(&b)
+            .expect("another principal is not limited by a");
         drop(first);
         limits.acquire(&a).expect("the freed slot is taken again");
     }

@@ -200,7 +200,9 @@ impl<S: Source> ListenService<S> {
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
         let authorized = match &self.authorizer {
-            Some(authorizer) => authorizer.authorize(context, requested)?.intersect(requested),
+            Some(authorizer) => authorizer
+                .authorize(context, requested)?
+                .intersect(requested),
             None => requested.clone(),
         };
         let slot = match (&self.limits, &context.principal) {

@@ -26,7 +26,7 @@ const META_OPEN: &str = r#""_meta":{"#;
 const STAMP_OPEN: &str = r#""_meta":{"io.modelcontextprotocol/subscriptionId":"#;
 
 /// A notification rendered once, ready to be written many times.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Rendering {
     /// The stamped message without its id, which goes at `cut`.
     text: Bytes,
