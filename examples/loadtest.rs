@@ -125,7 +125,10 @@ fn main() {
         .overflow(options.policy)
         .coalesce(options.coalesce)
         .max_listeners(options.listeners)
-        .capabilities(Capabilities::default().with_extension(Extension::new("loadtest/k").with_field("k", |_| Ok(()))))
+        .capabilities(
+            Capabilities::default()
+                .with_extension(Extension::new("loadtest/k").with_field("k", |_| Ok(()))),
+        )
         .build();
     let filter = if options.coalesce {
         (0..options.keys).fold(Filter::new(), |f, k| f.with_resource(key_name(k)))

@@ -11,10 +11,20 @@
 //! (Prometheus text) and `GET /stats` (the hub's statistics as JSON). Its
 //! tools publish into the hub: `test_trigger_tool_change`,
 //! `test_trigger_prompt_change`, `test_trigger_resource_update {uri}`,
-//! `test_trigger_custom {method, params}` and
-//! `test_trigger_burst {uri, count}`, plus the conformance suite's
-//! diagnostic tools. Ctrl-C or SIGTERM completes every open stream
-//! gracefully before the process exits.
+//! `test_trigger_custom {method, params}`,
+//! `test_trigger_burst {uri, count}` and `test_start_task {steps,
+//! interval_ms}` (a task of the tasks extension, whose statuses reach the
+//! streams that follow its id), plus the conformance suite's diagnostic
+//! tools. Ctrl-C or SIGTERM completes every open stream gracefully before
+//! the process exits.
+//!
+//! With `--bearer-token PRINCIPAL:TOKEN` (any number of them), every HTTP
+//! request needs one of the tokens, and each principal may watch only its
+//! own resources (`file:///<principal>/...`) and the tasks it started
+//! (`auth.rs`).
+
+mod auth;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,7 +36,7 @@ use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Advertise, Event, Hub, ListenService, Overflow};
+use mcp_subscriptions::{Advertise, Capabilities, Event, Hub, ListenService, Overflow, Principal};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -95,6 +105,34 @@ struct Options {
         default_value_t = mcp_subscriptions::DEFAULT_MAX_LISTENERS
     )]
     max_subscriptions: usize,
+    /// Streams one principal may hold open at once (bearer-token mode)
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_MAX_STREAMS_PER_PRINCIPAL",
+        value_name = "N",
+        value_parser = at_least_one
+    )]
+    max_streams_per_principal: Option<usize>,
+    /// Require this bearer token for that principal over HTTP; repeat for
+    /// more (a comma-separated list in the environment)
+    #[arg(
+        long = "bearer-token",
+        env = "MCP_SUBSCRIPTIONS_BEARER_TOKENS",
+        value_name = "PRINCIPAL:TOKEN",
+        value_delimiter = ',',
+        value_parser = principal_token
+    )]
+    bearer_tokens: Vec<(String, String)>,
+}
+
+/// `PRINCIPAL:TOKEN`, both non-empty.
+fn principal_token(value: &str) -> Result<(String, String), String> {
+    match value.split_once(':') {
+        Some((principal, token)) if !principal.is_empty() && !token.is_empty() => {
+            Ok((principal.to_owned(), token.to_owned()))
+        }
+        _ => Err("expected PRINCIPAL:TOKEN".to_owned()),
+    }
 }
 
 /// A count that must not be zero.
@@ -116,7 +154,16 @@ fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
 #[derive(Clone)]
 struct DemoServer {
     hub: Hub,
+    tasks: tasks::Tasks,
     tool_router: ToolRouter<Self>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct TaskArgs {
+    /// How many working steps before the task completes.
+    steps: u32,
+    /// Milliseconds between steps.
+    interval_ms: u64,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -144,9 +191,10 @@ struct BurstArgs {
 
 #[tool_router]
 impl DemoServer {
-    fn new(hub: Hub) -> Self {
+    fn new(hub: Hub, tasks: tasks::Tasks) -> Self {
         Self {
             hub,
+            tasks,
             tool_router: Self::tool_router(),
         }
     }
@@ -190,6 +238,24 @@ impl DemoServer {
             }
         });
         format!("publishing {} updates", args.count)
+    }
+
+    #[tool(
+        description = "Start a task that publishes notifications/tasks at each of `steps` steps, `interval_ms` apart, then completes; returns its id"
+    )]
+    fn test_start_task(
+        &self,
+        Parameters(args): Parameters<TaskArgs>,
+        extensions: rmcp::model::Extensions,
+    ) -> String {
+        // Over HTTP rmcp hands the request's head to tools; the bearer
+        // layer put the principal there.
+        let owner = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned();
+        let interval = Duration::from_millis(args.interval_ms);
+        self.tasks.start(&self.hub, owner, args.steps, interval)
     }
 
     #[tool(description = "Needs the client's sampling capability; refuses with -32021 without it")]
@@ -278,13 +344,14 @@ const DRAIN: Duration = Duration::from_secs(5);
 
 async fn serve_http(
     hub: Hub,
+    tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     options: &Options,
     metrics: PrometheusHandle,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let keepalive = Duration::from_secs(options.keepalive_secs);
-    let server = DemoServer::new(hub.clone());
+    let server = DemoServer::new(hub.clone(), tasks);
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -298,9 +365,16 @@ async fn serve_http(
     let streams = http.streams();
     let stats_hub = hub.clone();
     let metrics_hub = hub.clone();
-    let app = axum::Router::new()
+    let mut mcp_routes = axum::Router::new()
         .route("/mcp", http.into_method_router())
-        .route("/mcp/notifications/{channel}", channel.into_method_router())
+        .route("/mcp/notifications/{channel}", channel.into_method_router());
+    let tokens = auth::Tokens::new(&options.bearer_tokens);
+    if !tokens.is_empty() {
+        mcp_routes = mcp_routes.layer(axum::middleware::from_fn(move |request, next| {
+            tokens.clone().authenticate(request, next)
+        }));
+    }
+    let app = mcp_routes
         .route(
             "/metrics",
             get(move || async move {
@@ -353,6 +427,7 @@ async fn serve_http(
 
 async fn serve_stdio(
     hub: Hub,
+    tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     shutdown: Shutdown,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -360,7 +435,7 @@ async fn serve_stdio(
     let transport = StdioTransport::stdio(listen);
     let streams = transport.streams();
     let serving = async {
-        let running = DemoServer::new(hub.clone()).serve(transport).await?;
+        let running = DemoServer::new(hub.clone(), tasks).serve(transport).await?;
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     };
@@ -389,10 +464,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .capacity(options.capacity)
         .overflow(options.overflow)
         .max_listeners(options.max_subscriptions)
+        .capabilities(Capabilities::default().with_extension(mcp_subscriptions::tasks::extension()))
         .build();
-    let listen = ListenService::new(hub.clone()).with_server_info(server_info());
+    let tasks = tasks::Tasks::default();
+    let mut listen = ListenService::new(hub.clone()).with_server_info(server_info());
+    if !options.bearer_tokens.is_empty() {
+        listen = listen.with_authorizer(auth::authorizer(tasks.clone()));
+    }
+    if let Some(limit) = options.max_streams_per_principal {
+        listen = listen.with_max_streams_per_principal(limit);
+    }
     if options.stdio {
-        let served = serve_stdio(hub, listen, shutdown).await;
+        let served = serve_stdio(hub, tasks, listen, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the
         // runtime's shutdown until the client closes its end.
         if let Err(err) = served {
@@ -401,6 +484,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         std::process::exit(0)
     } else {
-        Ok(serve_http(hub, listen, &options, metrics, shutdown).await?)
+        Ok(serve_http(hub, tasks, listen, &options, metrics, shutdown).await?)
     }
 }

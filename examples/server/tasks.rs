@@ -1,0 +1,81 @@
+//! The tasks the `test_start_task` tool runs: each works through its steps
+//! and publishes every status change through the hub, and remembers who
+//! started it, for the authorizer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use mcp_subscriptions::{Hub, Principal};
+use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
+use serde_json::json;
+
+/// The tasks started so far, with the principal that started each (none
+/// when the server runs without bearer tokens, or over stdio).
+#[derive(Clone, Default)]
+pub(crate) struct Tasks {
+    next: Arc<AtomicU64>,
+    owners: Arc<Mutex<HashMap<String, Option<Principal>>>>,
+}
+
+impl Tasks {
+    /// Starts a task of `steps` steps, `interval` apart, on the runtime:
+    /// `working` at each step (its message says which), then `completed`.
+    /// Returns its id at once.
+    pub(crate) fn start(
+        &self,
+        hub: &Hub,
+        owner: Option<Principal>,
+        steps: u32,
+        interval: Duration,
+    ) -> String {
+        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        self.owners
+            .lock()
+            .expect("no panic while holding the owners")
+            .insert(id.clone(), owner);
+        let created = now();
+        let (hub, task_id) = (hub.clone(), id.clone());
+        tokio::spawn(async move {
+            for step in 1..=steps {
+                let mut task = Task::new(&task_id, TaskStatus::Working, &created, now());
+                task.status_message = Some(format!("step {step} of {steps}"));
+                hub.notify_task(&DetailedTask::new(task, TaskPayload::Working));
+                tokio::time::sleep(interval).await;
+            }
+            let task = Task::new(&task_id, TaskStatus::Completed, &created, now());
+            let result =
+                json!({"content": [{"type": "text", "text": format!("{steps} steps done")}]});
+            let result = result.as_object().cloned().unwrap_or_default();
+            hub.notify_task(&DetailedTask::new(task, TaskPayload::Completed { result }));
+        });
+        id
+    }
+
+    /// Whether `principal` started the task `id`.
+    pub(crate) fn owned_by(&self, id: &str, principal: &Principal) -> bool {
+        self.owners
+            .lock()
+            .expect("no panic while holding the owners")
+            .get(id)
+            .is_some_and(|owner| owner.as_ref() == Some(principal))
+    }
+
+    /// The ids of the tasks `principal` started.
+    pub(crate) fn of(&self, principal: &Principal) -> Vec<String> {
+        self.owners
+            .lock()
+            .expect("no panic while holding the owners")
+            .iter()
+            .filter(|(_, owner)| owner.as_ref() == Some(principal))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
+/// Now, as the tasks extension writes timestamps.
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
