@@ -40,3 +40,6 @@ pub fn drain(listener: &mut Listener) -> Vec<Next> {
     feature = "metrics"
 ))]
 pub mod example;
+
+#[cfg(all(feature = "http", feature = "tasks"))]
+pub mod http;

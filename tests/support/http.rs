@@ -1,0 +1,106 @@
+//! An in-process Streamable HTTP server around any listen service, and a
+//! raw client that reads its SSE streams message by message.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Serves `app` on a free loopback port; its base URL.
+pub async fn serve(app: axum::Router) -> String {
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", tcp.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(tcp, app).await });
+    url
+}
+
+/// An app whose `/mcp` serves listen streams from `listen`; every other
+/// message gets 404 (these tests send none).
+pub fn app<S>(listen: mcp_subscriptions::ListenService<S>) -> axum::Router
+where
+    S: mcp_subscriptions::Source + 'static,
+    S::Handle: 'static,
+{
+    let http = mcp_subscriptions::http::HttpTransport::new(listen, axum::Router::new());
+    axum::Router::new().route("/mcp", http.into_method_router())
+}
+
+/// One answer to a POST: a JSON body, or a stream read message by message.
+pub struct Answer {
+    pub status: u16,
+    response: reqwest::Response,
+    buffer: String,
+}
+
+/// POSTs `body` to `url`/mcp with `headers` (name, value pairs).
+pub async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
+    let client = reqwest::Client::new();
+    let mut request = client
+        .post(format!("{url}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    Answer {
+        status: response.status().as_u16(),
+        response,
+        buffer: String::new(),
+    }
+}
+
+impl Answer {
+    /// The next SSE message, parsed; `None` once the stream ended.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data: "))
+                    .collect();
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                return Some(serde_json::from_str(&data).unwrap());
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(5), self.response.chunk())
+                .await
+                .expect("the stream says something within 5 s")
+                .unwrap()?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Whether nothing arrives within `within`.
+    pub async fn is_quiet(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.next()).await.is_err()
+    }
+
+    /// The whole body of a plain JSON answer.
+    pub async fn json(self) -> Value {
+        serde_json::from_slice(&self.response.bytes().await.unwrap()).unwrap()
+    }
+}
+
+/// A listen request's body: `notifications`, and a `_meta` that declares
+/// `extensions` in the client's capabilities.
+pub fn listen(id: Value, notifications: Value, extensions: &[&str]) -> Value {
+    let declared: serde_json::Map<String, Value> = extensions
+        .iter()
+        .map(|id| ((*id).to_owned(), serde_json::json!({})))
+        .collect();
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": declared},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1.0.0"},
+            },
+            "notifications": notifications,
+        }
+    })
+}
