@@ -52,6 +52,14 @@ pub async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
 }
 
 impl Answer {
+    /// Whether the answer is an SSE stream (not a JSON reply).
+    pub fn is_stream(&self) -> bool {
+        self.response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+    }
+
     /// The next SSE message, parsed; `None` once the stream ended.
     pub async fn next(&mut self) -> Option<Value> {
         loop {

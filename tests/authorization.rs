@@ -1,0 +1,181 @@
+//! Who may watch what: an authorizer that grants a subset or refuses before
+//! any acknowledgement, over HTTP and stdio, and limits per principal.
+
+#![cfg(all(feature = "http", feature = "stdio", feature = "tasks"))]
+
+mod support;
+
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::middleware::Next as Middleware;
+use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, OpenError, Principal};
+use serde_json::{Value, json};
+use support::http::{app, listen, post, serve};
+
+/// Each principal may watch the tools list and its own resources,
+/// `file:///<principal>/...`; a request without a principal is refused.
+fn own_resources(context: &OpenContext, requested: &Filter) -> Result<Filter, OpenError> {
+    let Some(principal) = &context.principal else {
+        return Err(OpenError::Refused(rmcp::model::ErrorData::invalid_request(
+            "authentication required",
+            None,
+        )));
+    };
+    let own = format!("file:///{principal}/");
+    let mut allowed = Filter::new().with_tools_list_changed();
+    for uri in requested
+        .resource_subscriptions()
+        .filter(|uri| uri.starts_with(&own))
+    {
+        allowed = allowed.with_resource(uri);
+    }
+    Ok(allowed)
+}
+
+/// An app whose requests carry the principal named in `x-user`, as an
+/// authentication layer would establish it.
+fn authenticated(listen: ListenService<Hub>) -> axum::Router {
+    let layer = axum::middleware::from_fn(|mut request: Request, next: Middleware| async move {
+        let user = request
+            .headers()
+            .get("x-user")
+            .and_then(|v| v.to_str().ok())
+            .map(Principal::new);
+        if let Some(user) = user {
+            request.extensions_mut().insert(user);
+        }
+        next.run(request).await
+    });
+    app(listen).layer(layer)
+}
+
+fn asks_for_both() -> Value {
+    json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///alice/a", "file:///bob/b"]})
+}
+
+#[tokio::test]
+async fn over_http_a_principal_is_granted_only_what_it_may_read() {
+    let hub = Hub::new();
+    let url = serve(authenticated(
+        ListenService::new(hub.clone()).with_authorizer(own_resources),
+    ))
+    .await;
+    let mut alice = post(
+        &url,
+        &listen(json!(1), asks_for_both(), &[]),
+        &[("x-user", "alice")],
+    )
+    .await;
+    let ack = alice.next().await.unwrap();
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///alice/a"]}),
+        "the acknowledgement says exactly what was granted"
+    );
+    hub.notify_resource_updated("file:///bob/b");
+    hub.notify_resource_updated("file:///alice/a");
+    let first = alice.next().await.unwrap();
+    assert_eq!(
+        first["params"]["uri"], "file:///alice/a",
+        "bob's update never reached alice"
+    );
+    assert!(alice.is_quiet(Duration::from_millis(100)).await);
+}
+
+#[tokio::test]
+async fn over_http_a_refusal_comes_before_any_acknowledgement() {
+    let hub = Hub::new();
+    let url = serve(authenticated(
+        ListenService::new(hub.clone()).with_authorizer(own_resources),
+    ))
+    .await;
+    let answer = post(&url, &listen(json!(2), asks_for_both(), &[]), &[]).await;
+    let reply = answer.json().await;
+    assert_eq!(reply["id"], 2);
+    assert_eq!(reply["error"]["code"], -32600);
+    assert_eq!(reply["error"]["message"], "authentication required");
+    assert_eq!(hub.stats().listeners_opened, 0, "nothing was opened");
+}
+
+#[tokio::test]
+async fn over_stdio_the_connection_is_served_as_its_principal() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let hub = Hub::new();
+    let (mut client_out, server_in) = tokio::io::duplex(64 * 1024);
+    let (server_out, client_in) = tokio::io::duplex(64 * 1024);
+    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
+        ListenService::new(hub.clone()).with_authorizer(own_resources),
+        server_in,
+        server_out,
+    )
+    .with_principal(Principal::new("alice"));
+    tokio::spawn(async move {
+        use rmcp::transport::Transport;
+        while Transport::<rmcp::RoleServer>::receive(&mut transport)
+            .await
+            .is_some()
+        {}
+    });
+    let body = listen(json!("s"), asks_for_both(), &[]);
+    client_out
+        .write_all(format!("{body}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut lines = BufReader::new(client_in).lines();
+    let mut read = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("a line within 5 s")
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    assert_eq!(
+        read().await["params"]["notifications"]["resourceSubscriptions"],
+        json!(["file:///alice/a"])
+    );
+    hub.notify_resource_updated("file:///bob/b");
+    hub.notify_resource_updated("file:///alice/a");
+    assert_eq!(read().await["params"]["uri"], "file:///alice/a");
+}
+
+#[tokio::test]
+async fn a_principal_at_its_limit_is_refused_while_others_open_and_a_cancel_frees_a_slot() {
+    let hub = Hub::new();
+    let url = serve(authenticated(
+        ListenService::new(hub.clone()).with_max_streams_per_principal(1),
+    ))
+    .await;
+    let tools = || listen(json!(1), json!({"toolsListChanged": true}), &[]);
+    let mut first = post(&url, &tools(), &[("x-user", "alice")]).await;
+    first.next().await.expect("alice's first stream");
+
+    let refused = post(&url, &tools(), &[("x-user", "alice")])
+        .await
+        .json()
+        .await;
+    assert_eq!(refused["error"]["code"], -32603);
+    assert_eq!(refused["error"]["message"], "Subscription limit reached");
+
+    let mut bob = post(&url, &tools(), &[("x-user", "bob")]).await;
+    bob.next().await.expect("bob is not limited by alice");
+
+    // Alice cancels by closing her response; her slot comes back.
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = post(&url, &tools(), &[("x-user", "alice")]).await;
+        if again.is_stream() {
+            let ack = again.next().await.unwrap();
+            assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled stream's slot was not freed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
