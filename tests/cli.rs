@@ -6,7 +6,8 @@
     feature = "stdio",
     feature = "http",
     feature = "channel",
-    feature = "metrics"
+    feature = "metrics",
+    feature = "tasks"
 ))]
 
 mod support;

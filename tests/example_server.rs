@@ -5,7 +5,8 @@
     feature = "stdio",
     feature = "http",
     feature = "channel",
-    feature = "metrics"
+    feature = "metrics",
+    feature = "tasks"
 ))]
 
 mod support;

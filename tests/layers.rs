@@ -18,14 +18,14 @@ const LAYERS: &[(&str, u8)] = &[
     ("sync", 0),
     ("wire", 0),
     ("context", 1),
-    ("source", 1),
-    ("hub", 2),
-    ("serve", 2),
-    ("tasks", 3),
-    ("transport", 3),
-    ("channel", 4),
-    ("http", 4),
-    ("stdio", 4),
+    ("source", 2),
+    ("hub", 3),
+    ("serve", 3),
+    ("tasks", 4),
+    ("transport", 4),
+    ("channel", 5),
+    ("http", 5),
+    ("stdio", 5),
 ];
 
 type Module = Vec<String>;

@@ -31,7 +31,9 @@ pub struct Answer {
     buffer: String,
 }
 
-/// POSTs `body` to `url`/mcp with `headers` (name, value pairs).
+/// POSTs `body` to `url`/mcp with `headers` (name, value pairs), and the
+/// headers a 2026-07-28 client sends: the protocol version, and the
+/// method (and tool name) that the body names.
 pub async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
     let client = reqwest::Client::new();
     let mut request = client
@@ -40,6 +42,12 @@ pub async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .body(body.to_string());
+    if let Some(method) = body["method"].as_str() {
+        request = request.header("mcp-method", method);
+    }
+    if let Some(name) = body["params"]["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
     for (name, value) in headers {
         request = request.header(*name, *value);
     }

@@ -37,7 +37,8 @@ pub fn drain(listener: &mut Listener) -> Vec<Next> {
     feature = "stdio",
     feature = "http",
     feature = "channel",
-    feature = "metrics"
+    feature = "metrics",
+    feature = "tasks"
 ))]
 pub mod example;
 
