@@ -1,11 +1,11 @@
 // The README's examples use every transport; with fewer features the crate
 // docs are a pointer to it rather than examples that cannot compile.
 #![cfg_attr(
-    all(feature = "stdio", feature = "http", feature = "channel"),
+    all(feature = "stdio", feature = "http", feature = "channel", feature = "tasks"),
     doc = include_str!("../README.md")
 )]
 #![cfg_attr(
-    not(all(feature = "stdio", feature = "http", feature = "channel")),
+    not(all(feature = "stdio", feature = "http", feature = "channel", feature = "tasks")),
     doc = "The subscription engine for MCP servers; see the README (the crate docs with every feature) for the tour."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
