@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("channel", 5),
     ("http", 5),
     ("stdio", 5),
+    ("client", 6),
 ];
 
 type Module = Vec<String>;

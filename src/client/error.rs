@@ -1,0 +1,121 @@
+//! The client's errors: why a subscription could not be opened, and how a
+//! server broke the protocol.
+
+use std::fmt;
+use std::time::Duration;
+
+use rmcp::model::ErrorData;
+use serde_json::Value;
+
+use crate::filter::Filter;
+
+/// How a server broke the listen protocol. The subscription ends with
+/// [`End::Protocol`](super::End::Protocol) (or, before the acknowledgement,
+/// fails to open with [`SubscribeError::Protocol`]); the stream is closed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A message that is not JSON.
+    InvalidJson(String),
+    /// JSON that is not a JSON-RPC message the stream may carry.
+    InvalidMessage(String),
+    /// A notification, or a result, before the acknowledgement.
+    BeforeAcknowledgement {
+        /// What arrived instead: a method, or `result`.
+        what: String,
+    },
+    /// The acknowledgement's `notifications` is missing or malformed.
+    InvalidAcknowledgement(String),
+    /// The acknowledgement grants something the request did not ask for.
+    GrantedMore {
+        /// What the server said it granted.
+        granted: Filter,
+    },
+    /// A notification stamped with another subscription's id, or none.
+    WrongSubscriptionId {
+        /// The id it carried, if any.
+        found: Option<Value>,
+    },
+    /// A core notification the acknowledgement did not grant.
+    NotGranted {
+        /// Its method.
+        method: String,
+    },
+    /// No acknowledgement arrived within the configured time.
+    NoAcknowledgement {
+        /// How long the client waited.
+        waited: Duration,
+    },
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidJson(err) => write!(f, "the server sent a message that is not JSON: {err}"),
+            Self::InvalidMessage(what) => {
+                write!(f, "the server sent an invalid JSON-RPC message: {what}")
+            }
+            Self::BeforeAcknowledgement { what } => {
+                write!(f, "the server sent {what} before the acknowledgement")
+            }
+            Self::InvalidAcknowledgement(why) => write!(f, "invalid acknowledgement: {why}"),
+            Self::GrantedMore { granted } => write!(
+                f,
+                "the acknowledgement grants more than was asked: {}",
+                serde_json::to_string(granted).unwrap_or_default()
+            ),
+            Self::WrongSubscriptionId { found: Some(id) } => {
+                write!(f, "a notification stamped with another subscription id {id}")
+            }
+            Self::WrongSubscriptionId { found: None } => {
+                f.write_str("a notification without a subscription id")
+            }
+            Self::NotGranted { method } => write!(f, "the server sent {method}, which it did not grant"),
+            Self::NoAcknowledgement { waited } => {
+                write!(f, "no acknowledgement within {waited:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// Why a subscription could not be opened.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// The transport could not reach the server (connection refused, a
+    /// process that would not start, an HTTP status other than success).
+    Connect(String),
+    /// The server answered the listen request with a JSON-RPC error before
+    /// any acknowledgement (`-32602` invalid params, `-32603` `Subscription
+    /// limit reached`, `-32021` a missing client capability).
+    Refused(ErrorData),
+    /// The server broke the protocol before acknowledging.
+    Protocol(ProtocolError),
+    /// The transport closed before the acknowledgement (on the notification
+    /// channel: a clean close without a frame, the ask not served).
+    Closed,
+}
+
+impl fmt::Display for SubscribeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect(why) => write!(f, "cannot reach the server: {why}"),
+            Self::Refused(error) => {
+                write!(f, "listen refused ({}): {}", error.code.0, error.message)
+            }
+            Self::Protocol(err) => write!(f, "protocol error: {err}"),
+            Self::Closed => f.write_str("the transport closed before the acknowledgement"),
+        }
+    }
+}
+
+// The inner error is part of the message, so it is not also a `source`.
+impl std::error::Error for SubscribeError {}
+
+impl From<ProtocolError> for SubscribeError {
+    fn from(err: ProtocolError) -> Self {
+        Self::Protocol(err)
+    }
+}

@@ -1,0 +1,118 @@
+//! What reading a subscription yields, and how it ends.
+
+use std::fmt;
+use std::time::Duration;
+
+use rmcp::model::ErrorData;
+
+use super::error::ProtocolError;
+use crate::error::OVERFLOW_ERROR_CODE;
+use crate::event::Event;
+use crate::filter::Filter;
+
+/// One item read from a [`Subscription`](super::Subscription).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Item {
+    /// A notification, in the order the server sent it. Its `_meta`
+    /// subscription id is removed; [`Event::kind`] says what changed.
+    Event(Event),
+    /// This many events were lost since the last item: evicted from the
+    /// client's buffer under [`BufferPolicy::DropOldest`](super::BufferPolicy),
+    /// or (in process) from the source's own queue. The subscription goes on.
+    Lagged(u64),
+    /// The stream ended abruptly and the client is about to listen again
+    /// (one item per attempt).
+    Relistening(Relistening),
+    /// A new acknowledgement arrived after re-listening: nothing in between
+    /// was replayed, so refetch what this filter names (the granted
+    /// list kinds and URIs). Events after it come from the new stream.
+    Resynced(Filter),
+    /// The subscription ended; nothing follows.
+    End(End),
+}
+
+impl Item {
+    /// Whether nothing follows this item.
+    pub fn is_end(&self) -> bool {
+        matches!(self, Self::End(_))
+    }
+}
+
+/// One attempt to listen again.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Relistening {
+    /// 1 for the first attempt after an end, counting up.
+    pub attempt: u32,
+    /// How long the client waits before this attempt (backoff and jitter).
+    pub delay: Duration,
+    /// Why: the end that started re-listening, or why the previous attempt
+    /// failed.
+    pub reason: String,
+}
+
+/// How a subscription ended. Each case is one the caller can act on.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum End {
+    /// The server completed the stream gracefully (its `complete` result;
+    /// on the notification channel, a clean close after a frame).
+    Complete,
+    /// The server ended the stream with a JSON-RPC error; an overflow of
+    /// the server's queue carries [`OVERFLOW_ERROR_CODE`] and
+    /// `data: {"reason":"overflow","dropped":N}` ([`End::is_server_overflow`]).
+    Failed(ErrorData),
+    /// The transport closed without a result (a killed server, a dropped
+    /// connection).
+    Abrupt(String),
+    /// On the notification channel: the server closed the channel cleanly
+    /// without sending a single frame, so the ask was not served.
+    NotServed,
+    /// The application cancelled the subscription.
+    Cancelled,
+    /// The client's own buffer overflowed under
+    /// [`BufferPolicy::Disconnect`](super::BufferPolicy::Disconnect).
+    Overflowed {
+        /// The events lost: the one that did not fit and every event still
+        /// buffered.
+        dropped: u64,
+    },
+    /// The server broke the protocol; the stream was closed.
+    Protocol(ProtocolError),
+}
+
+impl End {
+    /// Whether the server dropped us for overflowing its queue.
+    pub fn is_server_overflow(&self) -> bool {
+        matches!(self, Self::Failed(error) if error.code == OVERFLOW_ERROR_CODE)
+    }
+
+    /// Whether a re-listen may follow this end: an abrupt end, an unserved
+    /// channel ask or a server overflow, never a cancel, a protocol error or
+    /// (unless asked) a graceful end.
+    pub(crate) fn may_relisten(&self, after_complete: bool) -> bool {
+        match self {
+            Self::Abrupt(_) | Self::NotServed => true,
+            Self::Failed(_) => self.is_server_overflow(),
+            Self::Complete => after_complete,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for End {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Complete => f.write_str("completed by the server"),
+            Self::Failed(error) => write!(f, "failed ({}): {}", error.code.0, error.message),
+            Self::Abrupt(why) => write!(f, "ended abruptly: {why}"),
+            Self::NotServed => f.write_str("the channel was closed without being served"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Overflowed { dropped } => {
+                write!(f, "the client's buffer overflowed, losing {dropped} events")
+            }
+            Self::Protocol(err) => write!(f, "protocol error: {err}"),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! What a subscription is opened with: its buffer, its patience, and
+//! whether it listens again.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, Implementation};
+
+use crate::overflow::Overflow;
+
+/// The default buffer capacity: events held between the transport and the
+/// reader.
+pub const DEFAULT_BUFFER_CAPACITY: usize = 256;
+
+/// The default time a server has to acknowledge a listen request.
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the buffer between the transport and the reader does when it is
+/// full and the server has more to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum BufferPolicy {
+    /// Stop reading the transport until the reader makes room, so a slow
+    /// reader pushes back on the server (whose own queue and policy then
+    /// take the excess) rather than growing memory. On stdio, where every
+    /// subscription shares one pipe, this pauses the whole connection.
+    #[default]
+    Wait,
+    /// Keep reading; evict the oldest buffered event. The reader learns the
+    /// exact number lost through [`Item::Lagged`](super::Item::Lagged).
+    DropOldest,
+    /// Keep reading; end the subscription with
+    /// [`End::Overflowed`](super::End::Overflowed), discarding what it held.
+    Disconnect,
+}
+
+impl From<Overflow> for BufferPolicy {
+    /// The hub's policy of the same name.
+    fn from(overflow: Overflow) -> Self {
+        match overflow {
+            Overflow::DropOldest => Self::DropOldest,
+            Overflow::Disconnect => Self::Disconnect,
+        }
+    }
+}
+
+/// When and how often to listen again after a stream ended abruptly or
+/// the server dropped us for overflow: exponential backoff with full
+/// jitter, from `initial` doubling up to `max`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Relisten {
+    /// The delay bound of the first attempt.
+    pub initial: Duration,
+    /// The largest delay bound.
+    pub max: Duration,
+    /// Attempts in a row before giving up; `None` for no limit.
+    pub max_attempts: Option<u32>,
+    /// Whether a graceful end (the server's `complete` result) is also
+    /// followed by a new listen; off by default.
+    pub after_complete: bool,
+}
+
+impl Default for Relisten {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(10),
+            max_attempts: None,
+            after_complete: false,
+        }
+    }
+}
+
+impl Relisten {
+    /// Backoff from `initial` doubling up to `max`.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self {
+            initial,
+            max,
+            ..Self::default()
+        }
+    }
+
+    /// Gives up after `attempts` failed attempts in a row.
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// Listens again after a graceful end too.
+    pub fn with_after_complete(mut self, after_complete: bool) -> Self {
+        self.after_complete = after_complete;
+        self
+    }
+
+    /// The delay before attempt `attempt` (1-based): uniformly random
+    /// between half the bound and the bound, the bound doubling per attempt
+    /// from `initial` up to `max`. Half the bound at least, so a crowd of
+    /// clients spreads out without any of them hammering the server.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        let bound = self
+            .initial
+            .saturating_mul(1 << doublings)
+            .min(self.max)
+            .max(Duration::from_millis(1));
+        let half = bound / 2;
+        let spread = u64::try_from((bound - half).as_nanos()).unwrap_or(u64::MAX);
+        // Randomness from the standard library's per-process hash keys: no
+        // extra dependency for a jitter.
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u32(attempt);
+        half + Duration::from_nanos(hasher.finish() % spread.max(1))
+    }
+}
+
+/// How a [`Subscription`](super::Subscription) is opened.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SubscribeOptions {
+    /// Events buffered between the transport and the reader, at least 1.
+    pub capacity: NonZeroUsize,
+    /// What a full buffer does.
+    pub policy: BufferPolicy,
+    /// Whether a duplicate of a pending idempotent signal (a list changed,
+    /// one URI updated) is absorbed instead of buffered again.
+    pub coalesce: bool,
+    /// How long the server has to acknowledge, connecting included.
+    pub ack_timeout: Duration,
+    /// Listen again after an abrupt end; off by default.
+    pub relisten: Option<Relisten>,
+    /// The client's name and version, sent in `_meta`.
+    pub client_info: Implementation,
+    /// The client's capabilities, sent in `_meta` (declare an extension
+    /// there to use its filter fields, such as the tasks extension's
+    /// `taskIds`).
+    pub client_capabilities: ClientCapabilities,
+    /// Extra HTTP headers for Streamable HTTP and the notification channel
+    /// (an `authorization` header, for one).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Default for SubscribeOptions {
+    fn default() -> Self {
+        Self {
+            capacity: NonZeroUsize::new(DEFAULT_BUFFER_CAPACITY).expect("non-zero"),
+            policy: BufferPolicy::default(),
+            coalesce: false,
+            ack_timeout: DEFAULT_ACK_TIMEOUT,
+            relisten: None,
+            client_info: Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ),
+            client_capabilities: ClientCapabilities::default(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+impl SubscribeOptions {
+    /// Buffers at most `capacity` events.
+    ///
+    /// # Panics
+    ///
+    /// When `capacity` is zero.
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = NonZeroUsize::new(capacity).expect("a buffer's capacity must be at least 1");
+        self
+    }
+
+    /// Sets what a full buffer does.
+    pub fn with_policy(mut self, policy: impl Into<BufferPolicy>) -> Self {
+        self.policy = policy.into();
+        self
+    }
+
+    /// Absorbs duplicates of pending idempotent signals.
+    pub fn with_coalesce(mut self, coalesce: bool) -> Self {
+        self.coalesce = coalesce;
+        self
+    }
+
+    /// Gives the server `timeout` to acknowledge.
+    pub fn with_ack_timeout(mut self, timeout: Duration) -> Self {
+        self.ack_timeout = timeout;
+        self
+    }
+
+    /// Listens again after an abrupt end, with this backoff.
+    pub fn with_relisten(mut self, relisten: Relisten) -> Self {
+        self.relisten = Some(relisten);
+        self
+    }
+
+    /// Names the client in `_meta`.
+    pub fn with_client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
+        self
+    }
+
+    /// Declares the client's capabilities in `_meta`.
+    pub fn with_client_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.client_capabilities = capabilities;
+        self
+    }
+
+    /// Adds an HTTP header to every request (Streamable HTTP and the
+    /// notification channel).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_its_bounds_with_jitter() {
+        let relisten = Relisten::new(Duration::from_millis(100), Duration::from_secs(1));
+        for attempt in 1..40 {
+            let bound = Duration::from_millis(100 * (1u64 << (attempt - 1).min(20)))
+                .min(Duration::from_secs(1));
+            let delay = relisten.delay(attempt);
+            assert!(delay >= bound / 2 && delay <= bound, "{attempt}: {delay:?}");
+        }
+        let delays: std::collections::HashSet<_> = (0..20).map(|_| relisten.delay(5)).collect();
+        assert!(delays.len() > 1, "jittered");
+    }
+}

@@ -1,0 +1,163 @@
+//! The reading end of one subscription, whatever its transport.
+
+use std::fmt;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use tokio::task::JoinHandle;
+
+use super::buffer::{BufferStats, Shared};
+use super::error::SubscribeError;
+use super::item::Item;
+use super::options::SubscribeOptions;
+use super::pump::{self, Connect};
+use crate::filter::Filter;
+
+/// One acknowledged `subscriptions/listen` stream, read on demand through a
+/// bounded buffer.
+///
+/// Opened over Streamable HTTP ([`Subscription::http`]), stdio
+/// ([`StdioClient::subscribe`](super::StdioClient::subscribe)), the
+/// notification channel (`Subscription::channel`, with the `channel`
+/// feature) or in process ([`Subscription::source`]); read with
+/// [`next`](Self::next) (cancel-safe), [`try_next`](Self::try_next), as a
+/// [`Stream`], or from a thread through
+/// [`into_receiver`](Self::into_receiver). It yields events, lag reports,
+/// re-listen reports, and one [`End`](super::End) last.
+///
+/// Dropping it cancels the stream, as [`cancel`](Self::cancel) does without
+/// waiting.
+pub struct Subscription {
+    shared: Arc<Shared>,
+    pump: Option<JoinHandle<()>>,
+}
+
+impl Subscription {
+    /// Opens a stream through `connect`, waits for its acknowledgement and
+    /// starts the task that fills the buffer.
+    pub(super) async fn open(
+        connect: Arc<dyn Connect>,
+        requested: &Filter,
+        options: SubscribeOptions,
+    ) -> Result<Self, SubscribeError> {
+        let (granted, feed) = pump::open_within(&*connect, requested, &options).await?;
+        let shared = Arc::new(Shared::new(&options, granted));
+        let pump = tokio::spawn(pump::run(
+            connect,
+            requested.clone(),
+            options,
+            Arc::clone(&shared),
+            feed,
+        ));
+        Ok(Self {
+            shared,
+            pump: Some(pump),
+        })
+    }
+
+    /// The filter the server granted in its acknowledgement (after a
+    /// re-listen, the latest one): a subset of the request.
+    pub fn granted(&self) -> Filter {
+        self.shared.granted()
+    }
+
+    /// Where every event the transport delivered is now.
+    pub fn stats(&self) -> BufferStats {
+        self.shared.stats()
+    }
+
+    /// Waits for the next item; `None` once the [`End`](super::End) was
+    /// read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: an item leaves the buffer only in the poll that returns
+    /// it.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "an async pull, named like `Listener::next` and `StreamExt::next`"
+    )]
+    pub async fn next(&mut self) -> Option<Item> {
+        poll_fn(|cx| self.shared.pop(Some(cx))).await
+    }
+
+    /// The next item if one is ready; `None` when nothing is, or after the
+    /// end was read ([`is_finished`](Self::is_finished) tells which).
+    pub fn try_next(&mut self) -> Option<Item> {
+        match self.shared.pop(None) {
+            Poll::Ready(item) => item,
+            Poll::Pending => None,
+        }
+    }
+
+    /// Whether the end was read: nothing more comes.
+    pub fn is_finished(&self) -> bool {
+        self.shared.is_finished()
+    }
+
+    /// Cancels the stream (`notifications/cancelled` on stdio, a closed
+    /// response over HTTP or the socket on the channel, a closed handle in
+    /// process) and waits until that was done. What was buffered is
+    /// discarded.
+    pub async fn cancel(mut self) {
+        self.shared.cancel.cancel();
+        if let Some(pump) = self.pump.take() {
+            let _ = pump.await;
+        }
+    }
+
+    /// Hands the items to a thread: a [`crossbeam_channel::Receiver`] that
+    /// a thread can `select!` over with its own channels. A thread of its
+    /// own moves each item over, one at a time, so the buffer's bound and
+    /// policy still hold; dropping the receiver cancels the subscription.
+    ///
+    /// # Blocking
+    ///
+    /// The receiver's `recv` blocks; the forwarding thread parks while the
+    /// buffer is empty.
+    pub fn into_receiver(mut self) -> crossbeam_channel::Receiver<Item> {
+        let (sender, receiver) = crossbeam_channel::bounded(0);
+        std::thread::Builder::new()
+            .name("mcp-subscription".into())
+            .spawn(move || {
+                while let Some(item) =
+                    crate::sync::block_on_timeout(self.next(), std::time::Duration::MAX).flatten()
+                {
+                    if sender.send(item).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("a thread starts");
+        receiver
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // The pump task sees it and ends the stream on the wire.
+        self.shared.cancel.cancel();
+    }
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription")
+            .field("granted", &self.shared.granted())
+            .field("stats", &self.shared.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stream for Subscription {
+    /// Events, lag and re-listen reports, then the end; the stream ends
+    /// after it.
+    type Item = Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        self.shared.pop(Some(cx))
+    }
+}
