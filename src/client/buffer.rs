@@ -149,7 +149,9 @@ impl Shared {
                     // worth, which `Wait` tolerates.
                     BufferPolicy::Wait => {}
                     BufferPolicy::DropOldest => {
-                        if let Some(at) = state.items.iter().position(|i| matches!(i, Item::Event(_))) {
+                        if let Some(at) =
+                            state.items.iter().position(|i| matches!(i, Item::Event(_)))
+                        {
                             if let Some(Item::Event(old)) = state.items.remove(at) {
                                 state.pending.remove(old.kind());
                             }

@@ -14,7 +14,7 @@ use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{channel_event, granted_kind};
-use super::pump::{Arrival, Connect, Feed};
+use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::channel::Frame;
 use crate::filter::Filter;
@@ -32,11 +32,7 @@ struct ChannelFeed {
 }
 
 impl Connect for Channel {
-    fn open<'a>(
-        &'a self,
-        requested: &'a Filter,
-        options: &'a SubscribeOptions,
-    ) -> BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>> {
+    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
         async move {
             let mut request = self
                 .url
@@ -44,10 +40,12 @@ impl Connect for Channel {
                 .into_client_request()
                 .map_err(|err| SubscribeError::Connect(err.to_string()))?;
             for (name, value) in &options.headers {
-                let name = tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
-                    .map_err(|err| SubscribeError::Connect(err.to_string()))?;
-                let value = tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
-                    .map_err(|err| SubscribeError::Connect(err.to_string()))?;
+                let name =
+                    tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
+                        .map_err(|err| SubscribeError::Connect(err.to_string()))?;
+                let value =
+                    tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
+                        .map_err(|err| SubscribeError::Connect(err.to_string()))?;
                 request.headers_mut().insert(name, value);
             }
             let (socket, _) = tokio_tungstenite::connect_async(request)
@@ -72,7 +70,11 @@ impl Feed for ChannelFeed {
             loop {
                 let message = match self.socket.next().await {
                     None | Some(Ok(Message::Close(_))) => {
-                        return Arrival::End(if self.served { End::Complete } else { End::NotServed });
+                        return Arrival::End(if self.served {
+                            End::Complete
+                        } else {
+                            End::NotServed
+                        });
                     }
                     Some(Err(err)) => return Arrival::End(End::Abrupt(err.to_string())),
                     Some(Ok(message)) => message,

@@ -51,7 +51,9 @@ pub enum ProtocolError {
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidJson(err) => write!(f, "the server sent a message that is not JSON: {err}"),
+            Self::InvalidJson(err) => {
+                write!(f, "the server sent a message that is not JSON: {err}")
+            }
             Self::InvalidMessage(what) => {
                 write!(f, "the server sent an invalid JSON-RPC message: {what}")
             }
@@ -65,12 +67,17 @@ impl fmt::Display for ProtocolError {
                 serde_json::to_string(granted).unwrap_or_default()
             ),
             Self::WrongSubscriptionId { found: Some(id) } => {
-                write!(f, "a notification stamped with another subscription id {id}")
+                write!(
+                    f,
+                    "a notification stamped with another subscription id {id}"
+                )
             }
             Self::WrongSubscriptionId { found: None } => {
                 f.write_str("a notification without a subscription id")
             }
-            Self::NotGranted { method } => write!(f, "the server sent {method}, which it did not grant"),
+            Self::NotGranted { method } => {
+                write!(f, "the server sent {method}, which it did not grant")
+            }
             Self::NoAcknowledgement { waited } => {
                 write!(f, "no acknowledgement within {waited:?}")
             }

@@ -15,7 +15,7 @@ use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{Expect, PROTOCOL_VERSION, Step, listen_request};
-use super::pump::{Arrival, Connect, Feed};
+use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
 
@@ -41,7 +41,9 @@ impl HttpFeed {
                 None => return Err(End::Abrupt("the response ended without a result".into())),
                 Some(Err(err)) => return Err(End::Abrupt(err.to_string())),
                 Some(Ok(Sse { data: None, .. })) => {}
-                Some(Ok(Sse { data: Some(data), .. })) => match self.expect.text(&data) {
+                Some(Ok(Sse {
+                    data: Some(data), ..
+                })) => match self.expect.text(&data) {
                     Ok(Step::Skip) => {}
                     Ok(step) => return Ok(step),
                     Err(err) => return Err(End::Protocol(err)),
@@ -52,11 +54,7 @@ impl HttpFeed {
 }
 
 impl Connect for Http {
-    fn open<'a>(
-        &'a self,
-        requested: &'a Filter,
-        options: &'a SubscribeOptions,
-    ) -> BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>> {
+    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
         async move {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
             let id = RequestId::String(format!("listen-{n}").into());

@@ -151,10 +151,7 @@ impl Default for SubscribeOptions {
             coalesce: false,
             ack_timeout: DEFAULT_ACK_TIMEOUT,
             relisten: None,
-            client_info: Implementation::new(
-                env!("CARGO_PKG_NAME"),
-                env!("CARGO_PKG_VERSION"),
-            ),
+            client_info: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             client_capabilities: ClientCapabilities::default(),
             headers: Vec::new(),
         }
@@ -168,7 +165,8 @@ impl SubscribeOptions {
     ///
     /// When `capacity` is zero.
     pub fn with_capacity(mut self, capacity: usize) -> Self {
-        self.capacity = NonZeroUsize::new(capacity).expect("a buffer's capacity must be at least 1");
+        self.capacity =
+            NonZeroUsize::new(capacity).expect("a buffer's capacity must be at least 1");
         self
     }
 

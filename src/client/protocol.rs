@@ -20,19 +20,26 @@ const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 /// The `subscriptions/listen` request for `requested`, with `_meta`: the
 /// protocol version, the client's info and capabilities.
-pub(super) fn listen_request(id: &RequestId, requested: &Filter, options: &SubscribeOptions) -> Value {
+pub(super) fn listen_request(
+    id: &RequestId,
+    requested: &Filter,
+    options: &SubscribeOptions,
+) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,
         "method": "subscriptions/listen",
-        "params": {
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                "io.modelcontextprotocol/clientInfo": options.client_info,
-                "io.modelcontextprotocol/clientCapabilities": options.client_capabilities,
-            },
-            "notifications": requested,
-        },
+        "params": {"_meta": meta(options), "notifications": requested},
+    })
+}
+
+/// The `_meta` of every request: the protocol version, the client's info
+/// and capabilities.
+pub(super) fn meta(options: &SubscribeOptions) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": options.client_info,
+        "io.modelcontextprotocol/clientCapabilities": options.client_capabilities,
     })
 }
 
@@ -72,8 +79,8 @@ impl Expect {
 
     /// Reads one message's text.
     pub(super) fn text(&mut self, text: &str) -> Result<Step, ProtocolError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|err| ProtocolError::InvalidJson(err.to_string()))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|err| ProtocolError::InvalidJson(err.to_string()))?;
         self.message(value)
     }
 
@@ -83,9 +90,14 @@ impl Expect {
             return Err(ProtocolError::InvalidMessage("not an object".into()));
         };
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(ProtocolError::InvalidMessage("no \"jsonrpc\": \"2.0\"".into()));
+            return Err(ProtocolError::InvalidMessage(
+                "no \"jsonrpc\": \"2.0\"".into(),
+            ));
         }
-        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         match (method, message.contains_key("id")) {
             // A request from the server: not part of this stream.
             (Some(_), true) => Ok(Step::Skip),
@@ -108,7 +120,11 @@ impl Expect {
         }
     }
 
-    fn notification(&mut self, method: String, mut params: Map<String, Value>) -> Result<Step, ProtocolError> {
+    fn notification(
+        &mut self,
+        method: String,
+        mut params: Map<String, Value>,
+    ) -> Result<Step, ProtocolError> {
         let stamp = take_stamp(&mut params);
         let Some(granted) = &self.granted else {
             if method != ACKNOWLEDGED {
@@ -117,9 +133,9 @@ impl Expect {
             if stamp.as_ref() != Some(&self.id) {
                 return Err(ProtocolError::WrongSubscriptionId { found: stamp });
             }
-            let notifications = params.get("notifications").ok_or_else(|| {
-                ProtocolError::InvalidAcknowledgement("no notifications".into())
-            })?;
+            let notifications = params
+                .get("notifications")
+                .ok_or_else(|| ProtocolError::InvalidAcknowledgement("no notifications".into()))?;
             let granted = Filter::from_notifications(notifications, usize::MAX)
                 .map_err(|err| ProtocolError::InvalidAcknowledgement(err.to_string()))?;
             if !within(&granted, &self.requested) {
@@ -133,7 +149,9 @@ impl Expect {
         }
         let event = event(method, params);
         if !granted_kind(granted, event.kind()) {
-            return Err(ProtocolError::NotGranted { method: event.method().to_owned() });
+            return Err(ProtocolError::NotGranted {
+                method: event.method().to_owned(),
+            });
         }
         Ok(Step::Event(event))
     }
@@ -151,10 +169,14 @@ impl Expect {
             return Ok(Step::End(End::Failed(error)));
         }
         if !message.contains_key("result") {
-            return Err(ProtocolError::InvalidMessage("a response without result or error".into()));
+            return Err(ProtocolError::InvalidMessage(
+                "a response without result or error".into(),
+            ));
         }
         if self.granted.is_none() {
-            return Err(ProtocolError::BeforeAcknowledgement { what: "a result".into() });
+            return Err(ProtocolError::BeforeAcknowledgement {
+                what: "a result".into(),
+            });
         }
         Ok(Step::End(End::Complete))
     }
@@ -221,7 +243,9 @@ fn within(granted: &Filter, requested: &Filter) -> bool {
         && granted.extensions().iter().all(|(field, value)| {
             match (value, requested.extensions().get(field)) {
                 (_, Some(Value::Bool(true))) => true,
-                (Value::Array(ids), Some(Value::Array(asked))) => ids.iter().all(|id| asked.contains(id)),
+                (Value::Array(ids), Some(Value::Array(asked))) => {
+                    ids.iter().all(|id| asked.contains(id))
+                }
                 (value, Some(asked)) => value == asked,
                 (_, None) => false,
             }
@@ -235,7 +259,9 @@ mod tests {
     fn expect() -> Expect {
         Expect::new(
             &RequestId::String("l-1".into()),
-            &Filter::new().with_tools_list_changed().with_resource("file:///a"),
+            &Filter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///a"),
         )
     }
 
@@ -244,7 +270,9 @@ mod tests {
     #[test]
     fn a_stream_in_order() {
         let mut expect = expect();
-        let Step::Acknowledged(granted) = expect.text(ACK).unwrap() else { panic!() };
+        let Step::Acknowledged(granted) = expect.text(ACK).unwrap() else {
+            panic!()
+        };
         assert_eq!(granted, Filter::new().with_tools_list_changed());
         let Step::Event(event) = expect
             .text(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l-1"}}}"#)
@@ -255,7 +283,9 @@ mod tests {
         assert_eq!(event.kind(), &EventKind::ToolsListChanged);
         assert!(event.is_idempotent(), "the stamp is gone");
         assert!(matches!(
-            expect.text(r#"{"jsonrpc":"2.0","id":"l-1","result":{"resultType":"complete"}}"#).unwrap(),
+            expect
+                .text(r#"{"jsonrpc":"2.0","id":"l-1","result":{"resultType":"complete"}}"#)
+                .unwrap(),
             Step::End(End::Complete)
         ));
     }
@@ -267,7 +297,10 @@ mod tests {
             fresh.text(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l-1"}}}"#),
             Err(ProtocolError::BeforeAcknowledgement { .. })
         ));
-        assert!(matches!(expect().text("garbage"), Err(ProtocolError::InvalidJson(_))));
+        assert!(matches!(
+            expect().text("garbage"),
+            Err(ProtocolError::InvalidJson(_))
+        ));
         assert!(matches!(
             expect().text(&ACK.replace("\"toolsListChanged\":true", "\"promptsListChanged\":true")),
             Err(ProtocolError::GrantedMore { .. })

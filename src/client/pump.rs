@@ -31,15 +31,15 @@ pub(super) trait Feed: Send {
     fn cancel(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
 
+/// An attempt to open a stream: the grant and the stream, once
+/// acknowledged.
+pub(super) type Opening<'a> = BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>>;
+
 /// How a transport opens a stream: once, and again for each re-listen.
 pub(super) trait Connect: Send + Sync + 'static {
     /// Sends a listen request for `requested` and waits for its
     /// acknowledgement: the grant, and the stream.
-    fn open<'a>(
-        &'a self,
-        requested: &'a Filter,
-        options: &'a SubscribeOptions,
-    ) -> BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>>;
+    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a>;
 }
 
 /// Opens a first stream within the acknowledgement timeout.

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use super::error::SubscribeError;
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::pump::{Arrival, Connect, Feed};
+use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::context::OpenContext;
 use crate::error::ListenParamsError;
@@ -25,11 +25,7 @@ where
     S: Source + 'static,
     S::Handle: 'static,
 {
-    fn open<'a>(
-        &'a self,
-        requested: &'a Filter,
-        options: &'a SubscribeOptions,
-    ) -> BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>> {
+    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
         let opened = (|| {
             let uris = requested.resource_subscriptions().len();
             let limit = self.0.max_uris();
@@ -37,8 +33,8 @@ where
                 let err = ListenParamsError::TooManyUris { count: uris, limit };
                 return Err(SubscribeError::Refused(err.to_error_data()));
             }
-            let context =
-                OpenContext::default().with_client_capabilities(options.client_capabilities.clone());
+            let context = OpenContext::default()
+                .with_client_capabilities(options.client_capabilities.clone());
             // The same admission as a served stream: extension fields need
             // the client's declaration; the source narrows the rest.
             self.0

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, Step, cancelled, listen_request};
-use super::pump::{Arrival, Connect, Feed};
+use super::protocol::{Expect, Step, cancelled, listen_request, meta};
+use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
@@ -40,6 +40,8 @@ struct Connection {
     routes: Arc<Routes>,
     /// Cancelled when the server's output ends.
     closed: CancellationToken,
+    /// The server's process id, when the client started it.
+    pid: Option<u32>,
     /// Killed when the connection is dropped.
     _child: Option<tokio::process::Child>,
 }
@@ -67,6 +69,7 @@ impl Connection {
             writes,
             routes,
             closed,
+            pid: child.as_ref().and_then(tokio::process::Child::id),
             _child: child,
         }
     }
@@ -81,7 +84,11 @@ impl Connection {
 /// Routes each line to the stream it names: a response by its id, a
 /// notification by its `_meta` subscription id. A stream whose inbox is
 /// full holds the whole connection (its buffer's `Wait` policy).
-async fn read_lines<R: AsyncRead + Unpin>(reader: R, routes: Arc<Routes>, closed: CancellationToken) {
+async fn read_lines<R: AsyncRead + Unpin>(
+    reader: R,
+    routes: Arc<Routes>,
+    closed: CancellationToken,
+) {
     let mut lines = BufReader::new(reader).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
@@ -210,6 +217,12 @@ impl StdioClient {
         Subscription::open(Arc::new(self.clone()), requested, options).await
     }
 
+    /// The id of the server process the client started (the latest one,
+    /// after a restart); `None` over pipes it was given.
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner.connection.lock().as_ref().and_then(|c| c.pid)
+    }
+
     /// Sends any other request on this connection (a `tools/call`, or the
     /// `resources/read` that refetches after [`Item::Resynced`](super::Item::Resynced))
     /// and waits for its response: the `result`, or the JSON-RPC error.
@@ -218,7 +231,20 @@ impl StdioClient {
     ///
     /// [`SubscribeError::Refused`] with the error response,
     /// [`SubscribeError::Closed`] when the connection closed first.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, SubscribeError> {
+    pub async fn request(&self, method: &str, mut params: Value) -> Result<Value, SubscribeError> {
+        // A 2026-07-28 request names the protocol version and the client in
+        // `_meta`; what the caller put there is kept.
+        if let Some(params) = params.as_object_mut() {
+            let defaults = meta(&SubscribeOptions::default());
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let (Some(meta), Value::Object(defaults)) = (meta.as_object_mut(), defaults) {
+                for (key, value) in defaults {
+                    meta.entry(key).or_insert(value);
+                }
+            }
+        }
         let connection = self.connection()?;
         let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("request-{n}").into());
@@ -236,7 +262,10 @@ impl StdioClient {
                     serde_json::from_value(error)
                         .map_err(|err| ProtocolError::InvalidMessage(err.to_string()))?,
                 )),
-                None => Ok(response.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+                None => Ok(response
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or(Value::Null)),
             },
             Some(Err(line)) => Err(ProtocolError::InvalidJson(format!("{line:.80}")).into()),
             None => Err(SubscribeError::Closed),
@@ -301,11 +330,7 @@ impl StdioFeed {
 }
 
 impl Connect for StdioClient {
-    fn open<'a>(
-        &'a self,
-        requested: &'a Filter,
-        options: &'a SubscribeOptions,
-    ) -> BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>> {
+    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
         async move {
             let connection = self.connection()?;
             let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,605 @@
+//! The client half against the crate's own example server, run as a real
+//! process: over Streamable HTTP, stdio and the notification channel, and in
+//! process against a hub. Each transport: the acknowledgement and the
+//! grant, delivery, the end states, cancel releasing the server's listener,
+//! each buffer policy, and re-listening across a restarted server.
+
+#![cfg(all(
+    feature = "client",
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics",
+    feature = "tasks"
+))]
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use mcp_subscriptions::client::{
+    BufferPolicy, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions, Subscription,
+};
+use mcp_subscriptions::{EventKind, Filter, Hub, Overflow};
+use serde_json::json;
+use support::example::{HttpServer, binary, call};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn next(subscription: &mut Subscription) -> Item {
+    tokio::time::timeout(WAIT, subscription.next())
+        .await
+        .expect("the subscription moves on")
+        .expect("not finished")
+}
+
+/// The next item that is not a re-listen report.
+async fn next_settled(subscription: &mut Subscription) -> Item {
+    loop {
+        match next(subscription).await {
+            Item::Relistening(_) => {}
+            item => return item,
+        }
+    }
+}
+
+fn kind(item: &Item) -> Option<&EventKind> {
+    match item {
+        Item::Event(event) => Some(event.kind()),
+        _ => None,
+    }
+}
+
+fn updated(uri: &str) -> EventKind {
+    EventKind::ResourceUpdated { uri: uri.into() }
+}
+
+/// Waits until the subscription has read `n` events off the transport.
+async fn wait_received(subscription: &Subscription, n: u64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while subscription.stats().received < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "received {:?}",
+            subscription.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn http_smoke_acknowledged_granted_delivered_cancelled() {
+    let server = HttpServer::start(&[]).await;
+    let tools = server.client().await;
+    let requested = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///a");
+    let mut subscription =
+        Subscription::http(server.mcp_url(), &requested, SubscribeOptions::default())
+            .await
+            .unwrap();
+    assert_eq!(subscription.granted(), requested);
+    server.wait_for_active(1, WAIT).await;
+
+    call(&tools, "test_trigger_prompt_change", json!({})).await;
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    call(
+        &tools,
+        "test_trigger_resource_update",
+        json!({"uri": "file:///a"}),
+    )
+    .await;
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    let item = next(&mut subscription).await;
+    assert_eq!(kind(&item), Some(&updated("file:///a")));
+    let Item::Event(event) = item else { panic!() };
+    assert_eq!(
+        event.to_plain_json(),
+        r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}}"#,
+        "the stamp is gone, the rest as sent"
+    );
+    assert!(subscription.try_next().is_none());
+
+    subscription.cancel().await;
+    server.wait_for_active(0, WAIT).await;
+}
+
+#[tokio::test]
+async fn http_refusals_and_the_graceful_end() {
+    let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
+    let uris = (0..1_001).fold(Filter::new(), |f, i| {
+        f.with_resource(format!("file:///{i}"))
+    });
+    let err = Subscription::http(server.mcp_url(), &uris, SubscribeOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, SubscribeError::Refused(e) if e.code.0 == -32602),
+        "{err}"
+    );
+
+    let tools = Filter::new().with_tools_list_changed();
+    let mut first = Subscription::http(server.mcp_url(), &tools, SubscribeOptions::default())
+        .await
+        .unwrap();
+    let err = Subscription::http(server.mcp_url(), &tools, SubscribeOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, SubscribeError::Refused(e) if e.message == "Subscription limit reached"),
+        "{err}"
+    );
+
+    // Ctrl-C completes every stream gracefully.
+    server.interrupt();
+    assert_eq!(next(&mut first).await, Item::End(End::Complete));
+    assert!(first.next().await.is_none(), "nothing after the end");
+
+    let err = Subscription::http(server.mcp_url(), &tools, SubscribeOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SubscribeError::Connect(_)), "{err}");
+}
+
+#[tokio::test]
+async fn http_buffer_policies() {
+    let server = HttpServer::start(&[]).await;
+    let tools = server.client().await;
+    let uri = "file:///burst";
+    let requested = Filter::new().with_resource(uri);
+    let burst = json!({"uri": uri, "count": 50});
+
+    // Drop-oldest: the transport is read on, the reader learns the exact
+    // loss and gets the newest events.
+    let options = SubscribeOptions::default()
+        .with_capacity(4)
+        .with_policy(Overflow::DropOldest);
+    let mut dropping = Subscription::http(server.mcp_url(), &requested, options)
+        .await
+        .unwrap();
+    // Disconnect: the subscription ends with our own overflow.
+    let options = SubscribeOptions::default()
+        .with_capacity(4)
+        .with_policy(BufferPolicy::Disconnect);
+    let mut ending = Subscription::http(server.mcp_url(), &requested, options)
+        .await
+        .unwrap();
+    // Coalescing: fifty updates of one URI take one slot.
+    let options = SubscribeOptions::default()
+        .with_capacity(4)
+        .with_policy(BufferPolicy::Disconnect)
+        .with_coalesce(true);
+    let mut coalescing = Subscription::http(server.mcp_url(), &requested, options)
+        .await
+        .unwrap();
+    // Wait: the transport is not read beyond the buffer's room.
+    let options = SubscribeOptions::default().with_capacity(4);
+    let mut waiting = Subscription::http(server.mcp_url(), &requested, options)
+        .await
+        .unwrap();
+    server.wait_for_active(4, WAIT).await;
+
+    call(&tools, "test_trigger_burst", burst).await;
+    wait_received(&dropping, 50).await;
+    wait_received(&coalescing, 50).await;
+    assert_eq!(next(&mut dropping).await, Item::Lagged(46));
+    for _ in 0..4 {
+        assert_eq!(kind(&next(&mut dropping).await), Some(&updated(uri)));
+    }
+    let stats = dropping.stats();
+    assert_eq!(
+        (stats.received, stats.delivered, stats.dropped),
+        (50, 4, 46)
+    );
+
+    assert_eq!(
+        next(&mut ending).await,
+        Item::End(End::Overflowed { dropped: 5 })
+    );
+    server.wait_for_active(3, WAIT).await;
+
+    assert_eq!(kind(&next(&mut coalescing).await), Some(&updated(uri)));
+    assert!(coalescing.try_next().is_none());
+    let stats = coalescing.stats();
+    assert_eq!((stats.delivered, stats.coalesced), (1, 49));
+
+    // The waiting reader holds at most its capacity (and one message in
+    // hand) while the server keeps the rest; then it gets all fifty.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(waiting.stats().received <= 5, "{:?}", waiting.stats());
+    for _ in 0..50 {
+        assert_eq!(kind(&next(&mut waiting).await), Some(&updated(uri)));
+    }
+    assert_eq!(waiting.stats().dropped, 0);
+}
+
+#[tokio::test]
+async fn http_server_overflow_is_a_distinct_end() {
+    let server = HttpServer::start(&["--capacity", "2", "--overflow", "disconnect"]).await;
+    let tools = server.client().await;
+    let uri = "file:///burst";
+    let options = SubscribeOptions::default().with_capacity(1);
+    let mut slow = Subscription::http(server.mcp_url(), &Filter::new().with_resource(uri), options)
+        .await
+        .unwrap();
+    call(
+        &tools,
+        "test_trigger_burst",
+        json!({"uri": uri, "count": 500}),
+    )
+    .await;
+    let end = loop {
+        match next(&mut slow).await {
+            Item::End(end) => break end,
+            _ => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    };
+    assert!(end.is_server_overflow(), "{end}");
+    let End::Failed(error) = end else { panic!() };
+    assert_eq!(error.data.unwrap()["reason"], "overflow");
+}
+
+/// The example server on `addr` (a fixed port, to restart it on).
+async fn start_on(addr: &str) -> tokio::process::Child {
+    let mut child = tokio::process::Command::new(binary())
+        .args(["--bind", addr])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(line.starts_with("listening on "), "{line}");
+    child
+}
+
+#[tokio::test]
+async fn http_relistens_across_a_restarted_server() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let url = format!("http://{addr}/mcp");
+    let mut server = start_on(&addr).await;
+    let requested = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///a");
+    let options = SubscribeOptions::default().with_relisten(Relisten::new(
+        Duration::from_millis(20),
+        Duration::from_millis(200),
+    ));
+    let mut subscription = Subscription::http(&url, &requested, options).await.unwrap();
+
+    server.kill().await.unwrap();
+    let Item::Relistening(first) = next(&mut subscription).await else {
+        panic!("a re-listen report")
+    };
+    assert_eq!(first.attempt, 1);
+    assert!(first.reason.contains("abrupt"), "{}", first.reason);
+    // It keeps trying while the server is away.
+    let second = loop {
+        if let Item::Relistening(attempt) = next(&mut subscription).await
+            && attempt.attempt >= 2
+        {
+            break attempt;
+        }
+    };
+    assert!(second.reason.contains("cannot reach"), "{}", second.reason);
+
+    let restarted = HttpServer {
+        child: start_on(&addr).await,
+        base: format!("http://{addr}"),
+    };
+    assert_eq!(
+        next_settled(&mut subscription).await,
+        Item::Resynced(requested.clone()),
+        "what to refetch"
+    );
+    restarted.wait_for_active(1, WAIT).await;
+    let tools = restarted.client().await;
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    assert_eq!(subscription.stats().resyncs, 1);
+}
+
+fn tool_call(name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+#[tokio::test]
+async fn stdio_streams_share_a_child_and_cancel_one_at_a_time() {
+    let client = StdioClient::spawn(binary(), ["--stdio"]).unwrap();
+    let mut tools = client
+        .subscribe(
+            &Filter::new().with_tools_list_changed(),
+            SubscribeOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mut both = client
+        .subscribe(
+            &Filter::new()
+                .with_tools_list_changed()
+                .with_prompts_list_changed(),
+            SubscribeOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(both.granted().prompts_list_changed());
+
+    client
+        .request(
+            "tools/call",
+            tool_call("test_trigger_tool_change", json!({})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kind(&next(&mut tools).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    assert_eq!(
+        kind(&next(&mut both).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+
+    tools.cancel().await;
+    client
+        .request(
+            "tools/call",
+            tool_call("test_trigger_tool_change", json!({})),
+        )
+        .await
+        .unwrap();
+    client
+        .request(
+            "tools/call",
+            tool_call("test_trigger_prompt_change", json!({})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kind(&next(&mut both).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    assert_eq!(
+        kind(&next(&mut both).await),
+        Some(&EventKind::PromptsListChanged)
+    );
+
+    let uris = (0..1_001).fold(Filter::new(), |f, i| {
+        f.with_resource(format!("file:///{i}"))
+    });
+    let err = client
+        .subscribe(&uris, SubscribeOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, SubscribeError::Refused(e) if e.code.0 == -32602),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn stdio_relistens_after_the_server_process_dies() {
+    let client = StdioClient::spawn(binary(), ["--stdio"]).unwrap();
+    let requested = Filter::new().with_tools_list_changed();
+    let options = SubscribeOptions::default().with_relisten(Relisten::new(
+        Duration::from_millis(20),
+        Duration::from_millis(200),
+    ));
+    let mut subscription = client.subscribe(&requested, options).await.unwrap();
+    client
+        .request(
+            "tools/call",
+            tool_call("test_trigger_tool_change", json!({})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    // The server's process dies; the client starts it again.
+    let pid = client.process_id().expect("the client started it");
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(matches!(
+        next(&mut subscription).await,
+        Item::Relistening(_)
+    ));
+    assert_eq!(
+        next_settled(&mut subscription).await,
+        Item::Resynced(requested)
+    );
+    client
+        .request(
+            "tools/call",
+            tool_call("test_trigger_tool_change", json!({})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    assert_ne!(client.process_id(), Some(pid), "a new process");
+}
+
+#[tokio::test]
+async fn channel_delivers_everything_asked_and_cancels() {
+    let server = HttpServer::start(&[]).await;
+    let tools = server.client().await;
+    let url = format!(
+        "{}/mcp/notifications/main",
+        server.base.replace("http://", "ws://")
+    );
+    let mut subscription = Subscription::channel(
+        &url,
+        &Filter::new().with_tools_list_changed(),
+        SubscribeOptions::default(),
+    )
+    .await
+    .unwrap();
+    server.wait_for_active(1, WAIT).await;
+    call(&tools, "test_trigger_prompt_change", json!({})).await;
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    call(
+        &tools,
+        "test_trigger_custom",
+        json!({"method": "vendor/ping", "params": {"n": 1}}),
+    )
+    .await;
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    let Item::Event(custom) = next(&mut subscription).await else {
+        panic!()
+    };
+    assert_eq!(
+        custom.method(),
+        "vendor/ping",
+        "extension kinds pass through"
+    );
+
+    subscription.cancel().await;
+    server.wait_for_active(0, WAIT).await;
+
+    // A graceful shutdown closes the channel cleanly after its frames.
+    let mut again = Subscription::channel(&url, &Filter::everything(), SubscribeOptions::default())
+        .await
+        .unwrap();
+    server.wait_for_active(1, WAIT).await;
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    assert_eq!(
+        kind(&next(&mut again).await),
+        Some(&EventKind::ToolsListChanged)
+    );
+    server.interrupt();
+    assert_eq!(next(&mut again).await, Item::End(End::Complete));
+}
+
+#[tokio::test]
+async fn channel_not_served_when_the_hub_is_full() {
+    let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
+    let url = format!(
+        "{}/mcp/notifications/main",
+        server.base.replace("http://", "ws://")
+    );
+    let _first = Subscription::channel(&url, &Filter::everything(), SubscribeOptions::default())
+        .await
+        .unwrap();
+    server.wait_for_active(1, WAIT).await;
+    let mut second =
+        Subscription::channel(&url, &Filter::everything(), SubscribeOptions::default())
+            .await
+            .unwrap();
+    assert_eq!(next(&mut second).await, Item::End(End::NotServed));
+}
+
+#[tokio::test]
+async fn in_process_from_a_hub() {
+    let hub = Hub::builder()
+        .capacity(2)
+        .overflow(Overflow::Disconnect)
+        .build();
+    let requested = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///a");
+    let mut subscription =
+        Subscription::source(hub.clone(), &requested, SubscribeOptions::default())
+            .await
+            .unwrap();
+    assert_eq!(subscription.granted(), requested);
+    assert_eq!(hub.stats().listeners_active, 1);
+    hub.notify_prompts_list_changed();
+    hub.notify_resource_updated("file:///a");
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&updated("file:///a"))
+    );
+
+    subscription.cancel().await;
+    assert_eq!(
+        hub.stats().listeners_active,
+        0,
+        "cancel releases the listener"
+    );
+
+    // The source's own overflow is a server overflow end.
+    let options = SubscribeOptions::default().with_capacity(1);
+    let mut slow = Subscription::source(hub.clone(), &requested, options)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    for _ in 0..10 {
+        hub.notify_resource_updated("file:///a");
+    }
+    let end = loop {
+        if let Item::End(end) = next(&mut slow).await {
+            break end;
+        }
+    };
+    assert!(end.is_server_overflow(), "{end}");
+
+    // A completed hub is a graceful end, and refuses new subscriptions.
+    let mut done = Subscription::source(hub.clone(), &requested, SubscribeOptions::default())
+        .await
+        .unwrap();
+    hub.complete();
+    assert_eq!(next(&mut done).await, Item::End(End::Complete));
+    let err = Subscription::source(hub, &requested, SubscribeOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SubscribeError::Refused(_)), "{err}");
+}
+
+#[tokio::test]
+async fn blocking_reader_over_crossbeam() {
+    let hub = Hub::new();
+    let subscription = Subscription::source(
+        hub.clone(),
+        &Filter::new().with_tools_list_changed(),
+        SubscribeOptions::default(),
+    )
+    .await
+    .unwrap();
+    let receiver = subscription.into_receiver();
+    let (mine, theirs) = crossbeam_channel::bounded::<()>(1);
+    hub.notify_tools_list_changed();
+    let got = tokio::task::spawn_blocking(move || {
+        let _keep = mine;
+        crossbeam_channel::select! {
+            recv(receiver) -> item => item.unwrap(),
+            recv(theirs) -> _ => panic!("our own channel stays quiet"),
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(kind(&got), Some(&EventKind::ToolsListChanged));
+    // The receiver was dropped with the thread: the listener is released.
+    let deadline = std::time::Instant::now() + WAIT;
+    while hub.stats().listeners_active != 0 {
+        assert!(std::time::Instant::now() < deadline);
+        hub.notify_tools_list_changed();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
