@@ -603,3 +603,44 @@ async fn blocking_reader_over_crossbeam() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn the_watch_example_prints_each_notification_and_cancels_on_ctrl_c() {
+    let server = HttpServer::start(&[]).await;
+    let tools = server.client().await;
+    let watch = binary().with_file_name("watch");
+    let mut child = tokio::process::Command::new(watch)
+        .args([&server.mcp_url(), "--tools", "--resource", "file:///a"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut line = async || {
+        tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(
+        line().await,
+        r#"acknowledged: {"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}"#
+    );
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    assert_eq!(
+        line().await,
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
+    );
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(line().await, "cancelled");
+    assert!(child.wait().await.unwrap().success());
+    server.wait_for_active(0, WAIT).await;
+}
