@@ -36,6 +36,8 @@ pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 // Extensions, each behind its feature.
+#[cfg(any(feature = "redis", feature = "nats"))]
+pub mod relay;
 #[cfg(feature = "tasks")]
 pub mod tasks;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -50,8 +52,9 @@ pub use error::{
 pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
 pub use hub::{
-    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats, Listener,
-    ListenerId, ListenerStats, NextItem, PublishReport,
+    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats,
+    InterestChange, InterestKey, InterestWatch, Listener, ListenerId, ListenerStats, NextItem,
+    PublishReport,
 };
 pub use overflow::Overflow;
 pub use serve::{Advertise, Authorize, ListenService, ListenStream};

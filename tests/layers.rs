@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("source", 2),
     ("hub", 3),
     ("serve", 3),
+    ("relay", 4),
     ("tasks", 4),
     ("transport", 4),
     ("channel", 5),

@@ -4,10 +4,12 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::num::NonZeroUsize;
+use std::task::Waker;
 
 use super::config::Config;
 use super::entry::Entry;
 use super::id::ListenerId;
+use super::interest::InterestWatch;
 use super::listener::Listener;
 use super::queue::{Pushed, Queue};
 use super::report::PublishReport;
@@ -153,7 +155,9 @@ impl Hub {
             });
         }
         registry.admit(entry.clone());
+        let watchers = registry.interest.take_wakers();
         drop(registry);
+        watchers.into_iter().for_each(Waker::wake);
         Ok(Listener::new(self.shared.clone(), entry))
     }
 
@@ -206,6 +210,9 @@ impl Hub {
             for id in overflowed {
                 registry.retire(id, Retirement::Overflow);
             }
+            let watchers = registry.interest.take_wakers();
+            drop(registry);
+            watchers.into_iter().for_each(Waker::wake);
         }
         report
     }
@@ -257,10 +264,28 @@ impl Hub {
     /// and lets every listener drain what it holds before it reports
     /// [`Next::Complete`](crate::Next::Complete). Idempotent.
     pub fn complete(&self) {
-        let waiters = self.shared.registry.write().complete();
+        let (waiters, watchers) = {
+            let mut registry = self.shared.registry.write();
+            (registry.complete(), registry.interest.take_wakers())
+        };
         for waiter in waiters {
             waiter.wake();
         }
+        watchers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Reports the keys (resource URIs, extension keys such as task ids)
+    /// this hub's listeners watch as that set changes: the first listener
+    /// naming a key arriving, the last one leaving (see [`InterestWatch`]).
+    /// What a relay subscribes its broker channels by.
+    pub fn watch_interest(&self) -> InterestWatch {
+        let mut registry = self.shared.registry.write();
+        let registry = &mut *registry;
+        let pending = registry.interest.watch(registry.entries.values());
+        if registry.completed {
+            registry.interest.complete();
+        }
+        InterestWatch::new(pending)
     }
 
     /// Whether [`complete`](Self::complete) was called (or every handle

@@ -13,6 +13,7 @@
 //! - `stats`: the snapshots read from the queues;
 //! - `entry`: one listener as the hub sees it (its id, filter and queue);
 //! - `index`: the routing index over entries;
+//! - `interest`: the keys listeners watch, pushed to whoever watches them;
 //! - `registry`: every live entry, the index, and the totals of retired
 //!   listeners (lock order: registry, then a queue, never the reverse);
 //! - `shared`: what every handle and listener of one hub share;
@@ -26,6 +27,7 @@ mod entry;
 mod handle;
 mod id;
 mod index;
+mod interest;
 mod listener;
 pub(crate) mod queue;
 mod registry;
@@ -38,6 +40,7 @@ pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS};
 pub use handle::Hub;
 pub use id::ListenerId;
+pub use interest::{InterestChange, InterestKey, InterestWatch};
 pub use listener::{Listener, NextItem};
 pub use report::PublishReport;
 pub use stats::{ClosedCounts, HubStats, ListenerStats};

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use super::entry::Entry;
 use super::id::ListenerId;
 use super::index::Index;
+use super::interest::Interest;
 use super::queue::Waiter;
 use super::stats::{ClosedCounts, Retirement};
 use crate::counts::Counts;
@@ -27,11 +28,14 @@ pub(crate) struct Registry {
     pub(crate) closed: ClosedCounts,
     pub(crate) opened: u64,
     pub(crate) completed: bool,
+    /// The keys listeners watch, for whoever asked (`Hub::watch_interest`).
+    pub(crate) interest: Interest,
 }
 
 impl Registry {
     pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
         self.index.insert(&entry);
+        self.interest.admit(&entry.filter);
         self.entries.insert(entry.id, entry);
         self.opened += 1;
     }
@@ -46,6 +50,7 @@ impl Registry {
             return;
         };
         self.index.remove(&entry);
+        self.interest.retire(&entry.filter);
         let snap = entry.queue.snapshot();
         self.retired += snap.counts;
         self.retired_max_depth = self.retired_max_depth.max(snap.max_depth);
@@ -65,6 +70,7 @@ impl Registry {
     pub(crate) fn complete(&mut self) -> Vec<Waiter> {
         self.completed = true;
         self.index = Index::default();
+        self.interest.complete();
         self.entries
             .values()
             .filter_map(|entry| entry.queue.complete())

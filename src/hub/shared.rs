@@ -29,6 +29,12 @@ impl Shared {
     }
 
     pub(crate) fn retire(&self, id: ListenerId, why: Retirement) {
-        self.registry.write().retire(id, why);
+        let watchers = {
+            let mut registry = self.registry.write();
+            registry.retire(id, why);
+            registry.interest.take_wakers()
+        };
+        // Woken with no lock held, as a listener's reader is.
+        watchers.into_iter().for_each(std::task::Waker::wake);
     }
 }

@@ -1,0 +1,460 @@
+//! The relay's task: one loop that connects, keeps the broker's
+//! subscriptions in step with the hub's interest, sends what publishers
+//! queued, publishes what other replicas sent into the hub, and watches
+//! for lost messages.
+//!
+//! Everything here runs on the one task, so its state needs no lock; the
+//! only state shared with publishers is the outbound queue (see
+//! `handle.rs`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::{Instant, MissedTickBehavior, sleep, timeout};
+
+use super::broker::Broker;
+use super::envelope::{self, Body, Channels};
+use super::incoming::Incoming;
+use super::link::Link;
+use super::options::RelayOptions;
+use super::shared::Inner;
+use super::stats::bump;
+use crate::event::Event;
+use crate::hub::{InterestChange, InterestKey, InterestWatch};
+
+/// How often the task looks at its clocks (heartbeats, grace periods,
+/// resyncs, silent origins).
+const TICK: Duration = Duration::from_millis(50);
+
+/// Channels named in one subscribe or unsubscribe command, at most.
+const BATCH: usize = 1_000;
+
+/// How a connected session ended.
+enum Ended {
+    /// The connection failed: connect again.
+    Lost,
+    /// Every handle dropped, or the hub completed: stop.
+    Stop,
+}
+
+/// What the task knows about another replica, from the catalog channel.
+struct Origin {
+    next_seq: u64,
+    dropped: u64,
+    last_seen: Instant,
+}
+
+struct Driver {
+    inner: Arc<Inner>,
+    broker: Broker,
+    options: RelayOptions,
+    watch: InterestWatch,
+    channels: Channels,
+    catalog: String,
+    /// The keys local listeners watch.
+    watched: HashSet<InterestKey>,
+    /// Watched keys per channel (two keys may share a hashed channel).
+    refs: HashMap<String, usize>,
+    /// Channels no key needs any more, kept until their grace ends.
+    grace: HashMap<String, Instant>,
+    /// The channels subscribed on the current connection.
+    subscribed: HashSet<String>,
+    /// Whether `subscribed` may differ from what `refs` and `grace` want.
+    dirty: bool,
+    /// This replica's catalog messages so far.
+    seq: u64,
+    origins: HashMap<String, Origin>,
+    next_heartbeat: Instant,
+    resync_at: Option<Instant>,
+    /// NATS reconnects by itself; this is whether it says it is down.
+    link_down: bool,
+    random: u64,
+}
+
+pub(crate) async fn run(
+    inner: Arc<Inner>,
+    broker: Broker,
+    options: RelayOptions,
+    watch: InterestWatch,
+) {
+    let channels = Channels::new(&options.prefix);
+    let random = u64::from_str_radix(&inner.origin, 16).unwrap_or(1) | 1;
+    let mut driver = Driver {
+        catalog: channels.catalog(),
+        channels,
+        inner,
+        broker,
+        options,
+        watch,
+        watched: HashSet::new(),
+        refs: HashMap::new(),
+        grace: HashMap::new(),
+        subscribed: HashSet::new(),
+        dirty: false,
+        seq: 0,
+        origins: HashMap::new(),
+        next_heartbeat: Instant::now(),
+        resync_at: None,
+        link_down: false,
+        random,
+    };
+    driver.run().await;
+}
+
+impl Driver {
+    async fn run(&mut self) {
+        let mut backoff = self.options.backoff_min;
+        let mut connected_before = false;
+        loop {
+            if self.stopping() {
+                return;
+            }
+            let connecting = timeout(self.options.timeout, Link::connect(&self.broker.kind));
+            let link = tokio::select! {
+                link = connecting => link,
+                () = self.inner.wake.notified() => continue,
+            };
+            let Ok(Ok(mut link)) = link else {
+                // Degraded: local delivery goes on; try again after a
+                // jittered, growing wait, unless closed meanwhile.
+                let wait = self.jitter(backoff);
+                backoff = (backoff * 2).min(self.options.backoff_max);
+                tokio::select! {
+                    () = sleep(wait) => {}
+                    () = self.inner.wake.notified() => {}
+                }
+                continue;
+            };
+            backoff = self.options.backoff_min;
+            if connected_before {
+                bump(&self.inner.counters.reconnects);
+                // Whatever was sent while we were away is lost.
+                self.schedule_resync();
+            }
+            connected_before = true;
+            let ended = self.session(&mut link).await;
+            self.inner
+                .counters
+                .connected
+                .store(false, Ordering::Relaxed);
+            self.subscribed.clear();
+            self.inner
+                .counters
+                .subscribed_keys
+                .store(0, Ordering::Relaxed);
+            if matches!(ended, Ended::Stop) {
+                return;
+            }
+        }
+    }
+
+    /// Every handle dropped, or the hub completed with nothing left to read.
+    fn stopping(&self) -> bool {
+        self.inner.is_closed() || (self.watch.is_ended() && self.inner.hub.is_complete())
+    }
+
+    async fn session(&mut self, link: &mut Link) -> Ended {
+        self.drain_interest();
+        self.link_down = false;
+        self.origins.clear();
+        if !self.subscribe_all(link).await {
+            return Ended::Lost;
+        }
+        self.inner.counters.connected.store(true, Ordering::Relaxed);
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            if self.stopping() {
+                return Ended::Stop;
+            }
+            if !self.send_queued(link).await || !self.flush_subscriptions(link).await {
+                return Ended::Lost;
+            }
+            tokio::select! {
+                () = self.inner.wake.notified() => {}
+                change = self.watch.next() => match change {
+                    Some(change) => self.apply(change),
+                    None => return Ended::Stop,
+                },
+                incoming = link.next() => match incoming {
+                    Some(Incoming::Message { channel, payload }) => self.receive(&channel, &payload),
+                    Some(Incoming::Down) => {
+                        self.link_down = true;
+                        self.inner.counters.connected.store(false, Ordering::Relaxed);
+                    }
+                    Some(Incoming::Up) => {
+                        if self.link_down {
+                            self.link_down = false;
+                            self.inner.counters.connected.store(true, Ordering::Relaxed);
+                            bump(&self.inner.counters.reconnects);
+                            self.origins.clear();
+                            self.schedule_resync();
+                        }
+                    }
+                    None => return Ended::Lost,
+                },
+                _ = tick.tick() => {
+                    if !self.on_tick(link).await {
+                        return Ended::Lost;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes every interest change already pending, so one flush covers
+    /// them all.
+    fn drain_interest(&mut self) {
+        while let Some(change) = self.watch.try_next() {
+            self.apply(change);
+        }
+    }
+
+    fn apply(&mut self, change: InterestChange) {
+        match change {
+            InterestChange::Watched(key) => {
+                let channel = self.channels.key(&key);
+                self.watched.insert(key);
+                let refs = self.refs.entry(channel.clone()).or_default();
+                *refs += 1;
+                if *refs == 1 {
+                    self.grace.remove(&channel);
+                    self.dirty = true;
+                }
+            }
+            InterestChange::Unwatched(key) => {
+                let channel = self.channels.key(&key);
+                self.watched.remove(&key);
+                if let Some(refs) = self.refs.get_mut(&channel) {
+                    *refs -= 1;
+                    if *refs == 0 {
+                        self.refs.remove(&channel);
+                        if self.subscribed.contains(&channel) {
+                            self.grace
+                                .insert(channel, Instant::now() + self.options.grace);
+                        } else {
+                            self.dirty = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn wanted(&self, channel: &String) -> bool {
+        channel == &self.catalog
+            || self.refs.contains_key(channel)
+            || self.grace.contains_key(channel)
+    }
+
+    async fn subscribe_all(&mut self, link: &mut Link) -> bool {
+        self.dirty = true;
+        self.flush_subscriptions(link).await
+    }
+
+    /// Subscribes what is wanted and not subscribed, unsubscribes the
+    /// reverse, in batches.
+    async fn flush_subscriptions(&mut self, link: &mut Link) -> bool {
+        self.drain_interest();
+        if !self.dirty {
+            return true;
+        }
+        self.dirty = false;
+        let mut add: Vec<String> = std::iter::once(&self.catalog)
+            .chain(self.refs.keys())
+            .chain(self.grace.keys())
+            .filter(|c| !self.subscribed.contains(*c))
+            .cloned()
+            .collect();
+        add.sort_unstable();
+        add.dedup();
+        let remove: Vec<String> = self
+            .subscribed
+            .iter()
+            .filter(|c| !self.wanted(c))
+            .cloned()
+            .collect();
+        for batch in remove.chunks(BATCH) {
+            let unsubscribing = link.unsubscribe(batch.to_vec());
+            if !matches!(
+                timeout(self.options.timeout, unsubscribing).await,
+                Ok(Ok(()))
+            ) {
+                return false;
+            }
+            for channel in batch {
+                self.subscribed.remove(channel);
+            }
+        }
+        for batch in add.chunks(BATCH) {
+            let subscribing = link.subscribe(batch.to_vec());
+            if !matches!(timeout(self.options.timeout, subscribing).await, Ok(Ok(()))) {
+                return false;
+            }
+            self.subscribed.extend(batch.iter().cloned());
+        }
+        let keys = self.subscribed.len().saturating_sub(1) as u64;
+        self.inner
+            .counters
+            .subscribed_keys
+            .store(keys, Ordering::Relaxed);
+        true
+    }
+
+    /// Sends every queued event. An event the broker did not take is lost:
+    /// it is counted as dropped, which the next heartbeat tells the others.
+    async fn send_queued(&mut self, link: &mut Link) -> bool {
+        loop {
+            // One pop per lock, so a publisher never waits behind a send.
+            let Some(event) = self.inner.outbound.lock().pop() else {
+                return true;
+            };
+            let (channel, seq) = match envelope::route(&event) {
+                Some(key) => (self.channels.key(&key), 0),
+                None => {
+                    self.seq += 1;
+                    (self.catalog.clone(), self.seq)
+                }
+            };
+            let payload = envelope::encode_event(&self.inner.origin, seq, &event);
+            if !self.send(link, &channel, payload).await {
+                bump(&self.inner.counters.outbound_dropped);
+                return false;
+            }
+            bump(&self.inner.counters.published);
+        }
+    }
+
+    async fn send(&self, link: &mut Link, channel: &str, payload: Vec<u8>) -> bool {
+        matches!(
+            timeout(self.options.timeout, link.publish(channel, payload)).await,
+            Ok(Ok(()))
+        )
+    }
+
+    fn receive(&mut self, channel: &str, payload: &[u8]) {
+        let Some(envelope) = envelope::decode(payload) else {
+            return;
+        };
+        if envelope.origin == self.inner.origin {
+            bump(&self.inner.counters.echo_skipped);
+            return;
+        }
+        if channel == self.catalog {
+            let now = Instant::now();
+            let mut lost = false;
+            let origin = self
+                .origins
+                .entry(envelope.origin.clone())
+                .or_insert(Origin {
+                    next_seq: envelope.seq,
+                    dropped: match envelope.body {
+                        Body::Heartbeat { dropped } => dropped,
+                        Body::Event(_) => 0,
+                    },
+                    last_seen: now,
+                });
+            if envelope.seq != origin.next_seq {
+                lost = true;
+            }
+            origin.next_seq = envelope.seq + 1;
+            origin.last_seen = now;
+            if let Body::Heartbeat { dropped } = envelope.body {
+                lost |= dropped > origin.dropped;
+                origin.dropped = origin.dropped.max(dropped);
+            }
+            if lost {
+                bump(&self.inner.counters.sequence_gaps);
+                self.schedule_resync();
+            }
+        }
+        if let Body::Event(event) = envelope.body {
+            self.inner.hub.publish(event);
+            bump(&self.inner.counters.received);
+        }
+    }
+
+    async fn on_tick(&mut self, link: &mut Link) -> bool {
+        let now = Instant::now();
+        let expired: Vec<String> = self
+            .grace
+            .iter()
+            .filter(|(_, until)| **until <= now)
+            .map(|(channel, _)| channel.clone())
+            .collect();
+        for channel in expired {
+            self.grace.remove(&channel);
+            self.dirty = true;
+        }
+        let silent = 3 * self.options.heartbeat;
+        let before = self.origins.len();
+        self.origins
+            .retain(|_, origin| now.duration_since(origin.last_seen) < silent);
+        if self.origins.len() < before {
+            // A replica went quiet: it is gone, or its messages are lost.
+            bump(&self.inner.counters.sequence_gaps);
+            self.schedule_resync();
+        }
+        if self.resync_at.is_some_and(|at| at <= now) {
+            self.resync_at = None;
+            self.resync();
+        }
+        if now >= self.next_heartbeat && !self.link_down {
+            self.next_heartbeat = now + self.options.heartbeat;
+            self.seq += 1;
+            let dropped = self.inner.counters.outbound_dropped.load(Ordering::Relaxed);
+            let payload = envelope::encode_heartbeat(&self.inner.origin, self.seq, dropped);
+            let catalog = self.catalog.clone();
+            if !self.send(link, &catalog, payload).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A resync after a random delay within the jitter window, unless one
+    /// is already due (resyncs coalesce).
+    fn schedule_resync(&mut self) {
+        if self.resync_at.is_none() {
+            let delay = self.random_below(self.options.resync_jitter);
+            self.resync_at = Some(Instant::now() + delay);
+        }
+    }
+
+    /// Tells local listeners that anything may have changed: a list change
+    /// of each kind (reaching only the listeners that asked for it) and an
+    /// update of each watched URI. Task statuses are not resent: the relay
+    /// has no status to send, and the next one arrives as usual.
+    fn resync(&mut self) {
+        let hub = &self.inner.hub;
+        hub.publish(Event::tools_list_changed());
+        hub.publish(Event::prompts_list_changed());
+        hub.publish(Event::resources_list_changed());
+        for key in &self.watched {
+            if let InterestKey::Resource(uri) = key {
+                hub.publish(Event::resource_updated(uri.clone()));
+            }
+        }
+        bump(&self.inner.counters.resyncs);
+    }
+
+    /// `wait` give or take a quarter, so replicas do not retry in step.
+    fn jitter(&mut self, wait: Duration) -> Duration {
+        wait * 3 / 4 + self.random_below(wait / 2)
+    }
+
+    /// A duration in `[0, limit)` (xorshift: no cryptography needed).
+    fn random_below(&mut self, limit: Duration) -> Duration {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        let nanos = limit.as_nanos() as u64;
+        if nanos == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(self.random % nanos)
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! What travels on the bus: a versioned envelope around one event, or a
+//! heartbeat, and the channel each goes to.
+//!
+//! ```text
+//! {"v":1,"origin":"9f..","seq":7,"type":"event",
+//!  "selector":{"field":"taskIds","key":"t1"},
+//!  "succession":{"key":"t1","version":"1764583205000000000","terminal":false},
+//!  "notification":{"method":"notifications/tasks","params":{...}}}
+//! {"v":1,"origin":"9f..","seq":8,"type":"heartbeat","dropped":0}
+//! ```
+//!
+//! The notification is the event's own rendering, spliced in as it is;
+//! the receiver builds one [`Event`] from it, so each replica renders an
+//! event once. The key an event is routed by (its URI, or the selector's
+//! key) travels inside the notification or the selector, so a receiver
+//! matches it exactly whatever channel it came on. `seq` counts an
+//! origin's messages on the catalog channel (a gap there means lost
+//! messages); `dropped` is how many events the origin's outbound queue has
+//! dropped since it started (a rise means lost messages too).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::event::{Event, EventKind, Selector, Succession};
+use crate::hub::InterestKey;
+
+/// The envelope's version; a receiver ignores any other.
+pub(crate) const VERSION: u32 = 1;
+
+/// Where an event goes: the catalog channel every replica subscribes to, or
+/// the channel of one key.
+pub(crate) fn route(event: &Event) -> Option<InterestKey> {
+    match event.kind() {
+        EventKind::ResourceUpdated { uri } => Some(InterestKey::Resource(uri.clone())),
+        EventKind::Extension {
+            selector: Some(selector),
+            ..
+        } => selector.key().map(|key| InterestKey::Extension {
+            field: selector.field().to_owned(),
+            key: key.to_owned(),
+        }),
+        _ => None,
+    }
+}
+
+/// The channel names of one relay namespace.
+#[derive(Debug, Clone)]
+pub(crate) struct Channels {
+    prefix: String,
+}
+
+impl Channels {
+    pub(crate) fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// List changes, untargeted extension events and heartbeats.
+    pub(crate) fn catalog(&self) -> String {
+        format!("{}.catalog", self.prefix)
+    }
+
+    /// The channel of `key`: a hash of it, so that any key makes a valid
+    /// Redis channel and NATS subject (hex digits only, no wildcard).
+    pub(crate) fn key(&self, key: &InterestKey) -> String {
+        let mut hash = Fnv::default();
+        match key {
+            InterestKey::Resource(uri) => {
+                hash.write(b"r\0");
+                hash.write(uri.as_bytes());
+            }
+            InterestKey::Extension { field, key } => {
+                hash.write(b"e\0");
+                hash.write(field.as_bytes());
+                hash.write(b"\0");
+                hash.write(key.as_bytes());
+            }
+        }
+        format!("{}.key.{:016x}", self.prefix, hash.0)
+    }
+}
+
+/// FNV-1a, 64 bits: stable across processes and versions, which std's
+/// hasher does not promise.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Header<'a> {
+    v: u32,
+    origin: &'a str,
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selector: Option<WireSelector>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    succession: Option<WireSuccession>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireSelector {
+    field: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireSuccession {
+    key: String,
+    /// A string: an `i128` does not fit every JSON reader's numbers.
+    version: String,
+    terminal: bool,
+}
+
+#[derive(Deserialize)]
+struct Received {
+    v: u32,
+    origin: String,
+    #[serde(default)]
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    dropped: u64,
+    #[serde(default)]
+    selector: Option<WireSelector>,
+    #[serde(default)]
+    succession: Option<WireSuccession>,
+    #[serde(default)]
+    notification: Option<Notification>,
+}
+
+#[derive(Deserialize)]
+struct Notification {
+    method: String,
+    #[serde(default)]
+    params: Map<String, Value>,
+}
+
+/// One message read from the bus.
+#[derive(Debug)]
+pub(crate) struct Envelope {
+    pub(crate) origin: String,
+    pub(crate) seq: u64,
+    pub(crate) body: Body,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    Event(Event),
+    Heartbeat { dropped: u64 },
+}
+
+/// `event` from `origin`, as `seq` of its catalog messages (0 elsewhere).
+pub(crate) fn encode_event(origin: &str, seq: u64, event: &Event) -> Vec<u8> {
+    let selector = match event.kind() {
+        EventKind::Extension {
+            selector: Some(selector),
+            ..
+        } => Some(WireSelector {
+            field: selector.field().to_owned(),
+            key: selector.key().map(str::to_owned),
+        }),
+        _ => None,
+    };
+    let succession = event.succession().map(|s| WireSuccession {
+        key: s.key().to_owned(),
+        version: s.version().to_string(),
+        terminal: s.is_terminal(),
+    });
+    let header = Header {
+        v: VERSION,
+        origin,
+        seq,
+        kind: "event",
+        dropped: None,
+        selector,
+        succession,
+    };
+    let mut out = serde_json::to_vec(&header).expect("a header serializes");
+    // Splice the rendering in after the header's members: no second
+    // serialization of the params.
+    out.pop();
+    out.extend_from_slice(br#","notification":"#);
+    event.write_notification(&mut out);
+    out.push(b'}');
+    out
+}
+
+/// A heartbeat from `origin`.
+pub(crate) fn encode_heartbeat(origin: &str, seq: u64, dropped: u64) -> Vec<u8> {
+    let header = Header {
+        v: VERSION,
+        origin,
+        seq,
+        kind: "heartbeat",
+        dropped: Some(dropped),
+        selector: None,
+        succession: None,
+    };
+    serde_json::to_vec(&header).expect("a header serializes")
+}
+
+/// Reads one message; `None` for anything this version does not know
+/// (another version, another type, malformed JSON).
+pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
+    let received: Received = serde_json::from_slice(bytes).ok()?;
+    if received.v != VERSION {
+        return None;
+    }
+    let body = match received.kind.as_str() {
+        "heartbeat" => Body::Heartbeat {
+            dropped: received.dropped,
+        },
+        "event" => {
+            let notification = received.notification?;
+            let selector = received.selector.map(|s| Selector::new(s.field, s.key));
+            let mut event = Event::extension(notification.method, notification.params, selector);
+            if let Some(s) = received.succession {
+                let succession = Succession::new(s.key, s.version.parse().ok()?);
+                event = event.with_succession(if s.terminal {
+                    succession.terminal()
+                } else {
+                    succession
+                });
+            }
+            Body::Event(event)
+        }
+        _ => return None,
+    };
+    Some(Envelope {
+        origin: received.origin,
+        seq: received.seq,
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn event_of(bytes: &[u8]) -> Event {
+        match decode(bytes).unwrap().body {
+            Body::Event(event) => event,
+            Body::Heartbeat { .. } => panic!("a heartbeat"),
+        }
+    }
+
+    #[test]
+    fn core_events_round_trip_to_the_same_rendering() {
+        for event in [
+            Event::tools_list_changed(),
+            Event::prompts_list_changed(),
+            Event::resources_list_changed(),
+            Event::resource_updated("file:///a \"quoted\""),
+        ] {
+            let bytes = encode_event("o1", 3, &event);
+            let envelope = decode(&bytes).unwrap();
+            assert_eq!((envelope.origin.as_str(), envelope.seq), ("o1", 3));
+            let back = event_of(&bytes);
+            assert_eq!(back, event);
+            assert_eq!(back.kind(), event.kind());
+            assert_eq!(back.is_idempotent(), event.is_idempotent());
+        }
+    }
+
+    #[test]
+    fn extension_events_keep_their_selector_and_succession() {
+        let params = json!({"taskId": "t1", "status": "working"});
+        let event = Event::extension(
+            "notifications/tasks",
+            params.as_object().unwrap().clone(),
+            Some(Selector::new("taskIds", Some("t1".into()))),
+        )
+        .with_succession(Succession::new("t1", -(1_i128 << 100)).terminal());
+        let back = event_of(&encode_event("o", 0, &event));
+        assert_eq!(back, event);
+        assert_eq!(back.succession(), event.succession());
+        assert_eq!(
+            route(&back),
+            Some(InterestKey::Extension {
+                field: "taskIds".into(),
+                key: "t1".into()
+            })
+        );
+    }
+
+    #[test]
+    fn heartbeats_and_strangers() {
+        let envelope = decode(&encode_heartbeat("o", 9, 4)).unwrap();
+        assert!(matches!(envelope.body, Body::Heartbeat { dropped: 4 }));
+        assert_eq!(envelope.seq, 9);
+        assert!(decode(br#"{"v":2,"origin":"o","type":"event"}"#).is_none());
+        assert!(decode(br#"{"v":1,"origin":"o","type":"gossip"}"#).is_none());
+        assert!(decode(b"not json").is_none());
+    }
+
+    #[test]
+    fn channels_are_stable_and_distinct() {
+        let channels = Channels::new("mcp");
+        let a = channels.key(&InterestKey::Resource("file:///a".into()));
+        assert_eq!(a, channels.key(&InterestKey::Resource("file:///a".into())));
+        assert_ne!(a, channels.key(&InterestKey::Resource("file:///b".into())));
+        assert!(a.starts_with("mcp.key.") && a.len() == "mcp.key.".len() + 16);
+        assert_eq!(route(&Event::tools_list_changed()), None);
+        assert_eq!(channels.catalog(), "mcp.catalog");
+    }
+}

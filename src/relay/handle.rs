@@ -1,0 +1,187 @@
+//! The `Relay` handle: publishing, and the task that runs it.
+
+use std::fmt;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::broker::Broker;
+use super::driver;
+use super::options::RelayOptions;
+use super::outbound::{Outbound, Pushed};
+use super::shared::Inner;
+use super::stats::{Counters, RelayStats, bump};
+use crate::event::Event;
+use crate::hub::{Hub, PublishReport};
+
+/// Closes the relay when the last handle goes.
+struct Alive(Arc<Inner>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.0.wake.notify_one();
+    }
+}
+
+/// Joins a local [`Hub`] to the other replicas' through a broker: what is
+/// published through it reaches this replica's listeners at once and the
+/// other replicas' through the broker. See the [module](super) docs.
+///
+/// Cheap to clone; the relay's task ends when the last handle is dropped
+/// or the hub completes.
+#[derive(Clone)]
+pub struct Relay {
+    inner: Arc<Inner>,
+    _alive: Arc<Alive>,
+}
+
+impl Relay {
+    /// A relay for `hub` through `broker`, and the task that runs it, for
+    /// any tokio runtime to drive (it uses tokio's timers and, for NATS,
+    /// spawns). [`spawn`](Self::spawn) spawns it for you.
+    ///
+    /// The hub's interest is watched from here on, so no listener opened
+    /// after this call is missed, however late the task starts.
+    pub fn new(hub: Hub, broker: Broker, options: RelayOptions) -> (Self, RelayTask) {
+        let watch = hub.watch_interest();
+        let inner = Arc::new(Inner {
+            hub,
+            origin: origin_id(),
+            outbound: Mutex::new(Outbound::new(options.outbound_capacity)),
+            wake: Notify::new(),
+            counters: Counters::default(),
+            closed: AtomicBool::new(false),
+        });
+        let task = RelayTask(Box::pin(driver::run(inner.clone(), broker, options, watch)));
+        let relay = Self {
+            _alive: Arc::new(Alive(inner.clone())),
+            inner,
+        };
+        (relay, task)
+    }
+
+    /// [`new`](Self::new), with the task spawned on the current tokio
+    /// runtime.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn spawn(hub: Hub, broker: Broker, options: RelayOptions) -> Self {
+        let (relay, task) = Self::new(hub, broker, options);
+        tokio::spawn(task);
+        relay
+    }
+
+    /// Publishes `event` into the local hub, then queues it for the other
+    /// replicas, and returns what the local publish did.
+    ///
+    /// Never blocks and never awaits, whatever the broker is doing: a full
+    /// outbound queue drops its oldest event (counted in
+    /// [`RelayStats::outbound_dropped`]).
+    pub fn publish(&self, event: Event) -> PublishReport {
+        let report = self.inner.hub.publish(event.clone());
+        let pushed = self.inner.outbound.lock().push(event);
+        match pushed {
+            Pushed::Queued => {}
+            Pushed::DroppedOldest => bump(&self.inner.counters.outbound_dropped),
+            Pushed::Coalesced => bump(&self.inner.counters.outbound_coalesced),
+        }
+        if pushed != Pushed::Coalesced {
+            self.inner.wake.notify_one();
+        }
+        report
+    }
+
+    /// Publishes `notifications/tools/list_changed` on every replica.
+    pub fn notify_tools_list_changed(&self) -> PublishReport {
+        self.publish(Event::tools_list_changed())
+    }
+
+    /// Publishes `notifications/prompts/list_changed` on every replica.
+    pub fn notify_prompts_list_changed(&self) -> PublishReport {
+        self.publish(Event::prompts_list_changed())
+    }
+
+    /// Publishes `notifications/resources/list_changed` on every replica.
+    pub fn notify_resources_list_changed(&self) -> PublishReport {
+        self.publish(Event::resources_list_changed())
+    }
+
+    /// Publishes `notifications/resources/updated` for `uri` on every
+    /// replica whose listeners watch it.
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) -> PublishReport {
+        self.publish(Event::resource_updated(uri))
+    }
+
+    /// The local hub.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// This replica's id on the bus (random, fixed for the relay's life).
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    /// A snapshot of the relay's counters.
+    pub fn stats(&self) -> RelayStats {
+        let queued = self.inner.outbound.lock().len();
+        self.inner.counters.snapshot(queued)
+    }
+
+    /// Records [`stats`](Self::stats) to the installed `metrics` recorder
+    /// (see [`RelayStats::record`]).
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(&self) {
+        self.stats().record();
+    }
+}
+
+impl fmt::Debug for Relay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Relay")
+            .field("origin", &self.inner.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The task that runs a relay: connects, subscribes, sends and receives,
+/// reconnects. It ends when every [`Relay`] handle is dropped or the hub
+/// completes.
+#[must_use = "a relay does nothing until its task runs"]
+pub struct RelayTask(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl Future for RelayTask {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl fmt::Debug for RelayTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RelayTask").finish_non_exhaustive()
+    }
+}
+
+/// 64 random bits, in hex: std's per-process random hash keys, mixed with
+/// the time and the process id so that two relays in one process differ.
+fn origin_id() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    hasher.write_u32(std::process::id());
+    format!("{:016x}", hasher.finish())
+}

@@ -1,0 +1,66 @@
+//! One connection to a broker, whichever it is: publish, subscribe and
+//! unsubscribe channels, and read what arrives.
+
+use super::broker::BrokerKind;
+use super::incoming::{Incoming, Result};
+
+pub(crate) enum Link {
+    #[cfg(feature = "redis")]
+    Redis(super::redis::RedisLink),
+    #[cfg(feature = "nats")]
+    Nats(super::nats::NatsLink),
+}
+
+impl Link {
+    pub(crate) async fn connect(broker: &BrokerKind) -> Result<Self> {
+        match broker {
+            #[cfg(feature = "redis")]
+            BrokerKind::Redis(client) => super::redis::RedisLink::connect(client)
+                .await
+                .map(Self::Redis),
+            #[cfg(feature = "nats")]
+            BrokerKind::Nats(url) => super::nats::NatsLink::connect(url).await.map(Self::Nats),
+        }
+    }
+
+    pub(crate) async fn publish(&mut self, channel: &str, payload: Vec<u8>) -> Result<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(link) => link.publish(channel, payload).await,
+            #[cfg(feature = "nats")]
+            Self::Nats(link) => link.publish(channel, payload).await,
+        }
+    }
+
+    pub(crate) async fn subscribe(&mut self, channels: Vec<String>) -> Result<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(link) => link.subscribe(channels).await,
+            #[cfg(feature = "nats")]
+            Self::Nats(link) => link.subscribe(channels).await,
+        }
+    }
+
+    pub(crate) async fn unsubscribe(&mut self, channels: Vec<String>) -> Result<()> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(link) => link.unsubscribe(channels).await,
+            #[cfg(feature = "nats")]
+            Self::Nats(link) => link.unsubscribe(channels),
+        }
+    }
+
+    /// The next thing that arrives; `None` when the connection is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: nothing is taken unless it is returned.
+    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::Redis(link) => link.next().await,
+            #[cfg(feature = "nats")]
+            Self::Nats(link) => link.next().await,
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Several replicas, one catalog: a relay that joins each replica's
+//! [`Hub`](crate::Hub) to the others' through a broker the operators
+//! already run, Redis Pub/Sub (feature `redis`) or core NATS (feature
+//! `nats`).
+//!
+//! A listen stream lands on replica A; the catalog changes on replica B.
+//! Without a relay, A's listener never hears of it. With one on each
+//! replica, B publishes through its [`Relay`]: B's own listeners get the
+//! event at once from B's hub, exactly as [`Hub::publish`](crate::Hub::publish)
+//! delivers, and the relay's task sends it to the broker; A's relay
+//! receives it and publishes it into A's hub.
+//!
+//! ```no_run
+//! use mcp_subscriptions::relay::{Broker, Relay, RelayOptions};
+//! use mcp_subscriptions::Hub;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let hub = Hub::new();
+//! let relay = Relay::spawn(hub.clone(), Broker::from_url("redis://127.0.0.1:6379")?, RelayOptions::default());
+//! // Serve listen streams from `hub`; publish through the relay:
+//! relay.notify_tools_list_changed();
+//! # Ok(()) }
+//! ```
+//!
+//! # Never waiting for the broker
+//!
+//! [`Relay::publish`] publishes into the local hub, pushes the event onto a
+//! bounded outbound queue under a short lock, and returns. The relay's task
+//! sends from that queue. A broker that is slow, stopped or gone fills the
+//! queue, and a full queue drops its oldest event (counted) instead of
+//! making a publisher wait; a "list changed" or "URI updated" signal
+//! already queued is not queued twice (counted as coalesced).
+//!
+//! # On the bus
+//!
+//! Each message is a versioned JSON envelope: the origin replica's id, a
+//! sequence number, and the event's rendered notification with its routing
+//! (the selector and succession of an extension event). A relay ignores
+//! its own messages coming back. A receiving relay makes one [`Event`](crate::Event)
+//! of the message, so each replica renders an event once.
+//!
+//! List changes, extension events without a key, and heartbeats go on one
+//! catalog channel every replica subscribes to. A resource update and a
+//! keyed extension event (a task's status) go on the channel of their key,
+//! named by a hash of it (the full key travels inside, and the hub matches
+//! it exactly). A relay subscribes a key's channel when the first local
+//! listener needs the key ([`Hub::watch_interest`](crate::Hub::watch_interest))
+//! and unsubscribes a grace period after the last one leaves, so a
+//! replica's broker traffic grows with the keys its own listeners watch,
+//! not with every event of the deployment. No pattern subscriptions.
+//!
+//! # At most once, and resyncs
+//!
+//! Delivery across replicas is at most once, as in both brokers: nothing
+//! is replayed, and every notification is a cue to refetch anyway. When
+//! the relay has lost messages (it reconnected after the broker went away;
+//! another replica's catalog sequence has a gap, its count of dropped
+//! events rose, or its heartbeats stopped), it sends a resync to its local
+//! listeners after a random delay within [`RelayOptions::resync_jitter`]: a
+//! list change of each kind and an update of each watched URI, each
+//! reaching only the listeners that asked for it. Several causes before the
+//! resync is due make one resync. Streams are never closed to signal a gap.
+//! Task statuses are not resent (the relay holds none); the next status of
+//! a task arrives as usual.
+//!
+//! # Faults
+//!
+//! While the broker is unreachable the relay is degraded
+//! ([`RelayStats::connected`] is `false`): local delivery goes on, the
+//! outbound queue holds what it can, and the relay connects again after an
+//! exponential backoff with jitter, then subscribes every channel its
+//! listeners need. A broker operation that takes longer than
+//! [`RelayOptions::timeout`] counts as a lost connection. The NATS client
+//! reconnects by itself; the relay resyncs when it says it is back.
+//!
+//! # Limits
+//!
+//! A [match-everything](crate::Filter::everything) listener (the
+//! notification channel) or one that takes a whole extension field
+//! (`"taskIds": true`) names no key, so it receives from other replicas
+//! what goes on the catalog channel and the keys some other local listener
+//! watches, not every key. Redis Cluster's sharded pub/sub is not used:
+//! point the relay at one Redis server (or a primary).
+
+mod broker;
+mod driver;
+mod envelope;
+mod error;
+mod handle;
+mod incoming;
+mod link;
+#[cfg(feature = "nats")]
+mod nats;
+mod options;
+mod outbound;
+#[cfg(feature = "redis")]
+mod redis;
+mod shared;
+mod stats;
+
+pub use broker::Broker;
+pub use error::RelayError;
+pub use handle::{Relay, RelayTask};
+pub use options::RelayOptions;
+pub use stats::RelayStats;

@@ -1,0 +1,94 @@
+//! A relay's options.
+
+use std::time::Duration;
+
+/// A relay's options; [`Default`] suits most deployments.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RelayOptions {
+    /// The first part of every channel name, so that several deployments
+    /// can share a broker (default `mcp-subscriptions`).
+    pub prefix: String,
+    /// Events waiting for the broker, at most; more drop the oldest
+    /// (default 4,096).
+    pub outbound_capacity: usize,
+    /// Time between heartbeats on the catalog channel (default 1 s); a
+    /// replica silent for three is taken as gone, and its messages as lost.
+    pub heartbeat: Duration,
+    /// How long a key's channel stays subscribed after its last local
+    /// listener left (default 5 s), so that a client listening again at
+    /// once does not cost an unsubscribe and a subscribe.
+    pub grace: Duration,
+    /// A resync is sent after a random delay up to this (default 1 s), so
+    /// that replicas reconnecting together do not all send theirs at once.
+    pub resync_jitter: Duration,
+    /// The first wait before connecting again (default 100 ms); doubled up
+    /// to [`backoff_max`](Self::backoff_max), each wait with jitter.
+    pub backoff_min: Duration,
+    /// The longest wait before connecting again (default 5 s).
+    pub backoff_max: Duration,
+    /// The longest a broker operation may take before the connection is
+    /// taken as lost (default 2 s).
+    pub timeout: Duration,
+}
+
+impl Default for RelayOptions {
+    fn default() -> Self {
+        Self {
+            prefix: "mcp-subscriptions".to_owned(),
+            outbound_capacity: 4_096,
+            heartbeat: Duration::from_secs(1),
+            grace: Duration::from_secs(5),
+            resync_jitter: Duration::from_secs(1),
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+            timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+impl RelayOptions {
+    /// Sets [`prefix`](Self::prefix).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Sets [`outbound_capacity`](Self::outbound_capacity) (at least 1).
+    pub fn with_outbound_capacity(mut self, capacity: usize) -> Self {
+        self.outbound_capacity = capacity.max(1);
+        self
+    }
+
+    /// Sets [`heartbeat`](Self::heartbeat).
+    pub fn with_heartbeat(mut self, heartbeat: Duration) -> Self {
+        self.heartbeat = heartbeat;
+        self
+    }
+
+    /// Sets [`grace`](Self::grace).
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets [`resync_jitter`](Self::resync_jitter).
+    pub fn with_resync_jitter(mut self, jitter: Duration) -> Self {
+        self.resync_jitter = jitter;
+        self
+    }
+
+    /// Sets [`backoff_min`](Self::backoff_min) and
+    /// [`backoff_max`](Self::backoff_max).
+    pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// Sets [`timeout`](Self::timeout).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}

@@ -1,0 +1,94 @@
+//! The relay's counters, and their `Copy` snapshot.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A snapshot of a relay's counters ([`Relay::stats`](super::Relay::stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RelayStats {
+    /// Events sent to the broker.
+    pub published: u64,
+    /// Events from other replicas published into the local hub.
+    pub received: u64,
+    /// Messages this replica sent that came back to it, ignored.
+    pub echo_skipped: u64,
+    /// Events the outbound queue dropped because it was full (the broker
+    /// slow or away).
+    pub outbound_dropped: u64,
+    /// Idempotent signals not queued because an identical one was.
+    pub outbound_coalesced: u64,
+    /// Events waiting in the outbound queue.
+    pub outbound_queued: u64,
+    /// Connections made again after the first.
+    pub reconnects: u64,
+    /// Resyncs sent to local listeners.
+    pub resyncs: u64,
+    /// Lost messages seen: a gap in an origin's sequence, a rise in what
+    /// it dropped, or its heartbeats stopping.
+    pub sequence_gaps: u64,
+    /// Whether the relay is connected to the broker now (`false`:
+    /// degraded, local delivery only).
+    pub connected: bool,
+    /// Per-key channels subscribed now.
+    pub subscribed_keys: u64,
+}
+
+impl RelayStats {
+    /// Records the snapshot to the installed `metrics` recorder, as
+    /// `mcp_subscriptions_relay_*` counters and gauges.
+    #[cfg(feature = "metrics")]
+    pub fn record(&self) {
+        use metrics::{counter, gauge};
+        counter!("mcp_subscriptions_relay_published_total").absolute(self.published);
+        counter!("mcp_subscriptions_relay_received_total").absolute(self.received);
+        counter!("mcp_subscriptions_relay_echo_skipped_total").absolute(self.echo_skipped);
+        counter!("mcp_subscriptions_relay_outbound_dropped_total").absolute(self.outbound_dropped);
+        counter!("mcp_subscriptions_relay_outbound_coalesced_total")
+            .absolute(self.outbound_coalesced);
+        counter!("mcp_subscriptions_relay_reconnects_total").absolute(self.reconnects);
+        counter!("mcp_subscriptions_relay_resyncs_total").absolute(self.resyncs);
+        counter!("mcp_subscriptions_relay_sequence_gaps_total").absolute(self.sequence_gaps);
+        gauge!("mcp_subscriptions_relay_outbound_queued").set(self.outbound_queued as f64);
+        gauge!("mcp_subscriptions_relay_connected").set(u8::from(self.connected));
+        gauge!("mcp_subscriptions_relay_subscribed_keys").set(self.subscribed_keys as f64);
+    }
+}
+
+/// The live counters, shared by the handles and the relay's task.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) published: AtomicU64,
+    pub(crate) received: AtomicU64,
+    pub(crate) echo_skipped: AtomicU64,
+    pub(crate) outbound_dropped: AtomicU64,
+    pub(crate) outbound_coalesced: AtomicU64,
+    pub(crate) reconnects: AtomicU64,
+    pub(crate) resyncs: AtomicU64,
+    pub(crate) sequence_gaps: AtomicU64,
+    pub(crate) connected: AtomicBool,
+    pub(crate) subscribed_keys: AtomicU64,
+}
+
+/// One more: counters are read for reports only, so no ordering is needed.
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self, outbound_queued: usize) -> RelayStats {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        RelayStats {
+            published: read(&self.published),
+            received: read(&self.received),
+            echo_skipped: read(&self.echo_skipped),
+            outbound_dropped: read(&self.outbound_dropped),
+            outbound_coalesced: read(&self.outbound_coalesced),
+            outbound_queued: outbound_queued as u64,
+            reconnects: read(&self.reconnects),
+            resyncs: read(&self.resyncs),
+            sequence_gaps: read(&self.sequence_gaps),
+            connected: self.connected.load(Ordering::Relaxed),
+            subscribed_keys: read(&self.subscribed_keys),
+        }
+    }
+}

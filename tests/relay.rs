@@ -1,0 +1,381 @@
+//! The cross-replica relay over Redis Pub/Sub, against a real
+//! `redis-server` started on a free port per test: events cross replicas,
+//! resource updates reach only the replicas whose listeners watch the URI
+//! (checked with Redis's own `PUBSUB` introspection), order per origin is
+//! kept, and the relay rides out a killed, a restarted and a frozen broker.
+
+#![cfg(feature = "redis")]
+
+#[path = "support/broker.rs"]
+mod broker;
+
+use std::time::{Duration, Instant};
+
+use broker::Broker;
+use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
+
+/// Short clocks, so faults are seen and mended within a test's patience.
+fn options(prefix: &str) -> RelayOptions {
+    RelayOptions::default()
+        .with_prefix(prefix)
+        .with_heartbeat(Duration::from_millis(200))
+        .with_grace(Duration::from_millis(300))
+        .with_resync_jitter(Duration::from_millis(100))
+        .with_backoff(Duration::from_millis(50), Duration::from_millis(400))
+        .with_timeout(Duration::from_millis(500))
+}
+
+fn relay(broker: &Broker, hub: &Hub, prefix: &str) -> Relay {
+    Relay::spawn(
+        hub.clone(),
+        RelayBroker::from_url(&broker.url()).unwrap(),
+        options(prefix),
+    )
+}
+
+/// Waits until `condition` holds, or panics after five seconds naming it.
+async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The next event `listener` receives, within five seconds.
+async fn next_event(listener: &mut Listener) -> Event {
+    match tokio::time::timeout(Duration::from_secs(5), listener.next()).await {
+        Ok(Next::Event(event)) => event,
+        Ok(other) => panic!("expected an event, got {other:?}"),
+        Err(_) => panic!("no event within five seconds"),
+    }
+}
+
+/// Nothing arrives within `wait`.
+async fn quiet(listener: &mut Listener, wait: Duration) {
+    if let Ok(next) = tokio::time::timeout(wait, listener.next()).await {
+        panic!("expected nothing, got {next:?}");
+    }
+}
+
+fn connected(relay: &Relay) -> bool {
+    relay.stats().connected
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_a_list_change_crosses_replicas_once() {
+    let broker = Broker::redis();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        relay(&broker, &hub_a, "smoke"),
+        relay(&broker, &hub_b, "smoke"),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let mut on_a = hub_a
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let mut on_b = hub_b
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+
+    let report = a.notify_tools_list_changed();
+    assert_eq!(report.queued, 1, "local delivery happens in publish");
+    assert_eq!(
+        next_event(&mut on_b).await.method(),
+        "notifications/tools/list_changed"
+    );
+    assert_eq!(
+        next_event(&mut on_a).await.method(),
+        "notifications/tools/list_changed"
+    );
+    // A's own message came back from Redis and was skipped: no second copy.
+    until("the echo skipped", || a.stats().echo_skipped >= 1).await;
+    quiet(&mut on_a, Duration::from_millis(200)).await;
+    assert_eq!(a.stats().published, 1);
+    assert_eq!(b.stats().received, 1);
+    assert_ne!(a.origin(), b.origin());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uri_updates_reach_only_the_replicas_that_watch_them() {
+    let broker = Broker::redis();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        relay(&broker, &hub_a, "uris"),
+        relay(&broker, &hub_b, "uris"),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    // Two catalog subscribers, no key channel yet.
+    assert_eq!(
+        broker.redis_subscribers("uris.*"),
+        [("uris.catalog".to_owned(), 2)]
+    );
+
+    let mut on_b = hub_b
+        .listen(&Filter::new().with_resource("file:///b"))
+        .unwrap();
+    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    let keys = broker.redis_subscribers("uris.key.*");
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].1, 1, "only B subscribes the key of file:///b");
+    assert_eq!(a.stats().subscribed_keys, 0);
+
+    a.notify_resource_updated("file:///elsewhere");
+    a.notify_resource_updated("file:///b");
+    let event = next_event(&mut on_b).await;
+    assert_eq!(
+        event.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///b".into()
+        }
+    );
+    quiet(&mut on_b, Duration::from_millis(200)).await;
+    // Nobody subscribes file:///elsewhere's channel: Redis delivered it to
+    // no one, and B received one event.
+    assert_eq!(b.stats().received, 1);
+
+    // The last listener leaves: the channel goes after the grace period.
+    drop(on_b);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        broker.redis_subscribers("uris.key.*").len(),
+        1,
+        "kept during grace"
+    );
+    until("B's key channel unsubscribed", || {
+        b.stats().subscribed_keys == 0
+    })
+    .await;
+    assert!(broker.redis_subscribers("uris.key.*").is_empty());
+}
+
+#[cfg(feature = "tasks")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_statuses_cross_in_order() {
+    use mcp_subscriptions::{Capabilities, tasks};
+    use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
+    use serde_json::json;
+
+    let broker = Broker::redis();
+    let hub = || {
+        Hub::builder()
+            .capabilities(Capabilities::default().with_extension(tasks::extension()))
+            .build()
+    };
+    let (hub_a, hub_b) = (hub(), hub());
+    let (a, b) = (
+        relay(&broker, &hub_a, "tasks"),
+        relay(&broker, &hub_b, "tasks"),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let mut on_b = hub_b
+        .listen(&Filter::new().with_extension(tasks::TASK_IDS, json!(["t1"])))
+        .unwrap();
+    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+
+    for second in 0..50 {
+        let task = Task::new(
+            "t1",
+            TaskStatus::Working,
+            "2026-12-01T10:00:00Z",
+            format!("2026-12-01T10:00:{second:02}Z"),
+        );
+        a.publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
+    }
+    // Each status that arrives is newer than the one before; the last is
+    // the last published.
+    let mut last = String::new();
+    loop {
+        let event = next_event(&mut on_b).await;
+        assert_eq!(event.method(), "notifications/tasks");
+        let json: serde_json::Value = serde_json::from_str(&event.to_plain_json()).unwrap();
+        let updated = json["params"]["lastUpdatedAt"].as_str().unwrap().to_owned();
+        assert!(updated > last, "{updated} after {last}");
+        last = updated;
+        if last == "2026-12-01T10:00:49Z" {
+            break;
+        }
+    }
+    assert_eq!((a.stats().sequence_gaps, b.stats().sequence_gaps), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_per_origin_is_kept() {
+    let broker = Broker::redis();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        relay(&broker, &hub_a, "order"),
+        relay(&broker, &hub_b, "order"),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
+    let mut filter = Filter::new();
+    for uri in &uris {
+        filter = filter.with_resource(uri);
+    }
+    let mut on_b = hub_b.listen(&filter).unwrap();
+    until("B's key channels", || b.stats().subscribed_keys == 200).await;
+    for uri in &uris {
+        a.notify_resource_updated(uri);
+    }
+    for uri in &uris {
+        let event = next_event(&mut on_b).await;
+        assert_eq!(
+            event.kind(),
+            &EventKind::ResourceUpdated { uri: uri.clone() }
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
+    let mut broker = Broker::redis();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        relay(&broker, &hub_a, "restart"),
+        relay(&broker, &hub_b, "restart"),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let mut on_a = hub_a
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let mut on_b = hub_b
+        .listen(
+            &Filter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///r"),
+        )
+        .unwrap();
+    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+
+    broker.kill();
+    until("both relays degraded", || !connected(&a) && !connected(&b)).await;
+    // Local delivery is unaffected.
+    assert_eq!(a.notify_tools_list_changed().queued, 1);
+    assert_eq!(
+        next_event(&mut on_a).await.method(),
+        "notifications/tools/list_changed"
+    );
+
+    broker.restart();
+    until("both relays reconnected", || connected(&a) && connected(&b)).await;
+    assert!(a.stats().reconnects >= 1 && b.stats().reconnects >= 1);
+    // The resync: a list change and the watched URI's update, though no
+    // one published an update (A's list change, queued while the broker
+    // was away, may arrive too).
+    let mut methods = Vec::new();
+    while !methods
+        .iter()
+        .any(|m| m == "notifications/resources/updated")
+    {
+        methods.push(next_event(&mut on_b).await.method().to_owned());
+    }
+    assert!(
+        methods
+            .iter()
+            .any(|m| m == "notifications/tools/list_changed"),
+        "{methods:?}"
+    );
+    until("B's resync counted", || b.stats().resyncs >= 1).await;
+    // Drain A's resync too, then later events flow again.
+    until("A's resync counted", || a.stats().resyncs >= 1).await;
+    while tokio::time::timeout(Duration::from_millis(100), on_b.next())
+        .await
+        .is_ok()
+    {}
+    until("B's key channel again", || b.stats().subscribed_keys == 1).await;
+    a.notify_resource_updated("file:///r");
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///r".into()
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_broker_never_blocks_publishers_and_the_queue_stays_bounded() {
+    let broker = Broker::redis();
+    let hub_a = Hub::new();
+    let a = Relay::spawn(
+        hub_a.clone(),
+        RelayBroker::from_url(&broker.url()).unwrap(),
+        options("frozen").with_outbound_capacity(16),
+    );
+    until("connected", || connected(&a)).await;
+    let mut on_a = hub_a
+        .listen(&Filter::new().with_resource("file:///0"))
+        .unwrap();
+
+    broker.stop();
+    let started = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for i in 0..10_000 {
+        let one = Instant::now();
+        let report = a.notify_resource_updated(format!("file:///{}", i % 100));
+        slowest = slowest.max(one.elapsed());
+        assert_eq!(report.matched, usize::from(i % 100 == 0));
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "10,000 publishes took {took:?}"
+    );
+    assert!(
+        slowest < Duration::from_millis(100),
+        "one publish took {slowest:?}"
+    );
+    let stats = a.stats();
+    assert!(stats.outbound_queued <= 16, "{stats:?}");
+    assert!(stats.outbound_dropped > 0, "{stats:?}");
+    // Local delivery went on the whole time.
+    assert_eq!(
+        next_event(&mut on_a).await.method(),
+        "notifications/resources/updated"
+    );
+
+    until("degraded", || !connected(&a)).await;
+    broker.resume();
+    until("reconnected", || connected(&a)).await;
+    until("the queue drained", || a.stats().outbound_queued == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_gone_leaves_the_others_going() {
+    let broker = Broker::redis();
+    let hubs = [Hub::new(), Hub::new(), Hub::new()];
+    let relays: Vec<Relay> = hubs.iter().map(|hub| relay(&broker, hub, "gone")).collect();
+    until("all connected", || relays.iter().all(connected)).await;
+    let mut on_c = hubs[2]
+        .listen(&Filter::new().with_prompts_list_changed())
+        .unwrap();
+
+    let [a, b, c]: [Relay; 3] = relays.try_into().unwrap();
+    // Each relay hears the others' heartbeats.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(a);
+    // C notices A's heartbeats stopping and resyncs its listeners once.
+    assert_eq!(
+        next_event(&mut on_c).await.method(),
+        "notifications/prompts/list_changed"
+    );
+    until("C's resync", || c.stats().resyncs >= 1).await;
+    b.notify_prompts_list_changed();
+    until("C received B's change", || c.stats().received >= 1).await;
+    assert_eq!(
+        next_event(&mut on_c).await.method(),
+        "notifications/prompts/list_changed"
+    );
+}
+
+#[test]
+fn broker_urls() {
+    assert!(RelayBroker::from_url("redis://127.0.0.1:1").is_ok());
+    let error = RelayBroker::from_url("amqp://127.0.0.1").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("no relay for amqp://127.0.0.1")
+    );
+}
