@@ -13,11 +13,13 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{channel_event, granted_kind};
+use super::protocol::{event, granted_kind};
 use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::channel::Frame;
+use crate::event::Event;
 use crate::filter::Filter;
+use serde_json::{Map, Value};
 
 struct Channel {
     url: String,
@@ -115,6 +117,21 @@ impl Feed for ChannelFeed {
         }
         .boxed()
     }
+}
+
+/// A notification from the notification channel (no stamp to check).
+fn channel_event(notification: Value) -> Result<Event, ProtocolError> {
+    let Value::Object(mut notification) = notification else {
+        return Err(ProtocolError::InvalidMessage("not an object".into()));
+    };
+    let Some(Value::String(method)) = notification.remove("method") else {
+        return Err(ProtocolError::InvalidMessage("no method".into()));
+    };
+    let params = match notification.remove("params") {
+        Some(Value::Object(params)) => params,
+        _ => Map::new(),
+    };
+    Ok(event(method, params))
 }
 
 impl Subscription {

@@ -66,8 +66,8 @@
 //! extension fields such as `taskIds`, it has no in-process form, and it
 //! never listens again. This client speaks the wire itself (through the
 //! crate's own filter and event types, `reqwest` and `sse-stream` for
-//! HTTP, `tokio-tungstenite` and the crate's [`Frame`](crate::channel::Frame)
-//! codec for the channel) so that none of those is lost.
+//! HTTP, `tokio-tungstenite` and the crate's channel `Frame` codec for the
+//! channel) so that none of those is lost.
 
 mod buffer;
 #[cfg(feature = "channel")]

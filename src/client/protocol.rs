@@ -208,21 +208,6 @@ pub(super) fn event(method: String, params: Map<String, Value>) -> Event {
     }
 }
 
-/// A notification from the notification channel (no stamp to check).
-pub(super) fn channel_event(notification: Value) -> Result<Event, ProtocolError> {
-    let Value::Object(mut notification) = notification else {
-        return Err(ProtocolError::InvalidMessage("not an object".into()));
-    };
-    let Some(Value::String(method)) = notification.remove("method") else {
-        return Err(ProtocolError::InvalidMessage("no method".into()));
-    };
-    let params = match notification.remove("params") {
-        Some(Value::Object(params)) => params,
-        _ => Map::new(),
-    };
-    Ok(event(method, params))
-}
-
 /// Whether a core kind is granted; extension kinds are the extension's to
 /// route and pass.
 pub(super) fn granted_kind(granted: &Filter, kind: &EventKind) -> bool {
