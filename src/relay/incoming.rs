@@ -7,8 +7,11 @@ pub(crate) enum Incoming {
     Message { channel: String, payload: Vec<u8> },
     /// The client lost its connection and is making it again itself
     /// (NATS); messages sent meanwhile are lost.
+    // Only the NATS client reconnects by itself.
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
     Down,
     /// The client has its connection back, subscriptions included.
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
     Up,
 }
 

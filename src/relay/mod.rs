@@ -49,6 +49,15 @@
 //! replica's broker traffic grows with the keys its own listeners watch,
 //! not with every event of the deployment. No pattern subscriptions.
 //!
+//! # Ordering
+//!
+//! One relay sends in publish order. Over Redis a replica reads every
+//! channel on one connection, so the events of one origin arrive in the
+//! order it published them. Over NATS each subject is its own
+//! subscription, so order is kept per subject: the catalog's (list
+//! changes, in order) and each key's (a URI's updates, a task's statuses,
+//! in order), not between them.
+//!
 //! # At most once, and resyncs
 //!
 //! Delivery across replicas is at most once, as in both brokers: nothing

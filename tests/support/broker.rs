@@ -207,10 +207,10 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        if self.child.is_some() {
+        if let Some(child) = &self.child {
             // A stopped process cannot die until it is continued.
             let _ = Command::new("kill")
-                .args(["-CONT", &self.child.as_ref().unwrap().id().to_string()])
+                .args(["-CONT", &child.id().to_string()])
                 .status();
         }
         self.kill();

@@ -1,0 +1,148 @@
+//! The cross-replica relay over core NATS, against a real `nats-server`
+//! started on a free port per test: events cross replicas once, a URI
+//! update reaches only a replica that watches it, and a restarted server
+//! is reconnected to, with a resync and later events flowing.
+
+#![cfg(feature = "nats")]
+
+#[path = "support/broker.rs"]
+mod broker;
+
+use std::time::{Duration, Instant};
+
+use broker::Broker;
+use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
+
+fn relay(broker: &Broker, hub: &Hub) -> Relay {
+    Relay::spawn(
+        hub.clone(),
+        RelayBroker::from_url(&broker.url()).unwrap(),
+        RelayOptions::default()
+            .with_heartbeat(Duration::from_millis(200))
+            .with_grace(Duration::from_millis(300))
+            .with_resync_jitter(Duration::from_millis(100))
+            .with_backoff(Duration::from_millis(50), Duration::from_millis(400))
+            .with_timeout(Duration::from_millis(500)),
+    )
+}
+
+async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn next_event(listener: &mut Listener) -> Event {
+    match tokio::time::timeout(Duration::from_secs(10), listener.next()).await {
+        Ok(Next::Event(event)) => event,
+        Ok(other) => panic!("expected an event, got {other:?}"),
+        Err(_) => panic!("no event within ten seconds"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_events_cross_once_and_only_where_watched() {
+    let broker = Broker::nats();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
+    until("both connected", || {
+        a.stats().connected && b.stats().connected
+    })
+    .await;
+    let mut on_a = hub_a
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let mut on_b = hub_b
+        .listen(
+            &Filter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///b"),
+        )
+        .unwrap();
+    until("B's key subject", || b.stats().subscribed_keys == 1).await;
+
+    a.notify_tools_list_changed();
+    a.notify_resource_updated("file:///elsewhere");
+    a.notify_resource_updated("file:///b");
+    // Order is kept per subject (the catalog's, each key's), not across
+    // them: each NATS subscription is its own stream.
+    let mut kinds = vec![
+        next_event(&mut on_b).await.kind().clone(),
+        next_event(&mut on_b).await.kind().clone(),
+    ];
+    kinds.sort_by_key(|kind| kind.method().to_owned());
+    assert_eq!(
+        kinds,
+        [
+            EventKind::ResourceUpdated {
+                uri: "file:///b".into()
+            },
+            EventKind::ToolsListChanged
+        ]
+    );
+    assert_eq!(
+        next_event(&mut on_a).await.method(),
+        "notifications/tools/list_changed"
+    );
+    until("A's echo skipped", || a.stats().echo_skipped >= 1).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), on_a.next())
+            .await
+            .is_err()
+    );
+    assert_eq!(b.stats().received, 2, "file:///elsewhere reached no one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_reconnected_and_listeners_resynced() {
+    let mut broker = Broker::nats();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
+    until("both connected", || {
+        a.stats().connected && b.stats().connected
+    })
+    .await;
+    let mut on_a = hub_a
+        .listen(&Filter::new().with_tools_list_changed())
+        .unwrap();
+    let mut on_b = hub_b
+        .listen(&Filter::new().with_resource("file:///r"))
+        .unwrap();
+    until("B's key subject", || b.stats().subscribed_keys == 1).await;
+
+    broker.kill();
+    until("degraded", || !b.stats().connected).await;
+    assert_eq!(
+        a.notify_tools_list_changed().queued,
+        1,
+        "local delivery goes on"
+    );
+    assert_eq!(
+        next_event(&mut on_a).await.method(),
+        "notifications/tools/list_changed"
+    );
+
+    broker.restart();
+    until("reconnected", || a.stats().connected && b.stats().connected).await;
+    // The resync: an update of the watched URI, though no one published one.
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///r".into()
+        }
+    );
+    until("B's resync counted", || {
+        b.stats().resyncs >= 1 && b.stats().reconnects >= 1
+    })
+    .await;
+    // Later events flow.
+    let before = b.stats().received;
+    a.notify_resource_updated("file:///r");
+    until("B received the later update", || {
+        b.stats().received > before
+    })
+    .await;
+}
