@@ -25,6 +25,103 @@ pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
 /// the client did not declare, for one.
 pub const CAPABILITY_REQUIRED_ERROR_CODE: ErrorCode = ErrorCode(-32021);
 
+/// The JSON-RPC error code of a request whose `MCP-Protocol-Version` or
+/// `Mcp-Method` header disagrees with its body (MCP 2026-07-28).
+pub const HEADER_MISMATCH_ERROR_CODE: ErrorCode = ErrorCode(-32020);
+
+/// The JSON-RPC error code of a request made under a protocol version the
+/// server does not support (MCP 2026-07-28); its data says
+/// `{supported, requested}`.
+pub const UNSUPPORTED_VERSION_ERROR_CODE: ErrorCode = ErrorCode(-32022);
+
+/// Why a message posted to the MCP endpoint was refused before anything
+/// looked at what it asks: it is not JSON, not a JSON-RPC message, or its
+/// headers disagree with it.
+///
+/// Each becomes HTTP 400 (see [`status`](Self::status)) with a JSON-RPC
+/// error body ([`to_error_data`](Self::to_error_data)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The body is not JSON: empty, truncated or not JSON at all (`-32700`).
+    NotJson,
+    /// The body is JSON but not a valid JSON-RPC message (`-32600`).
+    InvalidMessage {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A header says something else than the body (`-32020`).
+    HeaderMismatch {
+        /// The header, as spelled in the specification.
+        header: &'static str,
+        /// What the header says.
+        header_value: String,
+        /// What the body says.
+        body_value: String,
+    },
+    /// The request names a protocol version the server does not speak
+    /// (`-32022`).
+    UnsupportedVersion {
+        /// The version the request named.
+        requested: String,
+        /// The versions the server speaks.
+        supported: Vec<String>,
+    },
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotJson => f.write_str("the body is not JSON"),
+            Self::InvalidMessage { reason } => write!(f, "not a valid JSON-RPC message: {reason}"),
+            Self::HeaderMismatch {
+                header,
+                header_value,
+                body_value,
+            } => write!(
+                f,
+                "the {header} header ({header_value}) does not match the request ({body_value})"
+            ),
+            Self::UnsupportedVersion { requested, .. } => {
+                write!(f, "unsupported protocol version {requested}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+impl RequestError {
+    /// The HTTP status to answer with: 400 Bad Request for every variant.
+    pub fn status(&self) -> u16 {
+        400
+    }
+
+    /// The JSON-RPC error: `-32700` (parse error), `-32600` (invalid
+    /// request), [`HEADER_MISMATCH_ERROR_CODE`], or
+    /// [`UNSUPPORTED_VERSION_ERROR_CODE`] with
+    /// `data: {"supported": [...], "requested": "..."}`.
+    pub fn to_error_data(&self) -> ErrorData {
+        match self {
+            Self::NotJson => ErrorData::new(ErrorCode::PARSE_ERROR, "Parse error", None),
+            Self::InvalidMessage { .. } => {
+                ErrorData::new(ErrorCode::INVALID_REQUEST, self.to_string(), None)
+            }
+            Self::HeaderMismatch { .. } => {
+                ErrorData::new(HEADER_MISMATCH_ERROR_CODE, self.to_string(), None)
+            }
+            Self::UnsupportedVersion {
+                requested,
+                supported,
+            } => ErrorData::new(
+                UNSUPPORTED_VERSION_ERROR_CODE,
+                "Unsupported protocol version",
+                Some(json!({ "supported": supported, "requested": requested })),
+            ),
+        }
+    }
+}
+
 /// Why the params of a `subscriptions/listen` request were refused.
 ///
 /// Every variant becomes JSON-RPC error `-32602` (invalid params), sent before

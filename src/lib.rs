@@ -1,11 +1,23 @@
 // The README's examples use every transport; with fewer features the crate
 // docs are a pointer to it rather than examples that cannot compile.
 #![cfg_attr(
-    all(feature = "stdio", feature = "http", feature = "channel", feature = "tasks"),
+    all(
+        feature = "stdio",
+        feature = "http",
+        feature = "channel",
+        feature = "tasks",
+        feature = "client"
+    ),
     doc = include_str!("../README.md")
 )]
 #![cfg_attr(
-    not(all(feature = "stdio", feature = "http", feature = "channel", feature = "tasks")),
+    not(all(
+        feature = "stdio",
+        feature = "http",
+        feature = "channel",
+        feature = "tasks",
+        feature = "client"
+    )),
     doc = "The subscription engine for MCP servers; see the README (the crate docs with every feature) for the tour."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -31,6 +43,9 @@ mod serve;
 // Transports, each behind its feature, and what they share.
 #[cfg(feature = "channel")]
 pub mod channel;
+// The client half, above the transports (it reads the channel's frames).
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "stdio")]
@@ -46,8 +61,9 @@ mod transport;
 pub use context::{OpenContext, Principal, TransportKind};
 pub use counts::Counts;
 pub use error::{
-    AdvertiseError, CAPABILITY_REQUIRED_ERROR_CODE, ListenParamsError, OVERFLOW_ERROR_CODE,
-    OpenError, ParseOverflowError, Refusal, StreamError,
+    AdvertiseError, CAPABILITY_REQUIRED_ERROR_CODE, HEADER_MISMATCH_ERROR_CODE, ListenParamsError,
+    OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal, RequestError, StreamError,
+    UNSUPPORTED_VERSION_ERROR_CODE,
 };
 pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};

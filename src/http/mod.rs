@@ -2,56 +2,64 @@
 //! POSTs become SSE responses served by the crate; everything else goes to
 //! rmcp's `StreamableHttpService` (or any service).
 
+mod answers;
+mod headers;
+mod route;
 mod sse;
 
 use std::convert::Infallible;
-use std::future::poll_fn;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Bytes, HttpBody};
 use axum::extract::Request;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodRouter, post};
-use rmcp::model::{ErrorCode, ErrorData, RequestId};
-use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
-use crate::context::{OpenContext, TransportKind};
+pub use crate::transport::incoming::{Incoming, classify};
+
 use crate::serve::ListenService;
-use crate::source::{CloseReason, Source};
+use crate::source::Source;
 use crate::transport::Streams;
-use crate::transport::hosts::{AllowedHosts, forbidden};
-use crate::transport::request::{listen_request, request_id};
-use crate::wire::response::error_reply;
+use crate::transport::hosts::AllowedHosts;
+use route::Route;
 
 /// How often an idle stream sends a keep-alive comment unless configured
 /// otherwise.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(5);
 
-/// The largest request body read, as rmcp's own limit.
-const MAX_BODY: usize = 4 * 1024 * 1024;
-
-/// Methods this protocol revision removed, answered 404 / `-32601`.
-const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
-
-const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+/// The protocol versions a transport accepts on listen requests unless
+/// configured otherwise.
+pub const DEFAULT_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// The MCP endpoint: `POST` serves `subscriptions/listen` from a
 /// [`ListenService`] as `text/event-stream` and hands every other message to
 /// `mcp` (rmcp's `StreamableHttpService`, or any service); `GET` and
 /// `DELETE` answer 405.
 ///
+/// It is the front door for every message, not only listen requests:
+///
+/// | the request | the answer |
+/// | --- | --- |
+/// | a body that is not JSON (empty, truncated, garbage) | 400, `-32700`, id `null` |
+/// | JSON that is not a JSON-RPC message (no or wrong `jsonrpc`, an id that is `null`, an object, an array or a boolean, a method that is not a string, a batch) | 400, `-32600` |
+/// | a `Content-Type` other than `application/json` | 415, `-32600` |
+/// | a listen request whose `MCP-Protocol-Version` or `Mcp-Method` header disagrees with its body | 400, `-32020` |
+/// | a listen request for a protocol version the transport does not [speak](Self::with_protocol_versions) | 400, `-32022`, `data: {supported, requested}` |
+/// | `resources/subscribe`, `resources/unsubscribe` | 404, `-32601` |
+/// | `GET`, `DELETE` | 405, `-32600` |
+/// | any other valid message | rmcp's answer (its error answers always in JSON) |
+///
+/// Every error body is a JSON-RPC error with `Content-Type:
+/// application/json`, including those of the service behind.
+///
 /// A listen stream's response carries `X-Accel-Buffering: no`, one SSE
 /// event per message, and a comment line whenever it has been idle for the
 /// [keep-alive](Self::with_keepalive) interval. A closed response is the
 /// client cancelling: the source is closed at once. Malformed params, too
 /// many URIs or a full server are refused before any acknowledgement, as a
-/// JSON-RPC error. `resources/subscribe` and `resources/unsubscribe` (gone
-/// in this protocol revision) answer 404 with `-32601`.
+/// JSON-RPC error.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -77,6 +85,7 @@ pub struct HttpTransport<S, M> {
     mcp: M,
     keepalive: Duration,
     allowed_hosts: AllowedHosts,
+    protocol_versions: Vec<String>,
     tasks: TaskTracker,
 }
 
@@ -96,6 +105,10 @@ where
             mcp,
             keepalive: DEFAULT_KEEPALIVE,
             allowed_hosts: AllowedHosts::default(),
+            protocol_versions: DEFAULT_PROTOCOL_VERSIONS
+                .iter()
+                .map(|version| (*version).to_owned())
+                .collect(),
             tasks: TaskTracker::new(),
         }
     }
@@ -120,6 +133,18 @@ where
         self
     }
 
+    /// The protocol versions listen requests may name in their header or
+    /// `_meta` (default [`DEFAULT_PROTOCOL_VERSIONS`]); another is refused
+    /// with `-32022`. Keep it in step with the server's
+    /// `supported_protocol_versions`, which rmcp checks for the rest.
+    pub fn with_protocol_versions(
+        mut self,
+        versions: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.protocol_versions = versions.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// The listen streams being served, for a graceful shutdown to wait on:
     /// each stream counts until its response body is finished or dropped.
     pub fn streams(&self) -> Streams {
@@ -132,6 +157,7 @@ where
             listen: self.listen,
             keepalive: self.keepalive,
             allowed_hosts: self.allowed_hosts,
+            protocol_versions: self.protocol_versions.into(),
             tasks: self.tasks,
         };
         let mcp = self.mcp;
@@ -139,6 +165,7 @@ where
             let (route, mcp) = (route.clone(), mcp.clone());
             async move { route.handle(mcp, request).await }
         })
+        .fallback(answers::method_not_allowed)
     }
 }
 
@@ -147,108 +174,7 @@ impl<S, M> std::fmt::Debug for HttpTransport<S, M> {
         f.debug_struct("HttpTransport")
             .field("keepalive", &self.keepalive)
             .field("allowed_hosts", &self.allowed_hosts)
+            .field("protocol_versions", &self.protocol_versions)
             .finish_non_exhaustive()
     }
-}
-
-/// What every request to the endpoint shares.
-struct Route<S> {
-    listen: ListenService<S>,
-    keepalive: Duration,
-    allowed_hosts: AllowedHosts,
-    tasks: TaskTracker,
-}
-
-impl<S> Clone for Route<S> {
-    fn clone(&self) -> Self {
-        Self {
-            listen: self.listen.clone(),
-            keepalive: self.keepalive,
-            allowed_hosts: self.allowed_hosts.clone(),
-            tasks: self.tasks.clone(),
-        }
-    }
-}
-
-impl<S> Route<S>
-where
-    S: Source + 'static,
-    S::Handle: 'static,
-{
-    async fn handle<M, B>(&self, mut mcp: M, request: Request) -> Response
-    where
-        M: Service<Request, Response = Response<B>, Error = Infallible>,
-        B: HttpBody<Data = Bytes> + Send + 'static,
-        B::Error: Into<axum::BoxError>,
-    {
-        let (parts, body) = request.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-            return StatusCode::PAYLOAD_TOO_LARGE.into_response();
-        };
-        if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-            let ours = listen_request(&message).is_some()
-                || REMOVED.iter().any(|m| request_id(&message, m).is_some());
-            // What rmcp answers, rmcp guards; what we answer, we guard.
-            if ours && !self.allowed_hosts.admit(&parts.headers) {
-                return forbidden();
-            }
-            if let Some(id) = listen_request(&message) {
-                return self.serve_listen(id, message.get("params"), &parts);
-            }
-            for removed in REMOVED {
-                if let Some(id) = request_id(&message, removed) {
-                    return method_removed(id, removed);
-                }
-            }
-        }
-        let request = Request::from_parts(parts, Body::from(bytes));
-        let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
-        let response = match ready {
-            Ok(()) => mcp.call(request).await,
-            Err(never) => match never {},
-        };
-        match response {
-            Ok(response) => response.map(Body::new),
-            Err(never) => match never {},
-        }
-    }
-
-    fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
-        let context = OpenContext::default()
-            .with_transport(TransportKind::Http)
-            .with_http(parts.clone());
-        let mut stream = match self.listen.open_with(context, id, params) {
-            Ok(stream) => stream,
-            Err(refusal) => return json_response(StatusCode::OK, refusal.to_message()),
-        };
-        // Over HTTP the client ends a stream by closing the response.
-        stream.set_drop_reason(CloseReason::Cancelled);
-        let headers = [
-            (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
-            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
-        ];
-        // The body holds a token of the tracker until hyper drops it, so that
-        // `Streams::finished` waits for the stream's last message.
-        let body = sse::body(stream, self.keepalive, self.tasks.token());
-        (headers, body).into_response()
-    }
-}
-
-fn method_removed(id: &Value, method: &str) -> Response {
-    let error = ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!("{method} was removed in MCP 2026-07-28; use subscriptions/listen"),
-        None,
-    );
-    json_response(StatusCode::NOT_FOUND, error_reply(id, &error))
-}
-
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    (
-        status,
-        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        body,
-    )
-        .into_response()
 }

@@ -23,6 +23,7 @@ use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
 use crate::sync::Mutex;
 use crate::transport::Streams;
+use crate::transport::incoming::{classify, reply_id};
 use crate::transport::request::listen_request;
 use crate::wire::response::{error_reply, error_response};
 use crate::wire::{Message, request_id_json};
@@ -183,12 +184,16 @@ where
         if text.is_empty() {
             return None;
         }
-        let Ok(message) = serde_json::from_str::<Value>(text) else {
-            self.reply(error_reply(
-                &Value::Null,
-                &ErrorData::parse_error("Parse error", None),
-            ));
-            return None;
+        // Garbage gets `-32700` or `-32600` here, as over HTTP.
+        let message = match classify(text.as_bytes()) {
+            Ok(incoming) => incoming.into_message(),
+            Err(err) => {
+                self.reply(error_reply(
+                    &reply_id(text.as_bytes()),
+                    &err.to_error_data(),
+                ));
+                return None;
+            }
         };
         if let Some(id) = listen_request(&message) {
             if let Some(refusal) = self.start(id, message.get("params")) {

@@ -1,9 +1,12 @@
 //! The guard against DNS rebinding: which host names an HTTP-based
 //! transport accepts in `Host` and `Origin`.
 
-use axum::http::header::{HOST, ORIGIN};
+use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use rmcp::model::ErrorData;
+
+use crate::wire::response::error_response;
 
 /// The host names accepted in `Host` and `Origin`: by default the loopback
 /// names rmcp's Streamable HTTP server accepts; empty accepts any.
@@ -39,11 +42,14 @@ impl AllowedHosts {
     }
 }
 
-/// The answer to a request from a host that is not allowed.
+/// The answer to a request from a host that is not allowed: 403, with a
+/// JSON-RPC error body like every other refusal.
 pub(crate) fn forbidden() -> Response {
+    let error = ErrorData::invalid_request("Forbidden: Host or Origin not allowed", None);
     (
         StatusCode::FORBIDDEN,
-        "Forbidden: Host or Origin not allowed",
+        [(CONTENT_TYPE, "application/json")],
+        error_response("null", &error),
     )
         .into_response()
 }

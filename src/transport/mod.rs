@@ -13,6 +13,8 @@
 #[cfg(any(feature = "http", feature = "channel"))]
 pub(crate) mod hosts;
 #[cfg(any(feature = "stdio", feature = "http"))]
+pub(crate) mod incoming;
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub(crate) mod request;
 mod streams;
 

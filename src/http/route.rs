@@ -1,0 +1,155 @@
+//! One POST to the MCP endpoint: classified, checked, then served as a
+//! listen stream, answered as a removed method, or handed to the service
+//! behind.
+
+use std::convert::Infallible;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Request;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::RequestId;
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+use tower_service::Service;
+
+use super::answers::{
+    into_json_error, method_removed, payload_too_large, refused, unsupported_media_type,
+};
+use super::headers;
+use super::sse;
+use crate::context::{OpenContext, TransportKind};
+use crate::serve::ListenService;
+use crate::source::{CloseReason, Source};
+use crate::transport::hosts::{AllowedHosts, forbidden};
+use crate::transport::incoming::{classify, reply_id};
+use crate::transport::request::{listen_request, request_id};
+
+/// The largest request body read, as rmcp's own limit.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Methods this protocol revision removed, answered 404 / `-32601`.
+const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
+
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// What every request to the endpoint shares.
+pub(super) struct Route<S> {
+    pub(super) listen: ListenService<S>,
+    pub(super) keepalive: Duration,
+    pub(super) allowed_hosts: AllowedHosts,
+    pub(super) protocol_versions: Arc<[String]>,
+    pub(super) tasks: TaskTracker,
+}
+
+impl<S> Clone for Route<S> {
+    fn clone(&self) -> Self {
+        Self {
+            listen: self.listen.clone(),
+            keepalive: self.keepalive,
+            allowed_hosts: self.allowed_hosts.clone(),
+            protocol_versions: self.protocol_versions.clone(),
+            tasks: self.tasks.clone(),
+        }
+    }
+}
+
+impl<S> Route<S>
+where
+    S: Source + 'static,
+    S::Handle: 'static,
+{
+    pub(super) async fn handle<M, B>(&self, mut mcp: M, request: Request) -> Response
+    where
+        M: Service<Request, Response = Response<B>, Error = Infallible>,
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+            return payload_too_large();
+        };
+        if !is_json(&parts) {
+            return unsupported_media_type(&reply_id(&bytes));
+        }
+        // Garbage is answered here, for every method, before anything
+        // looks at what the message asks.
+        let incoming = match classify(&bytes) {
+            Ok(incoming) => incoming,
+            Err(err) => return refused(&err, &reply_id(&bytes)),
+        };
+        let message = incoming.message();
+        let ours = listen_request(message).is_some()
+            || REMOVED.iter().any(|m| request_id(message, m).is_some());
+        // What rmcp answers, rmcp guards; what we answer, we guard.
+        if ours && !self.allowed_hosts.admit(&parts.headers) {
+            return forbidden();
+        }
+        if let Some(id) = listen_request(message) {
+            if let Err(err) = headers::check(&parts.headers, message, &self.protocol_versions) {
+                return refused(&err, &reply_id(&bytes));
+            }
+            return self.serve_listen(id, message.get("params"), &parts);
+        }
+        for removed in REMOVED {
+            if let Some(id) = request_id(message, removed) {
+                return method_removed(id, removed);
+            }
+        }
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let request = Request::from_parts(parts, Body::from(bytes));
+        let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
+        let response = match ready {
+            Ok(()) => mcp.call(request).await,
+            Err(never) => match never {},
+        };
+        match response {
+            Ok(response) => into_json_error(response.map(Body::new), &id).await,
+            Err(never) => match never {},
+        }
+    }
+
+    fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
+        let context = OpenContext::default()
+            .with_transport(TransportKind::Http)
+            .with_http(parts.clone());
+        let mut stream = match self.listen.open_with(context, id, params) {
+            Ok(stream) => stream,
+            Err(refusal) => {
+                return (
+                    StatusCode::OK,
+                    [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                    refusal.to_message(),
+                )
+                    .into_response();
+            }
+        };
+        // Over HTTP the client ends a stream by closing the response.
+        stream.set_drop_reason(CloseReason::Cancelled);
+        let headers = [
+            (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
+        ];
+        // The body holds a token of the tracker until hyper drops it, so that
+        // `Streams::finished` waits for the stream's last message.
+        let body = sse::body(stream, self.keepalive, self.tasks.token());
+        (headers, body).into_response()
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, with any
+/// parameters such as a charset).
+fn is_json(parts: &Parts) -> bool {
+    parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
