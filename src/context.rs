@@ -119,6 +119,9 @@ pub struct OpenContext {
     /// Whether this stream's queue coalesces duplicate signals, overriding
     /// the source's default.
     pub coalesce: Option<bool>,
+    /// The most bytes this stream's queue holds, overriding the source's
+    /// default.
+    pub max_queued_bytes: Option<usize>,
 }
 
 impl OpenContext {
@@ -172,6 +175,12 @@ impl OpenContext {
     /// Overrides the overflow policy for this stream.
     pub fn with_overflow(mut self, overflow: Overflow) -> Self {
         self.overflow = Some(overflow);
+        self
+    }
+
+    /// Overrides the most bytes this stream's queue holds.
+    pub fn with_max_queued_bytes(mut self, max_queued_bytes: usize) -> Self {
+        self.max_queued_bytes = Some(max_queued_bytes);
         self
     }
 

@@ -68,9 +68,9 @@ pub use error::{
 pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
 pub use hub::{
-    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, Hub, HubBuilder, HubStats,
-    InterestChange, InterestKey, InterestWatch, Listener, ListenerId, ListenerStats, NextItem,
-    PublishReport,
+    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES, Hub,
+    HubBuilder, HubStats, InterestChange, InterestKey, InterestWatch, Listener, ListenerId,
+    ListenerStats, NextItem, PublishReport,
 };
 pub use overflow::Overflow;
 pub use serve::{Advertise, Authorize, ListenService, ListenStream};

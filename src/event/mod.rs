@@ -154,6 +154,12 @@ impl Event {
             .is_some_and(Succession::is_terminal)
     }
 
+    /// The size of its rendering in bytes: what a queued copy holds, and
+    /// what byte bounds on queues count.
+    pub fn rendered_len(&self) -> usize {
+        self.0.rendering.len()
+    }
+
     /// The notification's JSON-RPC method.
     pub fn method(&self) -> &str {
         self.0.kind.method()

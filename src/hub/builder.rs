@@ -70,6 +70,27 @@ impl HubBuilder {
         self
     }
 
+    /// The most bytes (the rendered size of its events) each listener's
+    /// queue holds, unless it asks for its own (default
+    /// [`DEFAULT_MAX_QUEUED_BYTES`](crate::DEFAULT_MAX_QUEUED_BYTES)). A
+    /// push that would exceed it applies the listener's overflow policy, as
+    /// a full queue does; an event larger than the bound is still queued,
+    /// alone.
+    pub fn max_queued_bytes(mut self, max_queued_bytes: usize) -> Self {
+        self.config.max_queued_bytes = max_queued_bytes;
+        self
+    }
+
+    /// The most bytes all listeners' queues hold together (default: no
+    /// hub-wide bound). A push that would exceed it applies the pushing
+    /// listener's overflow policy to that listener's own queue. Checked per
+    /// push without a lock across listeners, so concurrent publishers may
+    /// overshoot it by one event each.
+    pub fn max_hub_queued_bytes(mut self, max_hub_queued_bytes: usize) -> Self {
+        self.config.max_hub_queued_bytes = Some(max_hub_queued_bytes);
+        self
+    }
+
     /// What the server advertises; requests are narrowed to it (default:
     /// every core capability, no extension).
     pub fn capabilities(mut self, capabilities: Capabilities) -> Self {

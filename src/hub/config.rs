@@ -6,6 +6,10 @@ use crate::overflow::Overflow;
 /// The queue capacity per listener unless configured otherwise.
 pub const DEFAULT_CAPACITY: usize = 1_024;
 
+/// The most bytes (the rendered size of the events) one listener's queue
+/// holds unless configured otherwise: 16 MiB.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+
 /// How many listeners a hub serves at once unless configured otherwise.
 pub const DEFAULT_MAX_LISTENERS: usize = 10_000;
 
@@ -18,6 +22,8 @@ pub(crate) struct Config {
     pub(crate) max_listeners: usize,
     pub(crate) capabilities: Capabilities,
     pub(crate) coalesce: bool,
+    pub(crate) max_queued_bytes: usize,
+    pub(crate) max_hub_queued_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -29,6 +35,8 @@ impl Default for Config {
             max_listeners: DEFAULT_MAX_LISTENERS,
             capabilities: Capabilities::default(),
             coalesce: false,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_hub_queued_bytes: None,
         }
     }
 }

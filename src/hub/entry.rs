@@ -23,6 +23,8 @@ impl Entry {
             events: snap.counts,
             lag: snap.lag,
             max_queue_depth: snap.max_depth,
+            queued_bytes: snap.bytes as u64,
+            max_queued_bytes: snap.max_bytes,
             capacity: snap.capacity,
             overflow: snap.overflow,
             coalesce: snap.coalesce,

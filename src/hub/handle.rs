@@ -143,6 +143,10 @@ impl Hub {
                 context.capacity.map_or(config.capacity, NonZeroUsize::get),
                 context.overflow.unwrap_or(config.overflow),
                 context.coalesce.unwrap_or(config.coalesce),
+            )
+            .with_byte_bounds(
+                context.max_queued_bytes.unwrap_or(config.max_queued_bytes),
+                self.shared.budget.clone(),
             ),
         });
         let mut registry = self.shared.registry.write();
@@ -310,6 +314,17 @@ impl Hub {
         self.shared.config.coalesce
     }
 
+    /// The most bytes each listener's queue holds, unless it asked for its
+    /// own.
+    pub fn max_queued_bytes(&self) -> usize {
+        self.shared.config.max_queued_bytes
+    }
+
+    /// The most bytes all listeners' queues hold together, when bounded.
+    pub fn max_hub_queued_bytes(&self) -> Option<usize> {
+        self.shared.config.max_hub_queued_bytes
+    }
+
     /// The most listeners open at once.
     pub fn max_listeners(&self) -> usize {
         self.shared.config.max_listeners
@@ -330,10 +345,12 @@ impl Hub {
         let registry = self.shared.registry.read();
         let mut events = registry.retired;
         let mut max_queue_depth = registry.retired_max_depth;
+        let mut queued_bytes = 0;
         for entry in registry.entries.values() {
             let snap = entry.queue.snapshot();
             events += snap.counts;
             max_queue_depth = max_queue_depth.max(snap.max_depth);
+            queued_bytes += snap.bytes as u64;
         }
         HubStats {
             listeners_active: registry.entries.len() as u64,
@@ -342,6 +359,7 @@ impl Hub {
             events_published: self.shared.published.load(Ordering::Relaxed),
             events,
             max_queue_depth,
+            queued_bytes,
         }
     }
 

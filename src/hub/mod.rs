@@ -5,8 +5,8 @@
 //! The files, from the bottom up (each imports only those above it in this
 //! list):
 //!
-//! - `id`, `config`, `report`: a listener's id, the hub's options, what one
-//!   publish did;
+//! - `id`, `config`, `report`, `budget`: a listener's id, the hub's
+//!   options, what one publish did, the hub-wide bound on queued bytes;
 //! - `succession`: what a queue remembers of the successions it has seen;
 //! - `queue`: one listener's bounded queue, the only state a publisher and
 //!   a reader share;
@@ -21,6 +21,7 @@
 //! - `handle`: the `Hub` handle, and the hub as a [`Source`](crate::Source);
 //! - `builder`: options.
 
+mod budget;
 mod builder;
 mod config;
 mod entry;
@@ -37,7 +38,7 @@ mod stats;
 mod succession;
 
 pub use builder::HubBuilder;
-pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS};
+pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
 pub use handle::Hub;
 pub use id::ListenerId;
 pub use interest::{InterestChange, InterestKey, InterestWatch};

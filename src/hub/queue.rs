@@ -28,13 +28,14 @@ use std::hash::{Hash, Hasher};
 use std::task::Waker;
 use std::thread::Thread;
 
+use super::budget::Budget;
 use super::succession::{Admission, Successions};
 use crate::counts::Counts;
 use crate::error::StreamError;
 use crate::event::{Event, EventKind, Succession};
 use crate::overflow::Overflow;
 use crate::source::Next;
-use crate::sync::Mutex;
+use crate::sync::{Arc, Mutex};
 
 /// Whom to wake when the queue changes.
 #[derive(Debug)]
@@ -76,6 +77,9 @@ pub(crate) struct QueueSnapshot {
     pub(crate) counts: Counts,
     /// The deepest the queue has been.
     pub(crate) max_depth: u64,
+    /// The rendered size of the queued events, and its bound.
+    pub(crate) bytes: usize,
+    pub(crate) max_bytes: usize,
     pub(crate) lag: u64,
     pub(crate) capacity: usize,
     pub(crate) overflow: Overflow,
@@ -146,6 +150,11 @@ struct State {
     /// Events lost to drop-oldest that the reader has not been told about.
     lag: u64,
     waiter: Option<Waiter>,
+    /// The rendered size of the queued events, and its bound.
+    bytes: usize,
+    max_bytes: usize,
+    /// The hub-wide bound on queued bytes, when the hub has one.
+    budget: Option<Arc<Budget>>,
     /// `counts.queued` stays 0 here: the queue's length says it, and a
     /// snapshot fills it in.
     counts: Counts,
@@ -170,11 +179,26 @@ impl Queue {
                 phase: Phase::Open,
                 lag: 0,
                 waiter: None,
+                bytes: 0,
+                max_bytes: usize::MAX,
+                budget: None,
                 counts: Counts::default(),
                 max_depth: 0,
                 overflowed: false,
             }),
         }
+    }
+
+    /// Bounds the queued bytes to `max_bytes`, and to the hub-wide `budget`
+    /// when there is one; the overflow policy applies when either is
+    /// exceeded, as for the event count.
+    pub(crate) fn with_byte_bounds(self, max_bytes: usize, budget: Option<Arc<Budget>>) -> Self {
+        {
+            let mut state = self.state.lock();
+            state.max_bytes = max_bytes;
+            state.budget = budget;
+        }
+        self
     }
 
     /// Offers `event` under the overflow policy. Never blocks on the reader.
@@ -230,13 +254,8 @@ impl Queue {
     pub(crate) fn close(&self) {
         let waiter = {
             let mut state = self.state.lock();
-            let discarded = state.events.len() as u64;
+            let discarded = state.clear() as u64;
             state.counts.discarded += discarded;
-            state.events = VecDeque::new();
-            if let Some(pending) = &mut state.pending {
-                **pending = HashSet::new();
-            }
-            state.successions = None;
             state.lag = 0;
             state.phase = Phase::Ended;
             state.waiter.take()
@@ -254,6 +273,8 @@ impl Queue {
                 ..state.counts
             },
             max_depth: state.max_depth,
+            bytes: state.bytes,
+            max_bytes: state.max_bytes,
             lag: state.lag,
             capacity: state.capacity,
             overflow: state.overflow,
@@ -287,9 +308,15 @@ impl State {
                             queued.succession().map(Succession::key) == Some(succession.key())
                         })
                         .expect("a pending version is in the queue");
-                    *older = event.clone();
+                    let replaced = std::mem::replace(older, event.clone());
                     self.counts.coalesced += 1;
-                    return Pushed::Queued;
+                    self.give_bytes(replaced.rendered_len());
+                    self.take_bytes(event.rendered_len());
+                    // A larger version may not fit where the older one did.
+                    return match self.make_room(0, false) {
+                        Some(_) => Pushed::Queued,
+                        None => Pushed::Disconnected,
+                    };
                 }
             }
         }
@@ -303,35 +330,80 @@ impl State {
             self.counts.coalesced += 1;
             return Pushed::Coalesced;
         }
-        let mut pushed = Pushed::Queued;
-        if self.events.len() >= self.capacity {
-            match self.overflow {
-                Overflow::DropOldest => {
-                    self.evict_oldest();
-                    self.counts.dropped += 1;
-                    self.lag += 1;
-                    pushed = Pushed::DroppedOldest;
-                }
-                Overflow::Disconnect => {
-                    let lost = self.events.len() as u64 + 1;
-                    self.counts.dropped += lost;
-                    self.events = VecDeque::new();
-                    if let Some(pending) = &mut self.pending {
-                        **pending = HashSet::new();
-                    }
-                    self.successions = None;
-                    self.overflowed = true;
-                    self.phase = Phase::Failed { dropped: lost };
-                    return Pushed::Disconnected;
-                }
-            }
-        }
+        let len = event.rendered_len();
+        let pushed = match self.make_room(len, true) {
+            Some(false) => Pushed::Queued,
+            Some(true) => Pushed::DroppedOldest,
+            None => return Pushed::Disconnected,
+        };
+        self.take_bytes(len);
         self.events.push_back(event.clone());
         if coalescible && let Some(pending) = &mut self.pending {
             pending.insert(Pending(event.clone()));
         }
         self.max_depth = self.max_depth.max(self.events.len() as u64);
         pushed
+    }
+
+    /// Whether `len` more bytes fit, by this queue's bound and the hub's,
+    /// and, when `adding`, one more event by count.
+    fn fits(&self, len: usize, adding: bool) -> bool {
+        (!adding || self.events.len() < self.capacity)
+            && self.bytes.saturating_add(len) <= self.max_bytes
+            && self.budget.as_ref().is_none_or(|budget| budget.fits(len))
+    }
+
+    /// Gives up queued events under the overflow policy until `len` more
+    /// bytes (and, when `adding`, one more event) fit: `Some(true)` when it
+    /// evicted any, `None` when the policy disconnected the listener. An
+    /// event larger than a byte bound is still queued, alone, rather than
+    /// never.
+    fn make_room(&mut self, len: usize, adding: bool) -> Option<bool> {
+        let mut evicted = false;
+        while !self.events.is_empty() && !self.fits(len, adding) {
+            match self.overflow {
+                Overflow::DropOldest => {
+                    self.evict_oldest();
+                    self.counts.dropped += 1;
+                    self.lag += 1;
+                    evicted = true;
+                }
+                Overflow::Disconnect => {
+                    let lost = self.clear() as u64 + u64::from(adding);
+                    self.counts.dropped += lost;
+                    self.overflowed = true;
+                    self.phase = Phase::Failed { dropped: lost };
+                    return None;
+                }
+            }
+        }
+        Some(evicted)
+    }
+
+    fn take_bytes(&mut self, len: usize) {
+        self.bytes += len;
+        if let Some(budget) = &self.budget {
+            budget.take(len);
+        }
+    }
+
+    fn give_bytes(&mut self, len: usize) {
+        self.bytes -= len;
+        if let Some(budget) = &self.budget {
+            budget.give_back(len);
+        }
+    }
+
+    /// Empties the queue (its bytes given back); how many events it held.
+    fn clear(&mut self) -> usize {
+        let held = self.events.len();
+        self.give_bytes(self.bytes);
+        self.events = VecDeque::new();
+        if let Some(pending) = &mut self.pending {
+            **pending = HashSet::new();
+        }
+        self.successions = None;
+        held
     }
 
     /// Evicts the oldest event, sparing the terminal events of successions
@@ -347,6 +419,7 @@ impl State {
             None => 0,
         };
         if let Some(evicted) = self.events.remove(victim) {
+            self.give_bytes(evicted.rendered_len());
             self.forget_pending(&evicted);
             if let (Some(successions), Some(succession)) =
                 (&mut self.successions, evicted.succession())
@@ -372,6 +445,7 @@ impl State {
             return Some(Next::Lagged(std::mem::take(&mut self.lag)));
         }
         if let Some(event) = self.events.pop_front() {
+            self.give_bytes(event.rendered_len());
             self.forget_pending(&event);
             if let (Some(successions), Some(succession)) =
                 (&mut self.successions, event.succession())
@@ -497,6 +571,64 @@ mod tests {
         assert_eq!(version(pop(&queue)), ("done".into(), 9));
         assert_eq!(version(pop(&queue)), ("k4".into(), 1));
         assert!(queue.snapshot().counts.is_balanced());
+    }
+
+    fn sized(n: usize) -> Event {
+        let params = serde_json::json!({"blob": "x".repeat(n)});
+        Event::extension("x/big", params.as_object().unwrap().clone(), None)
+    }
+
+    #[test]
+    fn a_byte_bound_evicts_the_oldest_until_the_new_event_fits() {
+        let len = sized(1_000).rendered_len();
+        let queue = Queue::new(100, Overflow::DropOldest, false).with_byte_bounds(3 * len, None);
+        for _ in 0..5 {
+            queue.push(&sized(1_000));
+        }
+        let snap = queue.snapshot();
+        assert_eq!((snap.counts.queued, snap.bytes), (3, 3 * len));
+        assert_eq!(snap.counts.dropped, 2);
+        assert_eq!(pop(&queue), Some(Next::Lagged(2)));
+        // An event larger than the whole bound is queued alone.
+        assert_eq!(queue.push(&sized(10_000)).0, Pushed::DroppedOldest);
+        let snap = queue.snapshot();
+        assert_eq!(snap.counts.queued, 1);
+        assert!(snap.counts.is_balanced());
+        while pop(&queue).is_some() {}
+        assert_eq!(queue.snapshot().bytes, 0, "every byte given back");
+    }
+
+    #[test]
+    fn a_byte_bound_disconnects_a_strict_listener() {
+        let len = sized(1_000).rendered_len();
+        let queue = Queue::new(100, Overflow::Disconnect, false).with_byte_bounds(2 * len, None);
+        queue.push(&sized(1_000));
+        queue.push(&sized(1_000));
+        assert_eq!(queue.push(&sized(1_000)).0, Pushed::Disconnected);
+        assert_eq!(
+            pop(&queue),
+            Some(Next::Failed(StreamError::Overflow { dropped: 3 }))
+        );
+        assert_eq!(queue.snapshot().bytes, 0);
+    }
+
+    #[test]
+    fn the_hub_wide_budget_is_shared_and_given_back() {
+        let len = sized(1_000).rendered_len();
+        let budget = Arc::new(Budget::new(3 * len));
+        let a = Queue::new(100, Overflow::DropOldest, false)
+            .with_byte_bounds(usize::MAX, Some(budget.clone()));
+        let b = Queue::new(100, Overflow::DropOldest, false)
+            .with_byte_bounds(usize::MAX, Some(budget.clone()));
+        a.push(&sized(1_000));
+        a.push(&sized(1_000));
+        b.push(&sized(1_000));
+        // The hub is full: b makes room in its own queue.
+        assert_eq!(b.push(&sized(1_000)).0, Pushed::DroppedOldest);
+        assert_eq!(a.snapshot().counts.queued, 2, "a keeps what it holds");
+        assert!(!budget.fits(1));
+        a.close();
+        assert!(budget.fits(2 * len), "a closed queue gives its bytes back");
     }
 
     #[test]

@@ -1,16 +1,19 @@
 //! What every handle and listener of one hub share.
 
+use super::budget::Budget;
 use super::config::Config;
 use super::id::ListenerId;
 use super::registry::Registry;
 use super::stats::Retirement;
-use crate::sync::{AtomicU64, AtomicUsize, RwLock};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, RwLock};
 
 pub(crate) struct Shared {
     /// A read-write lock: publishers share it (many at once), and only
     /// opening, closing and completing (all brief) take it for writing.
     pub(crate) registry: RwLock<Registry>,
     pub(crate) config: Config,
+    /// The hub-wide bound on queued bytes, when configured.
+    pub(crate) budget: Option<Arc<Budget>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) published: AtomicU64,
     /// Live `Hub` handles; the last one dropped completes the hub.
@@ -21,6 +24,9 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Self {
         Self {
             registry: RwLock::new(Registry::default()),
+            budget: config
+                .max_hub_queued_bytes
+                .map(|max| Arc::new(Budget::new(max))),
             config,
             next_id: AtomicU64::new(1),
             published: AtomicU64::new(0),

@@ -76,6 +76,7 @@ impl ClosedCounts {
 /// | `mcp_subscriptions_events_discarded_total` | counter | events still queued when their listener closed |
 /// | `mcp_subscriptions_events_queued` | gauge | events waiting in queues now |
 /// | `mcp_subscriptions_queue_depth_max` | gauge | the deepest any queue has been |
+/// | `mcp_subscriptions_bytes_queued` | gauge | the rendered size of the events waiting in queues now |
 ///
 /// Call it when the exporter is scraped (or on a timer): the figures are
 /// absolute, so recording twice counts nothing twice.
@@ -95,6 +96,8 @@ pub struct HubStats {
     pub events: Counts,
     /// The deepest any listener's queue has been.
     pub max_queue_depth: u64,
+    /// The rendered size of the events waiting in queues now, in bytes.
+    pub queued_bytes: u64,
 }
 
 impl HubStats {
@@ -126,6 +129,7 @@ impl HubStats {
         counter!("mcp_subscriptions_events_discarded_total").absolute(events.discarded);
         gauge!("mcp_subscriptions_events_queued").set(events.queued as f64);
         gauge!("mcp_subscriptions_queue_depth_max").set(self.max_queue_depth as f64);
+        gauge!("mcp_subscriptions_bytes_queued").set(self.queued_bytes as f64);
     }
 }
 
@@ -144,6 +148,10 @@ pub struct ListenerStats {
     pub lag: u64,
     /// The deepest its queue has been.
     pub max_queue_depth: u64,
+    /// The rendered size of the events in its queue now, in bytes.
+    pub queued_bytes: u64,
+    /// The most bytes its queue holds.
+    pub max_queued_bytes: usize,
     /// Its queue capacity.
     pub capacity: usize,
     /// Its overflow policy.

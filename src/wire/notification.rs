@@ -69,6 +69,11 @@ impl Rendering {
         }
     }
 
+    /// The length of the stamped text without its id.
+    pub(crate) fn len(&self) -> usize {
+        self.text.len()
+    }
+
     fn head(&self) -> &[u8] {
         &self.text[..self.head_end]
     }
