@@ -492,3 +492,30 @@ fn an_event_is_rendered_once_per_publish_whatever_the_listener_count() {
         shared(&events[99], rmcp::model::RequestId::Number(2)),
     );
 }
+
+#[test]
+fn every_snapshot_and_configuration_type_serializes() {
+    let hub =
+        Hub::builder()
+            .capabilities(mcp_subscriptions::Capabilities::default().with_extension(
+                mcp_subscriptions::Extension::new("vendor/x").with_id_list("xIds", 3),
+            ))
+            .build();
+    let _listener = hub
+        .listen(&Filter::new().with_resource("file:///a"))
+        .unwrap();
+    let report = hub.notify_resource_updated("file:///a");
+    let json = |value: serde_json::Value| value.to_string();
+    assert!(json(serde_json::to_value(hub.stats()).unwrap()).contains(r#""queued_bytes""#));
+    let listeners = serde_json::to_value(hub.listeners()).unwrap();
+    assert_eq!(
+        listeners[0]["filter"]["resourceSubscriptions"][0],
+        "file:///a"
+    );
+    assert_eq!(listeners[0]["overflow"], "drop-oldest");
+    assert_eq!(serde_json::to_value(report).unwrap()["queued"], 1);
+    let capabilities = serde_json::to_value(hub.capabilities()).unwrap();
+    assert_eq!(capabilities["toolsListChanged"], true);
+    assert_eq!(capabilities["extensions"][0]["id"], "vendor/x");
+    assert_eq!(capabilities["extensions"][0]["fields"][0], "xIds");
+}

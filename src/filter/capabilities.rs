@@ -18,7 +18,8 @@ use crate::error::OpenError;
 /// let requested = Filter::new().with_tools_list_changed().with_resource("file:///a");
 /// assert_eq!(requested.narrow(&advertised), Filter::new().with_tools_list_changed());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Capabilities {
     /// `tools.listChanged`.

@@ -165,6 +165,20 @@ impl fmt::Debug for Extension {
     }
 }
 
+/// What a stats endpoint echoes: the identifier, the fields, the methods
+/// and the requirement (validators have no wire form).
+impl serde::Serialize for Extension {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("Extension", 4)?;
+        out.serialize_field("id", &self.id)?;
+        out.serialize_field("fields", &self.fields().collect::<Vec<_>>())?;
+        out.serialize_field("methods", &self.methods)?;
+        out.serialize_field("clientMustDeclare", &self.client_must_declare)?;
+        out.end()
+    }
+}
+
 /// Two declarations are equal when they declare the same fields, methods
 /// and requirement (validators are not compared).
 impl PartialEq for Extension {

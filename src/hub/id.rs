@@ -3,7 +3,8 @@
 use std::fmt;
 
 /// A listener's identity within its hub, unique for the hub's lifetime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct ListenerId(pub(crate) u64);
 
 impl ListenerId {

@@ -2,7 +2,7 @@
 
 /// The outcome of one [`Hub::publish`](crate::Hub::publish), counted in
 /// listeners.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct PublishReport {
     /// Listeners whose granted filter matched the event.

@@ -134,7 +134,7 @@ impl HubStats {
 }
 
 /// A snapshot of one listener.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct ListenerStats {
     /// Which listener.
