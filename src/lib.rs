@@ -76,5 +76,5 @@ pub use overflow::Overflow;
 pub use serve::{Advertise, Authorize, ListenService, ListenStream};
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-pub use transport::Streams;
+pub use transport::{Drained, Streams};
 pub use wire::{Message, SUBSCRIPTION_ID_META_KEY, SubscriptionId};

@@ -56,6 +56,19 @@ pub enum CloseReason {
     Error,
 }
 
+impl CloseReason {
+    /// Its name in logs and metrics labels: `cancelled`, `disconnected`,
+    /// `complete` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::Disconnected => "disconnected",
+            Self::Complete => "complete",
+            Self::Error => "error",
+        }
+    }
+}
+
 /// A stream a source agreed to serve.
 #[derive(Debug)]
 #[non_exhaustive]

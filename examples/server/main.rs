@@ -105,6 +105,15 @@ struct Options {
         default_value_t = mcp_subscriptions::DEFAULT_MAX_LISTENERS
     )]
     max_subscriptions: usize,
+    /// Seconds a graceful shutdown waits for every stream's last message
+    /// before it cuts the streams still open
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_SHUTDOWN_DEADLINE_SECS",
+        value_name = "N",
+        default_value_t = 5
+    )]
+    shutdown_deadline_secs: u64,
     /// Streams one principal may hold open at once (bearer-token mode)
     #[arg(
         long,
@@ -338,10 +347,6 @@ impl Shutdown {
     }
 }
 
-/// How long a graceful shutdown waits for streams to write their last
-/// message.
-const DRAIN: Duration = Duration::from_secs(5);
-
 async fn serve_http(
     hub: Hub,
     tasks: tasks::Tasks,
@@ -403,25 +408,28 @@ async fn serve_http(
             hub.complete();
             let _ = stopping.send(());
         });
-    // A client that stopped reading must not hold the exit up for ever.
-    let drain_limit = async {
-        if stopped.await.is_ok() {
-            tokio::time::sleep(DRAIN).await;
-        } else {
+    // Once the hub is complete, each stream has until the deadline to
+    // write its `complete` result; a client that stopped reading must not
+    // hold the exit up for ever, so what is left is cut, and the server (its
+    // connections with it) goes when the streams have.
+    let deadline = Duration::from_secs(options.shutdown_deadline_secs);
+    let drain = async {
+        if stopped.await.is_err() {
             std::future::pending::<()>().await;
         }
+        streams.finish_within(deadline).await
     };
     let served = tokio::select! {
         served = server => served,
-        () = drain_limit => Ok(()),
+        drained = drain => {
+            tracing::info!(open = drained.open, cut = drained.cut, "listen streams drained");
+            Ok(())
+        }
     };
     // Upgraded WebSockets outlive the HTTP server; each closes cleanly once
-    // the hub is complete. Listen streams are done once their bodies are.
-    let _ = tokio::time::timeout(DRAIN, async {
-        channels.finished().await;
-        streams.finished().await;
-    })
-    .await;
+    // the hub is complete.
+    let drained = channels.finish_within(deadline).await;
+    tracing::info!(open = drained.open, cut = drained.cut, "channels drained");
     served
 }
 
@@ -429,6 +437,7 @@ async fn serve_stdio(
     hub: Hub,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
+    deadline: Duration,
     shutdown: Shutdown,
 ) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("serving MCP on stdin/stdout");
@@ -449,7 +458,8 @@ async fn serve_stdio(
             // Each stream writes its `complete` result before the exit. The
             // rmcp service stays alive meanwhile: dropping it would close
             // the transport, cancelling the streams before their last word.
-            let _ = tokio::time::timeout(DRAIN, streams.finished()).await;
+            let drained = streams.finish_within(deadline).await;
+            tracing::info!(open = drained.open, cut = drained.cut, "listen streams drained");
         }
     }
     Ok(())
@@ -459,6 +469,14 @@ async fn serve_stdio(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = Shutdown::install()?;
     let options = Options::parse();
+    // The crate's lifecycle events on stderr (stdout may be the MCP pipe),
+    // filtered as RUST_LOG says.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcp_subscriptions=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let metrics = PrometheusBuilder::new().install_recorder()?;
     let hub = Hub::builder()
         .capacity(options.capacity)
@@ -475,7 +493,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         listen = listen.with_max_streams_per_principal(limit);
     }
     if options.stdio {
-        let served = serve_stdio(hub, tasks, listen, shutdown).await;
+        let deadline = Duration::from_secs(options.shutdown_deadline_secs);
+        let served = serve_stdio(hub, tasks, listen, deadline, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the
         // runtime's shutdown until the client closes its end.
         if let Err(err) = served {

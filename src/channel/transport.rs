@@ -6,7 +6,9 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use axum::http::request::Parts;
 use axum::routing::{MethodRouter, get};
 use futures_util::{SinkExt, StreamExt};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
@@ -39,6 +41,7 @@ pub struct ChannelTransport<S> {
     listen: ListenService<S>,
     allowed_hosts: AllowedHosts,
     tasks: TaskTracker,
+    cut: CancellationToken,
 }
 
 impl<S> ChannelTransport<S>
@@ -52,6 +55,7 @@ where
             listen,
             allowed_hosts: AllowedHosts::default(),
             tasks: TaskTracker::new(),
+            cut: CancellationToken::new(),
         }
     }
 
@@ -68,7 +72,7 @@ where
 
     /// The channels being served, for a graceful shutdown to wait on.
     pub fn streams(&self) -> Streams {
-        Streams::new(self.tasks.clone())
+        Streams::new(self.tasks.clone(), self.cut.clone())
     }
 
     /// The route: `GET` with a WebSocket upgrade.
@@ -77,9 +81,10 @@ where
             listen,
             allowed_hosts,
             tasks,
+            cut,
         } = self;
         get(move |parts: Parts, upgrade: WebSocketUpgrade| {
-            let (listen, tasks) = (listen.clone(), tasks.clone());
+            let (listen, tasks, cut) = (listen.clone(), tasks.clone(), cut.clone());
             let admitted = allowed_hosts.admit(&parts.headers);
             async move {
                 if !admitted {
@@ -88,7 +93,14 @@ where
                 let context = OpenContext::default()
                     .with_transport(TransportKind::Channel)
                     .with_http(parts);
-                upgrade.on_upgrade(move |socket| tasks.track_future(serve(listen, context, socket)))
+                let span = tracing::info_span!(
+                    target: "mcp_subscriptions",
+                    "notification channel",
+                    principal = context.principal.as_ref().map(|p| p.as_str()),
+                );
+                upgrade.on_upgrade(move |socket| {
+                    tasks.track_future(serve(listen, context, socket, cut).instrument(span))
+                })
             }
         })
     }
@@ -100,7 +112,12 @@ impl<S> std::fmt::Debug for ChannelTransport<S> {
     }
 }
 
-async fn serve<S: Source>(listen: ListenService<S>, context: OpenContext, socket: WebSocket) {
+async fn serve<S: Source>(
+    listen: ListenService<S>,
+    context: OpenContext,
+    socket: WebSocket,
+    cut: CancellationToken,
+) {
     let (mut outgoing, mut incoming) = socket.split();
     let Ok(mut channel) = listen.open_channel_with(context) else {
         // The ask cannot be served: a clean close, and no frame at all.
@@ -109,14 +126,27 @@ async fn serve<S: Source>(listen: ListenService<S>, context: OpenContext, socket
     };
     loop {
         tokio::select! {
+            // The shutdown deadline passed: the socket is dropped as it is.
+            () = cut.cancelled() => {
+                channel.cancel(CloseReason::Disconnected);
+                return;
+            }
             frame = channel.next_frame() => {
                 let Some(frame) = frame else {
                     let normal = CloseFrame { code: close_code::NORMAL, reason: "".into() };
-                    let _ = outgoing.send(Message::Close(Some(normal))).await;
+                    tokio::select! {
+                        () = cut.cancelled() => {}
+                        _ = outgoing.send(Message::Close(Some(normal))) => {}
+                    }
                     return;
                 };
-                // The frame is written before the next event is pulled.
-                if outgoing.send(Message::Binary(frame.into())).await.is_err() {
+                // The frame is written before the next event is pulled; a
+                // peer that never reads holds it until the deadline.
+                let sent = tokio::select! {
+                    () = cut.cancelled() => Err(()),
+                    sent = outgoing.send(Message::Binary(frame.into())) => sent.map_err(drop),
+                };
+                if sent.is_err() {
                     channel.cancel(CloseReason::Disconnected);
                     return;
                 }

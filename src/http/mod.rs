@@ -14,6 +14,7 @@ use axum::body::{Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
 use axum::routing::{MethodRouter, post};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
@@ -87,6 +88,7 @@ pub struct HttpTransport<S, M> {
     allowed_hosts: AllowedHosts,
     protocol_versions: Vec<String>,
     tasks: TaskTracker,
+    cut: CancellationToken,
 }
 
 impl<S, M, B> HttpTransport<S, M>
@@ -110,6 +112,7 @@ where
                 .map(|version| (*version).to_owned())
                 .collect(),
             tasks: TaskTracker::new(),
+            cut: CancellationToken::new(),
         }
     }
 
@@ -148,7 +151,7 @@ where
     /// The listen streams being served, for a graceful shutdown to wait on:
     /// each stream counts until its response body is finished or dropped.
     pub fn streams(&self) -> Streams {
-        Streams::new(self.tasks.clone())
+        Streams::new(self.tasks.clone(), self.cut.clone())
     }
 
     /// The route to mount at the MCP endpoint: `POST`.
@@ -159,6 +162,7 @@ where
             allowed_hosts: self.allowed_hosts,
             protocol_versions: self.protocol_versions.into(),
             tasks: self.tasks,
+            cut: self.cut,
         };
         let mcp = self.mcp;
         post(move |request: Request| {

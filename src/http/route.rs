@@ -15,6 +15,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::RequestId;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
@@ -45,6 +46,7 @@ pub(super) struct Route<S> {
     pub(super) allowed_hosts: AllowedHosts,
     pub(super) protocol_versions: Arc<[String]>,
     pub(super) tasks: TaskTracker,
+    pub(super) cut: CancellationToken,
 }
 
 impl<S> Clone for Route<S> {
@@ -55,6 +57,7 @@ impl<S> Clone for Route<S> {
             allowed_hosts: self.allowed_hosts.clone(),
             protocol_versions: self.protocol_versions.clone(),
             tasks: self.tasks.clone(),
+            cut: self.cut.clone(),
         }
     }
 }
@@ -138,7 +141,7 @@ where
         ];
         // The body holds a token of the tracker until hyper drops it, so that
         // `Streams::finished` waits for the stream's last message.
-        let body = sse::body(stream, self.keepalive, self.tasks.token());
+        let body = sse::body(stream, self.keepalive, self.tasks.token(), self.cut.clone());
         (headers, body).into_response()
     }
 }

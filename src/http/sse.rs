@@ -18,6 +18,7 @@ use axum::body::{Body, Bytes};
 use bytes::BytesMut;
 use futures_core::Stream;
 use tokio::time::{Instant, Sleep, sleep};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::serve::ListenStream;
@@ -35,8 +36,14 @@ const SHARE_FROM: usize = 1024;
 const KEEPALIVE: &[u8] = b":\n\n";
 
 /// The SSE body of `stream`, with a keep-alive comment whenever it has been
-/// idle for `keepalive`; it holds `token` until it is dropped.
-pub(super) fn body<H>(stream: ListenStream<H>, keepalive: Duration, token: TaskTrackerToken) -> Body
+/// idle for `keepalive`; it holds `token` until it is dropped, and ends
+/// early once `cut` is cancelled.
+pub(super) fn body<H>(
+    stream: ListenStream<H>,
+    keepalive: Duration,
+    token: TaskTrackerToken,
+    cut: CancellationToken,
+) -> Body
 where
     H: SourceHandle + 'static,
 {
@@ -50,6 +57,7 @@ where
         idle: Box::pin(sleep(keepalive)),
         ready: VecDeque::new(),
         _token: token,
+        cut,
     })
 }
 
@@ -64,6 +72,8 @@ struct Frames<M> {
     ready: VecDeque<Bytes>,
     /// Counts this stream among the transport's `Streams`.
     _token: TaskTrackerToken,
+    /// Cancelled when the transport's shutdown deadline passed.
+    cut: CancellationToken,
 }
 
 impl<M: Stream<Item = Message>> Stream for Frames<M> {
@@ -71,6 +81,9 @@ impl<M: Stream<Item = Message>> Stream for Frames<M> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.cut.is_cancelled() {
+            return Poll::Ready(None);
+        }
         if let Some(frame) = this.ready.pop_front() {
             return Poll::Ready(Some(Ok(frame)));
         }

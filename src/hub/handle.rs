@@ -211,12 +211,22 @@ impl Hub {
         // released; the failed queues take no events in between.
         if !overflowed.is_empty() {
             let mut registry = self.shared.registry.write();
-            for id in overflowed {
-                registry.retire(id, Retirement::Overflow);
-            }
+            let retired: Vec<_> = overflowed
+                .into_iter()
+                .filter_map(|id| registry.retire(id, Retirement::Overflow))
+                .collect();
             let watchers = registry.interest.take_wakers();
             drop(registry);
             watchers.into_iter().for_each(Waker::wake);
+            for retired in retired {
+                tracing::warn!(
+                    target: "mcp_subscriptions",
+                    listener = retired.id.as_u64(),
+                    dropped = retired.events.dropped,
+                    "listener disconnected for overflow"
+                );
+                retired.trace();
+            }
         }
         report
     }
@@ -268,10 +278,19 @@ impl Hub {
     /// and lets every listener drain what it holds before it reports
     /// [`Next::Complete`](crate::Next::Complete). Idempotent.
     pub fn complete(&self) {
-        let (waiters, watchers) = {
+        let (waiters, watchers, first, open) = {
             let mut registry = self.shared.registry.write();
-            (registry.complete(), registry.interest.take_wakers())
+            let (first, open) = (!registry.completed, registry.entries.len());
+            (
+                registry.complete(),
+                registry.interest.take_wakers(),
+                first,
+                open,
+            )
         };
+        if first {
+            tracing::info!(target: "mcp_subscriptions", listeners = open, "hub completed");
+        }
         for waiter in waiters {
             waiter.wake();
         }

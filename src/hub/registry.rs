@@ -13,7 +13,7 @@ use super::id::ListenerId;
 use super::index::Index;
 use super::interest::Interest;
 use super::queue::Waiter;
-use super::stats::{ClosedCounts, Retirement};
+use super::stats::{ClosedCounts, Retired, Retirement};
 use crate::counts::Counts;
 use crate::sync::Arc;
 
@@ -45,10 +45,8 @@ impl Registry {
     ///
     /// The caller has already stopped the queue (closed, failed or drained),
     /// so the counts read here are final.
-    pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) {
-        let Some(entry) = self.entries.remove(&id) else {
-            return;
-        };
+    pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) -> Option<Retired> {
+        let entry = self.entries.remove(&id)?;
         self.index.remove(&entry);
         self.interest.retire(&entry.filter);
         let snap = entry.queue.snapshot();
@@ -57,11 +55,17 @@ impl Registry {
         // A listener its policy disconnected counts as overflowed, even if
         // its reader saw the failure and closed it before the publisher got
         // round to retiring it.
-        self.closed.count(if snap.overflowed {
+        let why = if snap.overflowed {
             Retirement::Overflow
         } else {
             why
-        });
+        };
+        self.closed.count(why);
+        Some(Retired {
+            id,
+            why,
+            events: snap.counts,
+        })
     }
 
     /// Refuses new listeners and stops every queue taking events; each

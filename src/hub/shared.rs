@@ -35,12 +35,15 @@ impl Shared {
     }
 
     pub(crate) fn retire(&self, id: ListenerId, why: Retirement) {
-        let watchers = {
+        let (retired, watchers) = {
             let mut registry = self.registry.write();
-            registry.retire(id, why);
-            registry.interest.take_wakers()
+            let retired = registry.retire(id, why);
+            (retired, registry.interest.take_wakers())
         };
-        // Woken with no lock held, as a listener's reader is.
+        // Woken and logged with no lock held, as a listener's reader is.
         watchers.into_iter().for_each(std::task::Waker::wake);
+        if let Some(retired) = retired {
+            retired.trace();
+        }
     }
 }

@@ -13,6 +13,43 @@ pub(crate) enum Retirement {
     Overflow,
 }
 
+impl Retirement {
+    /// Its name in logs and metrics labels.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed(reason) => reason.as_str(),
+            Self::Overflow => "overflow",
+        }
+    }
+}
+
+/// A listener that just left, for the log line written once the registry
+/// is unlocked.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retired {
+    pub(crate) id: ListenerId,
+    pub(crate) why: Retirement,
+    pub(crate) events: Counts,
+}
+
+impl Retired {
+    /// The `closed` lifecycle event.
+    pub(crate) fn trace(&self) {
+        let events = &self.events;
+        tracing::info!(
+            target: "mcp_subscriptions",
+            listener = self.id.as_u64(),
+            reason = self.why.as_str(),
+            matched = events.matched,
+            delivered = events.delivered,
+            dropped = events.dropped,
+            coalesced = events.coalesced,
+            discarded = events.discarded,
+            "listener closed"
+        );
+    }
+}
+
 /// How many listeners ended, by why.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
@@ -111,11 +148,11 @@ impl HubStats {
         counter!("mcp_subscriptions_listeners_opened_total").absolute(self.listeners_opened);
         let closed = self.listeners_closed;
         for (reason, count) in [
-            ("cancelled", closed.cancelled),
-            ("disconnected", closed.disconnected),
-            ("complete", closed.complete),
-            ("error", closed.error),
-            ("overflow", closed.overflow),
+            (CloseReason::Cancelled.as_str(), closed.cancelled),
+            (CloseReason::Disconnected.as_str(), closed.disconnected),
+            (CloseReason::Complete.as_str(), closed.complete),
+            (CloseReason::Error.as_str(), closed.error),
+            (Retirement::Overflow.as_str(), closed.overflow),
         ] {
             counter!("mcp_subscriptions_listeners_closed_total", "reason" => reason)
                 .absolute(count);

@@ -151,18 +151,23 @@ impl<S: Source> ListenService<S> {
         id: RequestId,
         params: Option<&Value>,
     ) -> Result<ListenStream<S::Handle>, Refusal> {
-        let refuse = |error: ErrorData| Refusal::new(id.clone(), error);
-        let requested = Filter::from_listen_params(params, self.source.max_uris())
-            .map_err(|err| refuse(err.to_error_data()))?;
+        let refuse = |context: &OpenContext, error: ErrorData| {
+            trace_refused(context, &id, &error);
+            Refusal::new(id.clone(), error)
+        };
+        let requested = match Filter::from_listen_params(params, self.source.max_uris()) {
+            Ok(requested) => requested,
+            Err(err) => return Err(refuse(&context, err.to_error_data())),
+        };
         let meta = params
             .and_then(|params| params.get("_meta"))
             .and_then(Value::as_object);
-        context
-            .read_meta(meta)
-            .map_err(|err| refuse(err.to_error_data()))?;
+        if let Err(err) = context.read_meta(meta) {
+            return Err(refuse(&context, err.to_error_data()));
+        }
         context.subscription_id = Some(id.clone());
-        self.open_filter(context, &requested)
-            .map_err(|err| refuse(err.to_error_data()))
+        self.open_filter(context.clone(), &requested)
+            .map_err(|err| refuse(&context, err.to_error_data()))
     }
 
     /// Opens a stream for an already parsed filter, under the admission
@@ -179,6 +184,7 @@ impl<S: Source> ListenService<S> {
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
         let (opened, slot) = self.admit(&context, requested)?;
+        trace_opened(&context, &opened.granted);
         let id = context.subscription_id.unwrap_or(RequestId::Number(0));
         Ok(ListenStream::new(
             opened.handle,
@@ -213,6 +219,37 @@ impl<S: Source> ListenService<S> {
         let opened = self.source.open(&authorized, context)?;
         Ok((opened, slot))
     }
+}
+
+/// The `opened` lifecycle event: who, over what, granted what (counts, not
+/// the URIs themselves, which may be a thousand).
+fn trace_opened(context: &OpenContext, granted: &Filter) {
+    let extensions: Vec<&str> = granted.extensions().keys().map(String::as_str).collect();
+    tracing::info!(
+        target: "mcp_subscriptions",
+        subscription_id = ?context.subscription_id,
+        transport = context.transport.map_or("in-process", |t| t.as_str()),
+        principal = context.principal.as_ref().map(|p| p.as_str()),
+        tools = granted.tools_list_changed(),
+        prompts = granted.prompts_list_changed(),
+        resources = granted.resources_list_changed(),
+        uris = granted.resource_subscriptions().len(),
+        extensions = ?extensions,
+        "stream opened"
+    );
+}
+
+/// The `refused` lifecycle event: the code and the reason.
+fn trace_refused(context: &OpenContext, id: &RequestId, error: &ErrorData) {
+    tracing::info!(
+        target: "mcp_subscriptions",
+        subscription_id = ?id,
+        transport = context.transport.map_or("in-process", |t| t.as_str()),
+        principal = context.principal.as_ref().map(|p| p.as_str()),
+        code = error.code.0,
+        reason = %error.message,
+        "stream refused"
+    );
 }
 
 impl<S> std::fmt::Debug for ListenService<S> {

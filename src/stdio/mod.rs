@@ -17,6 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::context::{OpenContext, Principal, TransportKind};
 use crate::serve::{ListenService, ListenStream};
@@ -115,7 +116,7 @@ where
     /// A handle on this transport's listen streams, for a graceful shutdown
     /// to wait on.
     pub fn streams(&self) -> Streams {
-        Streams::new(self.tasks.clone())
+        Streams::new(self.tasks.clone(), self.closing.clone())
     }
 
     /// Opens and spawns a listen stream, or returns the error response to
@@ -137,14 +138,21 @@ where
         let token = self.closing.child_token();
         self.serial += 1;
         self.cancels.lock().insert(id, (self.serial, token.clone()));
-        self.tasks.spawn(serve(
+        let span = tracing::info_span!(
+            target: "mcp_subscriptions",
+            "listen stream",
+            transport = "stdio",
+            subscription_id = ?stream.id(),
+        );
+        let served = serve(
             stream,
             self.serial,
             token,
             self.closing.clone(),
             self.writer.clone(),
             self.cancels.clone(),
-        ));
+        );
+        self.tasks.spawn(served.instrument(span));
         None
     }
 
@@ -251,7 +259,16 @@ async fn serve<H: SourceHandle>(
         if token.is_cancelled() {
             break cancelled(&mut stream);
         }
-        if write_line(&mut *out, message).await.is_err() {
+        // A write the client never reads ends only when the transport is
+        // closing (its shutdown deadline passed): a half-written line
+        // matters no more then. A client's own cancel never cuts a write,
+        // which would leave the other streams a broken line.
+        let written = tokio::select! {
+            biased;
+            () = closing.cancelled() => break cancelled(&mut stream),
+            written = write_line(&mut *out, message) => written,
+        };
+        if written.is_err() {
             stream.cancel(CloseReason::Disconnected);
             break;
         }

@@ -18,4 +18,4 @@ pub(crate) mod incoming;
 pub(crate) mod request;
 mod streams;
 
-pub use streams::Streams;
+pub use streams::{Drained, Streams};

@@ -1,0 +1,120 @@
+//! Graceful shutdown with a deadline: every stream gets its terminal
+//! result, and those a client never reads are cut, counted, at the
+//! deadline, over stdio and over HTTP.
+
+#![cfg(all(feature = "stdio", feature = "http", feature = "tasks"))]
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_subscriptions::stdio::StdioTransport;
+use mcp_subscriptions::{Event, Hub, ListenService, Streams};
+use serde_json::json;
+use support::http::{listen, post, serve};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+/// A stdio transport on in-memory pipes, its output pipe `capacity` bytes
+/// wide; its streams, the client's ends.
+fn stdio(hub: &Hub, capacity: usize) -> (Streams, DuplexStream, DuplexStream) {
+    let (client_out, server_in) = tokio::io::duplex(64 * 1024);
+    let (server_out, client_in) = tokio::io::duplex(capacity);
+    let mut transport = StdioTransport::new(ListenService::new(hub.clone()), server_in, server_out);
+    let streams = transport.streams();
+    tokio::spawn(async move {
+        use rmcp::transport::Transport;
+        while Transport::<rmcp::RoleServer>::receive(&mut transport)
+            .await
+            .is_some()
+        {}
+    });
+    (streams, client_out, client_in)
+}
+
+fn big() -> Event {
+    let params = json!({"uri": "file:///a", "_meta": {"blob": "x".repeat(64 * 1024)}});
+    Event::extension(
+        "notifications/resources/updated",
+        params.as_object().unwrap().clone(),
+        None,
+    )
+}
+
+#[tokio::test]
+async fn smoke_a_reading_client_gets_its_complete_result_before_the_deadline() {
+    let hub = Hub::new();
+    let (streams, mut client_out, client_in) = stdio(&hub, 64 * 1024);
+    let request = listen(json!(1), json!({"toolsListChanged": true}), &[]);
+    client_out
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut lines = BufReader::new(client_in).lines();
+    let ack = lines.next_line().await.unwrap().unwrap();
+    assert!(ack.contains("acknowledged"), "{ack}");
+    hub.complete();
+    let drained = streams.finish_within(Duration::from_secs(5)).await;
+    assert_eq!((drained.open, drained.cut), (1, 0));
+    let end = lines.next_line().await.unwrap().unwrap();
+    assert!(end.contains(r#""resultType":"complete""#), "{end}");
+}
+
+#[tokio::test]
+async fn over_stdio_a_client_that_never_reads_is_cut_at_the_deadline() {
+    let hub = Hub::new();
+    // A pipe narrower than one event, never read: the stream blocks writing.
+    let (streams, mut client_out, _never_read) = stdio(&hub, 1024);
+    let request = listen(
+        json!(1),
+        json!({"resourceSubscriptions": ["file:///a"]}),
+        &[],
+    );
+    client_out
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .unwrap();
+    while hub.stats().listeners_active == 0 {
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..4 {
+        hub.publish(big());
+    }
+    hub.complete();
+    let started = tokio::time::Instant::now();
+    let drained = streams.finish_within(Duration::from_millis(200)).await;
+    assert_eq!((drained.open, drained.cut), (1, 1));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "it did not wait for ever"
+    );
+    assert!(streams.is_empty(), "the cut stream ended");
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_active, 0);
+    assert_eq!(stats.listeners_closed.disconnected, 1);
+    assert!(stats.events.is_balanced());
+}
+
+#[tokio::test]
+async fn over_http_a_client_that_never_reads_is_counted_and_cut() {
+    let hub = Hub::new();
+    let http = mcp_subscriptions::http::HttpTransport::new(
+        ListenService::new(hub.clone()),
+        axum::Router::new(),
+    );
+    let streams = http.streams();
+    let url = serve(axum::Router::new().route("/mcp", http.into_method_router())).await;
+    let request = listen(
+        json!(1),
+        json!({"resourceSubscriptions": ["file:///a"]}),
+        &[],
+    );
+    let stalled = post(&url, &request, &[]).await;
+    assert!(stalled.is_stream());
+    for _ in 0..200 {
+        hub.publish(big());
+    }
+    hub.complete();
+    let drained = streams.finish_within(Duration::from_millis(200)).await;
+    assert_eq!((drained.open, drained.cut), (1, 1));
+    drop(stalled);
+}
