@@ -26,7 +26,7 @@ use std::time::Duration;
 pub use fanout::{Fanout, Via, reader_polls_per_event};
 pub use http::{EndToEnd, Outcome, Server};
 pub use latency::Latency;
-pub use memory::{held, held_by_idle_listeners};
+pub use memory::{held, held_by_idle_listeners, held_by_stalled_listener};
 pub use render::{Reserialize, Stamp};
 pub use sparse::{BroadcastSparse, HubSparse};
 

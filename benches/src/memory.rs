@@ -46,6 +46,32 @@ pub fn held_by_idle_listeners(via: Via, n: u64) -> f64 {
     }
 }
 
+/// Heap bytes a stalled listener (one that never reads) holds after
+/// `events` resource updates of `size` bytes each, every one a fresh
+/// rendering as a real stream of changes is, under a byte bound of `bound`.
+pub fn held_by_stalled_listener(bound: usize, events: usize, size: usize) -> f64 {
+    let before = held();
+    let hub = Hub::builder()
+        .capacity(events)
+        .max_queued_bytes(bound)
+        .build();
+    let stalled = hub
+        .listen(&Filter::new().with_resource("file:///big"))
+        .unwrap();
+    for i in 0..events {
+        let params = serde_json::json!({"uri": "file:///big", "_meta": {"version": i, "blob": "x".repeat(size)}});
+        let params = params.as_object().cloned().unwrap_or_default();
+        hub.publish(Event::extension(
+            "notifications/resources/updated",
+            params,
+            None,
+        ));
+    }
+    let bytes = held() - before;
+    black_box((hub, stalled));
+    bytes
+}
+
 /// Heap bytes held by `n` results of `open`, kept alive together.
 fn held_by<T>(n: usize, mut open: impl FnMut() -> T) -> f64 {
     let before = held();

@@ -60,6 +60,10 @@ impl Rendering {
         text.push('}');
         let body = push_after_comma(&mut text, params.iter().filter(|(k, _)| *k != "_meta"));
         text.push_str("}}");
+        // The text lives as long as any queue holds the event: give back
+        // what the string grew beyond it, so that a queue's byte bound is
+        // the memory it holds.
+        text.shrink_to_fit();
         Self {
             text: Bytes::from(text),
             cut,

@@ -1,7 +1,8 @@
 //! Target 4, memory per idle listener: the hub's, within its budget, with
-//! a `broadcast` receiver's beside it.
+//! a `broadcast` receiver's beside it; and memory bounded in bytes: what a
+//! stalled listener on a stream of 100 KB updates holds, against its bound.
 
-use harness::{Via, held_by_idle_listeners};
+use harness::{Via, held_by_idle_listeners, held_by_stalled_listener};
 
 use crate::rows::Row;
 
@@ -22,5 +23,30 @@ pub(crate) fn rows() -> Vec<Row> {
         1.0,
     );
     row.target = format!("<= 1024 B (broadcast receiver: {per_receiver:.0} B)");
-    vec![row]
+    vec![row, stalled()]
+}
+
+/// The byte bound of the stalled listener, and its stream.
+const BOUND: usize = 1024 * 1024;
+const UPDATES: usize = 1_000;
+const UPDATE_SIZE: usize = 100 * 1024;
+
+/// A listener that never reads, on 1,000 updates of 100 KB (about 100 MB
+/// published): the heap it holds, hub included, against its 1 MiB bound.
+fn stalled() -> Row {
+    let held = held_by_stalled_listener(BOUND, UPDATES, UPDATE_SIZE);
+    let mut row = Row::new(
+        "memory_stalled_listener_bytes",
+        UPDATES,
+        held,
+        "byte bound",
+        BOUND as f64,
+        BOUND as f64 / held,
+        1.0,
+    );
+    row.target = format!(
+        "<= {BOUND} B held of {} MB published",
+        UPDATES * UPDATE_SIZE / 1_000_000
+    );
+    row
 }
