@@ -141,7 +141,7 @@ fn main() {
                     };
                     published.fetch_add(1, Ordering::Relaxed);
                     i += 1;
-                    if i % 64 == 0 {
+                    if i.is_multiple_of(64) {
                         std::thread::yield_now();
                     }
                 }
