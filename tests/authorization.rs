@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
+use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, OpenError, Principal};
 use serde_json::{Value, json};
 use support::http::{app, listen, post, serve};
@@ -100,45 +101,19 @@ async fn over_http_a_refusal_comes_before_any_acknowledgement() {
 
 #[tokio::test]
 async fn over_stdio_the_connection_is_served_as_its_principal() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
     let hub = Hub::new();
-    let (mut client_out, server_in) = tokio::io::duplex(64 * 1024);
-    let (server_out, client_in) = tokio::io::duplex(64 * 1024);
-    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
-        ListenService::new(hub.clone()).with_authorizer(own_resources),
-        server_in,
-        server_out,
-    )
-    .with_principal(Principal::new("alice"));
-    tokio::spawn(async move {
-        use rmcp::transport::Transport;
-        while Transport::<rmcp::RoleServer>::receive(&mut transport)
-            .await
-            .is_some()
-        {}
+    let service = ListenService::new(hub.clone()).with_authorizer(own_resources);
+    let (_, mut pipe) = support::stdio::serve(64 * 1024, |input, output| {
+        StdioTransport::new(service, input, output).with_principal(Principal::new("alice"))
     });
-    let body = listen(json!("s"), asks_for_both(), &[]);
-    client_out
-        .write_all(format!("{body}\n").as_bytes())
-        .await
-        .unwrap();
-    let mut lines = BufReader::new(client_in).lines();
-    let mut read = async || -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-            .await
-            .expect("a line within 5 s")
-            .unwrap()
-            .unwrap();
-        serde_json::from_str(&line).unwrap()
-    };
+    pipe.send(&listen(json!("s"), asks_for_both(), &[])).await;
     assert_eq!(
-        read().await["params"]["notifications"]["resourceSubscriptions"],
+        pipe.read().await["params"]["notifications"]["resourceSubscriptions"],
         json!(["file:///alice/a"])
     );
     hub.notify_resource_updated("file:///bob/b");
     hub.notify_resource_updated("file:///alice/a");
-    assert_eq!(read().await["params"]["uri"], "file:///alice/a");
+    assert_eq!(pipe.read().await["params"]["uri"], "file:///alice/a");
 }
 
 #[tokio::test]

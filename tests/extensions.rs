@@ -8,10 +8,10 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
+use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::tasks::{self, TASK_IDS};
 use mcp_subscriptions::{
     Capabilities, Filter, Hub, ListenService, Listener, Next, OpenContext, OpenError, Opened,
@@ -291,52 +291,26 @@ fn progress_and_log_notifications_never_reach_a_listen_stream() {
 
 #[tokio::test]
 async fn over_stdio_a_stream_follows_its_tasks() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
     let hub = tasks_hub();
-    let (mut client_out, server_in) = tokio::io::duplex(64 * 1024);
-    let (server_out, client_in) = tokio::io::duplex(64 * 1024);
-    let mut transport = mcp_subscriptions::stdio::StdioTransport::new(
-        ListenService::new(hub.clone()),
-        server_in,
-        server_out,
-    );
-    tokio::spawn(async move {
-        use rmcp::transport::Transport;
-        while Transport::<rmcp::RoleServer>::receive(&mut transport)
-            .await
-            .is_some()
-        {}
+    let service = ListenService::new(hub.clone());
+    let (_, mut pipe) = support::stdio::serve(64 * 1024, |input, output| {
+        StdioTransport::new(service, input, output)
     });
-    let mut lines = BufReader::new(client_in).lines();
-    let mut read = async || -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-            .await
-            .expect("a line within 5 s")
-            .unwrap()
-            .expect("the pipe is open");
-        serde_json::from_str(&line).unwrap()
-    };
-    for body in [
-        listen(json!("no-caps"), json!({"taskIds": ["t1"]}), &[]),
-        listen(json!("s"), json!({"taskIds": ["t1"]}), &[TASKS]),
-    ] {
-        client_out
-            .write_all(format!("{body}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-    let refused = read().await;
+    pipe.send(&listen(json!("no-caps"), json!({"taskIds": ["t1"]}), &[]))
+        .await;
+    pipe.send(&listen(json!("s"), json!({"taskIds": ["t1"]}), &[TASKS]))
+        .await;
+    let refused = pipe.read().await;
     assert_eq!(
         (refused["id"].clone(), refused["error"]["code"].clone()),
         (json!("no-caps"), json!(-32021))
     );
     assert_eq!(
-        read().await["params"]["notifications"],
+        pipe.read().await["params"]["notifications"],
         json!({"taskIds": ["t1"]})
     );
     hub.notify_task(&status("t1", TaskStatus::Completed, 9));
-    let event = read().await;
+    let event = pipe.read().await;
     assert_eq!(event["method"], "notifications/tasks");
     assert_eq!(event["params"]["status"], "completed");
 }

@@ -12,23 +12,13 @@ use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Event, Hub, ListenService, Streams};
 use serde_json::json;
 use support::http::{listen, post, serve};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
-/// A stdio transport on in-memory pipes, its output pipe `capacity` bytes
-/// wide; its streams, the client's ends.
-fn stdio(hub: &Hub, capacity: usize) -> (Streams, DuplexStream, DuplexStream) {
-    let (client_out, server_in) = tokio::io::duplex(64 * 1024);
-    let (server_out, client_in) = tokio::io::duplex(capacity);
-    let mut transport = StdioTransport::new(ListenService::new(hub.clone()), server_in, server_out);
-    let streams = transport.streams();
-    tokio::spawn(async move {
-        use rmcp::transport::Transport;
-        while Transport::<rmcp::RoleServer>::receive(&mut transport)
-            .await
-            .is_some()
-        {}
-    });
-    (streams, client_out, client_in)
+/// A stdio transport for `hub` whose output pipe is `width` bytes wide.
+fn stdio(hub: &Hub, width: usize) -> (Streams, support::stdio::Pipe) {
+    let service = ListenService::new(hub.clone());
+    support::stdio::serve(width, |input, output| {
+        StdioTransport::new(service, input, output)
+    })
 }
 
 fn big() -> Event {
@@ -43,36 +33,28 @@ fn big() -> Event {
 #[tokio::test]
 async fn smoke_a_reading_client_gets_its_complete_result_before_the_deadline() {
     let hub = Hub::new();
-    let (streams, mut client_out, client_in) = stdio(&hub, 64 * 1024);
-    let request = listen(json!(1), json!({"toolsListChanged": true}), &[]);
-    client_out
-        .write_all(format!("{request}\n").as_bytes())
-        .await
-        .unwrap();
-    let mut lines = BufReader::new(client_in).lines();
-    let ack = lines.next_line().await.unwrap().unwrap();
-    assert!(ack.contains("acknowledged"), "{ack}");
+    let (streams, mut pipe) = stdio(&hub, 64 * 1024);
+    pipe.send(&listen(json!(1), json!({"toolsListChanged": true}), &[]))
+        .await;
+    let ack = pipe.read().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     hub.complete();
     let drained = streams.finish_within(Duration::from_secs(5)).await;
     assert_eq!((drained.open, drained.cut), (1, 0));
-    let end = lines.next_line().await.unwrap().unwrap();
-    assert!(end.contains(r#""resultType":"complete""#), "{end}");
+    assert_eq!(pipe.read().await["result"]["resultType"], "complete");
 }
 
 #[tokio::test]
 async fn over_stdio_a_client_that_never_reads_is_cut_at_the_deadline() {
     let hub = Hub::new();
     // A pipe narrower than one event, never read: the stream blocks writing.
-    let (streams, mut client_out, _never_read) = stdio(&hub, 1024);
+    let (streams, mut never_read) = stdio(&hub, 1024);
     let request = listen(
         json!(1),
         json!({"resourceSubscriptions": ["file:///a"]}),
         &[],
     );
-    client_out
-        .write_all(format!("{request}\n").as_bytes())
-        .await
-        .unwrap();
+    never_read.send(&request).await;
     while hub.stats().listeners_active == 0 {
         tokio::task::yield_now().await;
     }

@@ -44,3 +44,6 @@ pub mod example;
 
 #[cfg(all(feature = "http", feature = "tasks"))]
 pub mod http;
+
+#[cfg(feature = "stdio")]
+pub mod stdio;
