@@ -19,13 +19,14 @@ use support::example::binary;
 
 /// Every environment variable the server reads, so that the caller's own
 /// settings cannot leak into a test.
-const ENV: [&str; 6] = [
+const ENV: [&str; 7] = [
     "MCP_SUBSCRIPTIONS_BIND",
     "MCP_SUBSCRIPTIONS_STDIO",
     "MCP_SUBSCRIPTIONS_KEEPALIVE_SECS",
     "MCP_SUBSCRIPTIONS_CAPACITY",
     "MCP_SUBSCRIPTIONS_OVERFLOW",
     "MCP_SUBSCRIPTIONS_MAX_SUBSCRIPTIONS",
+    "MCP_SUBSCRIPTIONS_RELAY",
 ];
 
 /// Runs the server to completion: only for arguments that make it exit.
@@ -185,6 +186,20 @@ fn a_zero_capacity_is_refused() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn a_relay_url_this_build_cannot_relay_through_is_refused() {
+    // Without the feature a scheme needs, every broker URL is refused the
+    // same way; no build has a feature for this one.
+    let output = server(&["--relay", "amqp://127.0.0.1:5672"], &[]);
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    let err = stderr(&output);
+    assert!(
+        err.contains("--relay") && err.contains("amqp://127.0.0.1:5672"),
+        "{err}"
+    );
+    assert!(err.contains("feature"), "says which feature: {err}");
 }
 
 #[test]

@@ -22,8 +22,15 @@
 //! request needs one of the tokens, and each principal may watch only its
 //! own resources (`file:///<principal>/...`) and the tasks it started
 //! (`auth.rs`).
+//!
+//! With `--relay redis://HOST:PORT` or `--relay nats://HOST:PORT` (a build
+//! with the crate's `redis` or `nats` feature), the tools publish through a
+//! relay: a change triggered on one replica reaches the listen streams of
+//! every replica joined to the same broker (`replicas.rs`). `/stats` then
+//! has the relay's counters under `relay`, and `/metrics` has them too.
 
 mod auth;
+mod replicas;
 mod tasks;
 
 use std::net::SocketAddr;
@@ -38,6 +45,7 @@ use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Advertise, Capabilities, Event, Hub, ListenService, Overflow, Principal};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use replicas::Publisher;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -132,6 +140,16 @@ struct Options {
         value_parser = principal_token
     )]
     bearer_tokens: Vec<(String, String)>,
+    /// Join the other replicas through this broker (redis://HOST:PORT or
+    /// nats://HOST:PORT): changes triggered here reach their listeners, and
+    /// theirs reach ours
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_RELAY",
+        value_name = "URL",
+        value_parser = replicas::broker
+    )]
+    relay: Option<replicas::Broker>,
 }
 
 /// `PRINCIPAL:TOKEN`, both non-empty.
@@ -159,10 +177,11 @@ fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
     PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
 }
 
-/// The MCP server: its tools publish into the hub.
+/// The MCP server: its tools publish into the hub (and, relayed, to the
+/// other replicas).
 #[derive(Clone)]
 struct DemoServer {
-    hub: Hub,
+    publisher: Publisher,
     tasks: tasks::Tasks,
     tool_router: ToolRouter<Self>,
 }
@@ -200,9 +219,9 @@ struct BurstArgs {
 
 #[tool_router]
 impl DemoServer {
-    fn new(hub: Hub, tasks: tasks::Tasks) -> Self {
+    fn new(publisher: Publisher, tasks: tasks::Tasks) -> Self {
         Self {
-            hub,
+            publisher,
             tasks,
             tool_router: Self::tool_router(),
         }
@@ -210,19 +229,19 @@ impl DemoServer {
 
     #[tool(description = "Publish notifications/tools/list_changed")]
     fn test_trigger_tool_change(&self) -> String {
-        let report = self.hub.notify_tools_list_changed();
+        let report = self.publisher.publish(Event::tools_list_changed());
         format!("queued for {} listeners", report.queued)
     }
 
     #[tool(description = "Publish notifications/prompts/list_changed")]
     fn test_trigger_prompt_change(&self) -> String {
-        let report = self.hub.notify_prompts_list_changed();
+        let report = self.publisher.publish(Event::prompts_list_changed());
         format!("queued for {} listeners", report.queued)
     }
 
     #[tool(description = "Publish notifications/resources/updated for a URI")]
     fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
-        let report = self.hub.notify_resource_updated(args.uri);
+        let report = self.publisher.publish(Event::resource_updated(args.uri));
         format!("queued for {} listeners", report.queued)
     }
 
@@ -231,7 +250,7 @@ impl DemoServer {
     )]
     fn test_trigger_custom(&self, Parameters(args): Parameters<CustomArgs>) -> String {
         let report = self
-            .hub
+            .publisher
             .publish(Event::extension(args.method, args.params, None));
         format!("queued for {} listeners", report.queued)
     }
@@ -240,10 +259,10 @@ impl DemoServer {
         description = "Publish `count` resource updates for a URI as fast as possible; returns at once"
     )]
     fn test_trigger_burst(&self, Parameters(args): Parameters<BurstArgs>) -> String {
-        let hub = self.hub.clone();
+        let publisher = self.publisher.clone();
         std::thread::spawn(move || {
             for _ in 0..args.count {
-                hub.notify_resource_updated(args.uri.as_str());
+                publisher.publish(Event::resource_updated(args.uri.as_str()));
             }
         });
         format!("publishing {} updates", args.count)
@@ -264,7 +283,8 @@ impl DemoServer {
             .and_then(|parts| parts.extensions.get::<Principal>())
             .cloned();
         let interval = Duration::from_millis(args.interval_ms);
-        self.tasks.start(&self.hub, owner, args.steps, interval)
+        self.tasks
+            .start(&self.publisher, owner, args.steps, interval)
     }
 
     #[tool(description = "Needs the client's sampling capability; refuses with -32021 without it")]
@@ -308,7 +328,7 @@ impl ServerHandler for DemoServer {
         base.prompts = Some(PromptsCapability::default());
         base.resources = Some(ResourcesCapability::default());
         let capabilities = Advertise::new(base)
-            .source(&self.hub)
+            .source(self.publisher.hub())
             .build()
             .expect("the hub serves every subscription capability");
         ServerConfig::new(capabilities).with_server_info(server_info())
@@ -348,7 +368,7 @@ impl Shutdown {
 }
 
 async fn serve_http(
-    hub: Hub,
+    publisher: Publisher,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     options: &Options,
@@ -356,7 +376,8 @@ async fn serve_http(
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let keepalive = Duration::from_secs(options.keepalive_secs);
-    let server = DemoServer::new(hub.clone(), tasks);
+    let hub = publisher.hub().clone();
+    let server = DemoServer::new(publisher.clone(), tasks);
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -368,8 +389,7 @@ async fn serve_http(
     let channels = channel.streams();
     let http = HttpTransport::new(listen, mcp).with_keepalive(keepalive);
     let streams = http.streams();
-    let stats_hub = hub.clone();
-    let metrics_hub = hub.clone();
+    let stats = publisher.clone();
     let mut mcp_routes = axum::Router::new()
         .route("/mcp", http.into_method_router())
         .route("/mcp/notifications/{channel}", channel.into_method_router());
@@ -383,14 +403,14 @@ async fn serve_http(
         .route(
             "/metrics",
             get(move || async move {
-                metrics_hub.record_metrics();
+                publisher.record_metrics();
                 metrics.render()
             }),
         )
         .route(
             "/stats",
             get(move || async move {
-                let body = serde_json::to_string(&stats_hub.stats()).expect("stats serialize");
+                let body = stats.stats().to_string();
                 (
                     [(axum::http::header::CONTENT_TYPE, "application/json")],
                     body,
@@ -434,7 +454,7 @@ async fn serve_http(
 }
 
 async fn serve_stdio(
-    hub: Hub,
+    publisher: Publisher,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     deadline: Duration,
@@ -443,8 +463,9 @@ async fn serve_stdio(
     eprintln!("serving MCP on stdin/stdout");
     let transport = StdioTransport::stdio(listen);
     let streams = transport.streams();
+    let hub = publisher.hub().clone();
     let serving = async {
-        let running = DemoServer::new(hub.clone(), tasks).serve(transport).await?;
+        let running = DemoServer::new(publisher, tasks).serve(transport).await?;
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     };
@@ -484,6 +505,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_listeners(options.max_subscriptions)
         .capabilities(Capabilities::default().with_extension(mcp_subscriptions::tasks::extension()))
         .build();
+    let publisher = Publisher::new(hub.clone(), options.relay.clone());
     let tasks = tasks::Tasks::default();
     let mut listen = ListenService::new(hub.clone()).with_server_info(server_info());
     if !options.bearer_tokens.is_empty() {
@@ -494,7 +516,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if options.stdio {
         let deadline = Duration::from_secs(options.shutdown_deadline_secs);
-        let served = serve_stdio(hub, tasks, listen, deadline, shutdown).await;
+        let served = serve_stdio(publisher, tasks, listen, deadline, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the
         // runtime's shutdown until the client closes its end.
         if let Err(err) = served {
@@ -503,6 +525,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         std::process::exit(0)
     } else {
-        Ok(serve_http(hub, tasks, listen, &options, metrics, shutdown).await?)
+        Ok(serve_http(publisher, tasks, listen, &options, metrics, shutdown).await?)
     }
 }

@@ -1,6 +1,6 @@
 //! The tasks the `test_start_task` tool runs: each works through its steps
-//! and publishes every status change through the hub, and remembers who
-//! started it, for the authorizer.
+//! and publishes every status change (through the relay, when there is
+//! one), and remembers who started it, for the authorizer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use mcp_subscriptions::{Hub, Principal};
+use mcp_subscriptions::{Principal, tasks};
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::json;
+
+use crate::replicas::Publisher;
 
 /// The tasks started so far, with the principal that started each (none
 /// when the server runs without bearer tokens, or over stdio).
@@ -23,33 +25,41 @@ pub(crate) struct Tasks {
 impl Tasks {
     /// Starts a task of `steps` steps, `interval` apart, on the runtime:
     /// `working` at each step (its message says which), then `completed`.
-    /// Returns its id at once.
+    /// Returns its id at once: `task-N`, or `task-REPLICA-N` when relayed,
+    /// so that replicas never start two tasks of one id.
     pub(crate) fn start(
         &self,
-        hub: &Hub,
+        publisher: &Publisher,
         owner: Option<Principal>,
         steps: u32,
         interval: Duration,
     ) -> String {
-        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = match publisher.replica() {
+            Some(replica) => format!("task-{replica}-{n}"),
+            None => format!("task-{n}"),
+        };
         self.owners
             .lock()
             .expect("no panic while holding the owners")
             .insert(id.clone(), owner);
         let created = now();
-        let (hub, task_id) = (hub.clone(), id.clone());
+        let (publisher, task_id) = (publisher.clone(), id.clone());
         tokio::spawn(async move {
             for step in 1..=steps {
                 let mut task = Task::new(&task_id, TaskStatus::Working, &created, now());
                 task.status_message = Some(format!("step {step} of {steps}"));
-                hub.notify_task(&DetailedTask::new(task, TaskPayload::Working));
+                publisher.publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
                 tokio::time::sleep(interval).await;
             }
             let task = Task::new(&task_id, TaskStatus::Completed, &created, now());
             let result =
                 json!({"content": [{"type": "text", "text": format!("{steps} steps done")}]});
             let result = result.as_object().cloned().unwrap_or_default();
-            hub.notify_task(&DetailedTask::new(task, TaskPayload::Completed { result }));
+            publisher.publish(tasks::event(&DetailedTask::new(
+                task,
+                TaskPayload::Completed { result },
+            )));
         });
         id
     }

@@ -1,0 +1,149 @@
+//! Two example server processes joined by `--relay` through a real broker
+//! (`redis-server` or `nats-server` on a free loopback port): a change
+//! triggered on server B reaches a listen stream held by server A, over
+//! HTTP, as the README's "Several replicas" walk-through does by hand.
+
+#![cfg(all(
+    feature = "redis",
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics",
+    feature = "tasks"
+))]
+
+mod support;
+
+#[path = "support/broker.rs"]
+mod broker;
+
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use support::example::{HttpServer, call};
+use support::http::{listen, post};
+
+/// Two example servers relayed through `broker`, each relay connected.
+async fn replicas(broker: &broker::Broker) -> (HttpServer, HttpServer) {
+    let url = broker.url();
+    let a = HttpServer::start(&["--relay", &url]).await;
+    let b = HttpServer::start(&["--relay", &url]).await;
+    relay_until(&a, "connected", |relay| relay["connected"] == true).await;
+    relay_until(&b, "connected", |relay| relay["connected"] == true).await;
+    (a, b)
+}
+
+/// Waits until the relay's part of `server`'s `/stats` satisfies `holds`,
+/// or panics after ten seconds naming `what`.
+async fn relay_until(server: &HttpServer, what: &str, holds: impl Fn(&Value) -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = server.stats().await;
+        if holds(&stats["relay"]) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "relay never {what}: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Listens on A for list changes, triggers one on B, and sees it arrive.
+async fn a_list_change_crosses(broker: broker::Broker) {
+    let (a, b) = replicas(&broker).await;
+    let body = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
+    let mut stream = post(&a.base, &body, &[]).await;
+    assert!(stream.is_stream());
+    let ack = stream.next().await.unwrap();
+    assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
+
+    let client = b.client().await;
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    let notification = stream.next().await.expect("the change arrives on A");
+    assert_eq!(notification["method"], "notifications/tools/list_changed");
+    assert!(
+        stream.is_quiet(Duration::from_millis(300)).await,
+        "one change, one notification"
+    );
+    relay_until(&b, "published", |relay| relay["published"] == 1).await;
+    relay_until(&a, "received", |relay| relay["received"] == 1).await;
+}
+
+#[tokio::test]
+async fn smoke_a_list_change_on_b_reaches_a_listener_on_a_over_redis() {
+    a_list_change_crosses(broker::Broker::redis()).await;
+}
+
+#[cfg(feature = "nats")]
+#[tokio::test]
+async fn a_list_change_on_b_reaches_a_listener_on_a_over_nats() {
+    a_list_change_crosses(broker::Broker::nats()).await;
+}
+
+#[tokio::test]
+async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
+    let broker = broker::Broker::redis();
+    let (a, b) = replicas(&broker).await;
+    let body = listen(
+        json!("r"),
+        json!({"resourceSubscriptions": ["file:///watched"]}),
+        &[],
+    );
+    let mut stream = post(&a.base, &body, &[]).await;
+    stream.next().await.unwrap();
+    // A subscribes the URI's channel once its listener needs it; B, whose
+    // listeners watch nothing, does not.
+    relay_until(&a, "subscribed the key", |relay| {
+        relay["subscribed_keys"] == 1
+    })
+    .await;
+    assert_eq!(b.stats().await["relay"]["subscribed_keys"], 0);
+
+    let client = b.client().await;
+    for uri in ["file:///elsewhere", "file:///watched"] {
+        call(&client, "test_trigger_resource_update", json!({"uri": uri})).await;
+    }
+    let notification = stream.next().await.unwrap();
+    assert_eq!(notification["method"], "notifications/resources/updated");
+    assert_eq!(notification["params"]["uri"], "file:///watched");
+    assert!(stream.is_quiet(Duration::from_millis(300)).await);
+    // Nobody subscribed file:///elsewhere's channel: A received one event.
+    assert_eq!(a.stats().await["relay"]["received"], 1);
+}
+
+#[tokio::test]
+async fn a_task_started_on_b_is_followed_to_its_end_on_a() {
+    let broker = broker::Broker::redis();
+    let (a, b) = replicas(&broker).await;
+    let client = b.client().await;
+    let arguments = json!({"steps": 20, "interval_ms": 50});
+    let started = client
+        .call_tool(
+            CallToolRequestParams::new("test_start_task")
+                .with_arguments(arguments.as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    let id = started.content[0].as_text().unwrap().text.clone();
+    assert!(
+        id.starts_with("task-") && id.len() > "task-1".len(),
+        "a relayed replica's task ids name it: {id}"
+    );
+
+    let tasks = mcp_subscriptions::tasks::EXTENSION_ID;
+    let body = listen(json!("t"), json!({"taskIds": [id]}), &[tasks]);
+    let mut stream = post(&a.base, &body, &[]).await;
+    stream.next().await.unwrap();
+    let mut last = Value::Null;
+    while last["params"]["status"] != "completed" {
+        last = stream
+            .next()
+            .await
+            .expect("statuses until the terminal one");
+        assert_eq!(last["method"], "notifications/tasks", "{last}");
+        assert_eq!(last["params"]["taskId"], id.as_str());
+    }
+}
