@@ -165,7 +165,11 @@ fn main() {
     );
     let started = Instant::now();
     let duration = Duration::from_secs(options.duration);
+    // Warm-up: the first twentieth of the cycles or the first tenth of the
+    // duration, whichever ends later, so that caches (the allocator's, the
+    // HTTP connections') have grown to their working size.
     let warm_up = (options.cycles / 20).max(1);
+    let warm_up_time = duration / 10;
     let (mut done, mut http_done) = (0u64, 0u64);
     let mut rss_after_warm_up = None;
     let client = reqwest::Client::new();
@@ -197,7 +201,7 @@ fn main() {
             }
         });
         done += options.concurrency as u64;
-        if rss_after_warm_up.is_none() && done >= warm_up {
+        if rss_after_warm_up.is_none() && done >= warm_up && started.elapsed() >= warm_up_time {
             rss_after_warm_up = Some(resident_bytes());
         }
         bar.set_position((done + http_done).min(bar.length().unwrap_or(u64::MAX)));

@@ -29,7 +29,7 @@ impl PrincipalLimits {
     pub(crate) fn new(limit: usize) -> Self {
         Self {
             limit,
-            open: Arc::default(),
+            open: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
