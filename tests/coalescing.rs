@@ -59,9 +59,12 @@ fn a_coalescing_listener_drops_nothing_and_gets_every_signal_after_its_last_publ
         thread::spawn(move || {
             let mut receipts = Vec::new();
             loop {
-                let seen_at = published.load(Ordering::SeqCst);
                 match listener.next_timeout(Duration::from_secs(30)) {
                     Some(Next::Event(event)) => {
+                        // Read after the pop: every publish this delivery
+                        // stands for (its own, or one absorbed into it) was
+                        // numbered before it happened, and so before now.
+                        let seen_at = published.load(Ordering::SeqCst);
                         receipts.push((key(&event), seen_at));
                         // A slow reader: the queue is overloaded.
                         if receipts.len() % 20 == 0 {
@@ -80,8 +83,10 @@ fn a_coalescing_listener_drops_nothing_and_gets_every_signal_after_its_last_publ
     for i in 0..BURST {
         // A fixed, well-spread sequence over every key.
         let k = (i.wrapping_mul(7_919) % KEYS as u64) as usize;
-        hub.publish(event(k));
+        // Numbered before it is published, so that a reader that took it
+        // (or a copy that absorbed it) sees its number.
         last_publish[k] = published.fetch_add(1, Ordering::SeqCst) + 1;
+        hub.publish(event(k));
     }
     hub.complete();
     let (receipts, stats) = reader.join().unwrap();
