@@ -18,6 +18,8 @@ mod fanout;
 mod http;
 mod latency;
 mod memory;
+#[cfg(feature = "relay")]
+mod relay;
 mod render;
 mod sparse;
 
@@ -27,6 +29,8 @@ pub use fanout::{Fanout, Via, reader_polls_per_event};
 pub use http::{EndToEnd, Outcome, Server};
 pub use latency::Latency;
 pub use memory::{held, held_by_idle_listeners, held_by_stalled_listener};
+#[cfg(feature = "relay")]
+pub use relay::{RedisServer, Replicas, one_channel, redis_on_path};
 pub use render::{Reserialize, Stamp};
 pub use sparse::{BroadcastSparse, HubSparse};
 

@@ -10,9 +10,11 @@
 //! ```
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
-//! `latency`, `memory`, `render`, `http`, `scaling`). The scaling table (1,
-//! 4 and 16 publisher threads) runs by default only on 8 cores or more.
-//! `--help` lists the options with their defaults.
+//! `latency`, `memory`, `render`, `http`, `scaling`, `relay`). The scaling
+//! table (1, 4 and 16 publisher threads) runs by default only on 8 cores or
+//! more; the relay section (the crate's `relay` feature, on by default)
+//! only when `redis-server` is on `PATH`, and `--only relay` fails without
+//! it. `--help` lists the options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
@@ -22,6 +24,8 @@ mod http;
 mod latency;
 mod memory;
 mod plot;
+#[cfg(feature = "relay")]
+mod relay;
 mod render;
 mod rows;
 mod scaling;
@@ -52,7 +56,8 @@ struct Options {
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
     /// Run only these sections, comma-separated, in the report's order
-    /// [default: every section, scaling only on 8 cores or more]
+    /// [default: every section, scaling only on 8 cores or more, relay
+    /// only with redis-server on PATH]
     // `Set`, not the `Append` a list gets by default: a second `--only`
     // replaces the first, as before clap.
     #[arg(
@@ -77,6 +82,7 @@ enum Section {
     Render,
     Http,
     Scaling,
+    Relay,
 }
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
@@ -88,7 +94,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let wants = |section: Section| {
         if options.only.is_empty() {
-            section != Section::Scaling || cores >= SCALING_CORES
+            match section {
+                Section::Scaling => cores >= SCALING_CORES,
+                Section::Relay => relay_by_default(),
+                _ => true,
+            }
         } else {
             options.only.contains(&section)
         }
@@ -105,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Render => render::rows(&settings),
             Section::Http => http::rows(&settings),
             Section::Scaling => scaling::rows(&settings),
+            Section::Relay => relay_rows(&settings)?,
         });
     }
 
@@ -121,4 +132,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("plot written to {}", path.display());
     }
     Ok(())
+}
+
+/// Whether the default run has the relay section: built in, and a
+/// `redis-server` to run it against.
+fn relay_by_default() -> bool {
+    #[cfg(feature = "relay")]
+    let wanted = harness::redis_on_path();
+    #[cfg(not(feature = "relay"))]
+    let wanted = false;
+    if !wanted {
+        eprintln!(
+            "the relay section is skipped: it needs redis-server on PATH and the `relay` feature"
+        );
+    }
+    wanted
+}
+
+#[cfg(feature = "relay")]
+fn relay_rows(settings: &Settings) -> Result<Vec<rows::Row>, String> {
+    relay::rows(settings)
+}
+
+#[cfg(not(feature = "relay"))]
+fn relay_rows(_: &Settings) -> Result<Vec<rows::Row>, String> {
+    Err("bench_report was built without its `relay` feature (on by default)".to_owned())
 }
