@@ -47,3 +47,6 @@ pub mod http;
 
 #[cfg(feature = "stdio")]
 pub mod stdio;
+
+#[cfg(all(feature = "client", feature = "stdio", feature = "http"))]
+pub mod interop;

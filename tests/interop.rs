@@ -1,0 +1,161 @@
+//! The client against servers no one here wrote, each serving
+//! `subscriptions/listen` with its own SDK's handler and publishing on a
+//! timer (a tools list change and updates to `file:///a` and `file:///b`
+//! every 50 ms): rmcp 3.11 alone (`examples/rmcp_listen.rs`), the official
+//! TypeScript SDK's v2 line (`@modelcontextprotocol/server` 2.4.0) and the
+//! official Python SDK (`mcp` 2.3.0), each over Streamable HTTP and stdio.
+//! The TypeScript SDK's v1 line (`@modelcontextprotocol/sdk` 1.32.2)
+//! predates the 2026-07-28 revision; its tests show the error the client
+//! gives.
+//!
+//! The npm and PyPI packages are installed by `.ci/interop-install` (a
+//! step of `.ci/run`); without them these tests fail, naming that command.
+
+#![cfg(all(feature = "client", feature = "stdio", feature = "http"))]
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_subscriptions::client::{
+    Item, StdioClient, SubscribeError, SubscribeOptions, Subscription,
+};
+use mcp_subscriptions::{EventKind, Filter};
+use support::interop::Server;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Node and Python may take seconds to start before they can acknowledge.
+fn options() -> SubscribeOptions {
+    SubscribeOptions::default().with_ack_timeout(Duration::from_secs(60))
+}
+
+fn requested() -> Filter {
+    Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///a")
+}
+
+/// The grant is the request; both kinds arrive, and only for the URI
+/// asked for (an update to `file:///b` would end the stream with a
+/// protocol error, which `next` would report as an end).
+async fn reads_both_kinds(server: Server, subscription: &mut Subscription) {
+    assert_eq!(subscription.granted(), requested(), "{server:?}");
+    let (mut tools, mut updates) = (0, 0);
+    while tools < 3 || updates < 3 {
+        let item = tokio::time::timeout(WAIT, subscription.next())
+            .await
+            .unwrap_or_else(|_| panic!("{server:?} keeps publishing"))
+            .expect("not finished");
+        let Item::Event(event) = item else {
+            panic!("{server:?}: expected an event, got {item:?}");
+        };
+        match event.kind() {
+            EventKind::ToolsListChanged => tools += 1,
+            EventKind::ResourceUpdated { uri } if uri == "file:///a" => updates += 1,
+            other => panic!("{server:?}: an event not asked for: {other:?}"),
+        }
+    }
+}
+
+async fn over_http(server: Server) {
+    let process = server.http().await;
+    let mut subscription = Subscription::http(&process.url, &requested(), options())
+        .await
+        .unwrap_or_else(|err| panic!("{server:?} over HTTP: {err}"));
+    reads_both_kinds(server, &mut subscription).await;
+    subscription.cancel().await;
+}
+
+/// Two subscriptions on one connection; cancelling one
+/// (`notifications/cancelled`) leaves the other running.
+async fn over_stdio(server: Server) {
+    let (program, args) = server.command("stdio");
+    let client = StdioClient::spawn(program, args).expect("the server starts");
+    let mut first = client
+        .subscribe(&requested(), options())
+        .await
+        .unwrap_or_else(|err| panic!("{server:?} over stdio: {err}"));
+    let mut second = client
+        .subscribe(&Filter::new().with_tools_list_changed(), options())
+        .await
+        .unwrap();
+    reads_both_kinds(server, &mut first).await;
+    first.cancel().await;
+    for _ in 0..3 {
+        let item = tokio::time::timeout(WAIT, second.next())
+            .await
+            .unwrap_or_else(|_| panic!("{server:?}: the other subscription goes on"))
+            .expect("not finished");
+        assert!(
+            matches!(&item, Item::Event(event) if event.kind() == &EventKind::ToolsListChanged),
+            "{server:?}: {item:?}"
+        );
+    }
+    second.cancel().await;
+}
+
+#[tokio::test]
+async fn rmcp_over_stdio_smoke() {
+    over_stdio(Server::Rmcp).await;
+}
+
+#[tokio::test]
+async fn rmcp_over_http() {
+    over_http(Server::Rmcp).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_v2_over_http() {
+    over_http(Server::TypeScript).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_v2_over_stdio() {
+    over_stdio(Server::TypeScript).await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_http() {
+    over_http(Server::Python).await;
+}
+
+#[tokio::test]
+async fn python_sdk_over_stdio() {
+    over_stdio(Server::Python).await;
+}
+
+/// `@modelcontextprotocol/sdk` 1.32.2 over HTTP refuses the 2026-07-28
+/// protocol version itself: HTTP 400 with a JSON-RPC `-32000` error,
+/// which the client reports as a refusal naming the versions it supports.
+#[tokio::test]
+async fn typescript_sdk_v1_over_http_refuses_the_protocol_version() {
+    let process = Server::TypeScriptV1.http().await;
+    let err = Subscription::http(&process.url, &requested(), options())
+        .await
+        .unwrap_err();
+    let SubscribeError::Refused(error) = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert_eq!(error.code.0, -32000, "{err}");
+    assert!(
+        error
+            .message
+            .contains("Unsupported protocol version: 2026-07-28"),
+        "{err}"
+    );
+}
+
+/// `@modelcontextprotocol/sdk` 1.32.2 over stdio answers the listen
+/// request with `-32601` (method not found).
+#[tokio::test]
+async fn typescript_sdk_v1_over_stdio_has_no_listen() {
+    let (program, args) = Server::TypeScriptV1.command("stdio");
+    let client = StdioClient::spawn(program, args).expect("the server starts");
+    let err = client.subscribe(&requested(), options()).await.unwrap_err();
+    let SubscribeError::Refused(error) = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert_eq!(error.code.0, -32601, "{err}");
+    assert_eq!(err.to_string(), "listen refused (-32601): Method not found");
+}

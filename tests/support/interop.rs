@@ -1,0 +1,160 @@
+//! Servers no one here wrote, run as child processes for the client's
+//! interop tests: rmcp alone (`examples/rmcp_listen.rs`, built by
+//! `cargo test`), the official TypeScript SDK (npm) and the official
+//! Python SDK (PyPI), both installed by `.ci/interop-install` under
+//! `target/interop`. A missing install fails the test, naming the command.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const INSTALL: &str = "run `.ci/interop-install` (npm and python3 with venv)";
+
+/// A server a test can start over HTTP or stdio.
+#[derive(Clone, Copy, Debug)]
+pub enum Server {
+    /// `examples/rmcp_listen.rs`: rmcp 3.11's own listen handler.
+    Rmcp,
+    /// `tests/interop/typescript_server.cjs`: `@modelcontextprotocol/server`
+    /// (the TypeScript SDK's v2 line).
+    TypeScript,
+    /// `tests/interop/typescript_v1_server.cjs`: `@modelcontextprotocol/sdk`
+    /// 1.x, which has no `subscriptions/listen`.
+    TypeScriptV1,
+    /// `tests/interop/python_server.py`: PyPI `mcp` 2.x.
+    Python,
+}
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn interop_dir() -> PathBuf {
+    manifest_dir().join("target").join("interop")
+}
+
+fn node_modules() -> PathBuf {
+    let modules = interop_dir().join("node").join("node_modules");
+    for package in ["server", "node", "sdk"] {
+        let manifest = modules
+            .join("@modelcontextprotocol")
+            .join(package)
+            .join("package.json");
+        assert!(
+            manifest.exists(),
+            "{} is missing: {INSTALL}",
+            manifest.display()
+        );
+    }
+    modules
+}
+
+fn python() -> PathBuf {
+    let python = interop_dir().join("py").join("bin").join("python");
+    assert!(
+        python.exists(),
+        "{} is missing: {INSTALL}",
+        python.display()
+    );
+    let sdk = std::process::Command::new(&python)
+        .args(["-c", "import mcp.server.subscriptions"])
+        .status()
+        .expect("the venv's python runs");
+    assert!(
+        sdk.success(),
+        "the mcp package is missing from {}: {INSTALL}",
+        python.display()
+    );
+    python
+}
+
+/// `target/<profile>/examples/rmcp_listen`, next to this test's own binary.
+fn rmcp_example() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("tests run from target/<profile>/deps");
+    let path = profile_dir.join("examples").join("rmcp_listen");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the example",
+        path.display()
+    );
+    path
+}
+
+fn script(name: &str) -> OsString {
+    manifest_dir()
+        .join("tests")
+        .join("interop")
+        .join(name)
+        .into_os_string()
+}
+
+impl Server {
+    /// The program and arguments that start it in `mode` (`http` or
+    /// `stdio`).
+    pub fn command(self, mode: &str) -> (OsString, Vec<OsString>) {
+        match self {
+            Self::Rmcp => {
+                let args = if mode == "http" {
+                    vec!["--http".into()]
+                } else {
+                    vec![]
+                };
+                (rmcp_example().into_os_string(), args)
+            }
+            Self::TypeScript | Self::TypeScriptV1 => {
+                let name = match self {
+                    Self::TypeScript => "typescript_server.cjs",
+                    _ => "typescript_v1_server.cjs",
+                };
+                let modules = node_modules().into_os_string();
+                ("node".into(), vec![script(name), mode.into(), modules])
+            }
+            Self::Python => (
+                python().into_os_string(),
+                vec![script("python_server.py"), mode.into()],
+            ),
+        }
+    }
+
+    /// Starts it over HTTP on a loopback port of its own.
+    pub async fn http(self) -> HttpServer {
+        let (program, args) = self.command("http");
+        let mut child = Command::new(&program)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("{self:?} starts ({program:?}): {err}"));
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        // Node and Python take seconds to start on a loaded machine.
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("{self:?} says where it listens"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{self:?} exited before listening"));
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        // Whatever else it prints is read and dropped, so that it never
+        // blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        HttpServer { _child: child, url }
+    }
+}
+
+/// A server process listening over HTTP; killed when dropped.
+pub struct HttpServer {
+    _child: Child,
+    /// Its MCP endpoint.
+    pub url: String,
+}
