@@ -14,6 +14,7 @@
 //!   installs for every binary built on it, so that the benches and the
 //!   report run on the same allocator.
 
+mod client;
 mod fanout;
 mod http;
 mod latency;
@@ -25,6 +26,7 @@ mod sparse;
 
 use std::time::Duration;
 
+pub use client::{ClientBench, ClientRun, ListenClient};
 pub use fanout::{Fanout, Via, reader_polls_per_event};
 pub use http::{EndToEnd, Outcome, Server};
 pub use latency::Latency;

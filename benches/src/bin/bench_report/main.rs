@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
-//! `latency`, `memory`, `render`, `http`, `scaling`, `relay`). The scaling
+//! `latency`, `memory`, `render`, `http`, `client`, `scaling`, `relay`). The scaling
 //! table (1, 4 and 16 publisher threads) runs by default only on 8 cores or
 //! more; the relay section (the crate's `relay` feature, on by default)
 //! only when `redis-server` is on `PATH`, and `--only relay` fails without
@@ -19,6 +19,7 @@
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
 
+mod client;
 mod fanout;
 mod http;
 mod latency;
@@ -81,6 +82,7 @@ enum Section {
     Memory,
     Render,
     Http,
+    Client,
     Scaling,
     Relay,
 }
@@ -114,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Memory => memory::rows(),
             Section::Render => render::rows(&settings),
             Section::Http => http::rows(&settings),
+            Section::Client => client::rows(&settings),
             Section::Scaling => scaling::rows(&settings),
             Section::Relay => relay_rows(&settings)?,
         });
