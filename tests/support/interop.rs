@@ -2,7 +2,9 @@
 //! interop tests: rmcp alone (`examples/rmcp_listen.rs`, built by
 //! `cargo test`), the official TypeScript SDK (npm) and the official
 //! Python SDK (PyPI), both installed by `.ci/interop-install` under
-//! `target/interop`. A missing install fails the test, naming the command.
+//! `target/interop`. When they are missing, the first test that needs them
+//! runs that script (so the README's test command works on a fresh
+//! machine); if it fails, the test fails naming it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -37,7 +39,25 @@ fn interop_dir() -> PathBuf {
     manifest_dir().join("target").join("interop")
 }
 
+/// Runs `.ci/interop-install` once per test process when the packages are
+/// not there yet.
+fn ensure_installed() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let node = interop_dir().join("node/node_modules/@modelcontextprotocol/server");
+        let python = interop_dir().join("py/bin/python");
+        if node.exists() && python.exists() {
+            return;
+        }
+        let status = std::process::Command::new(manifest_dir().join(".ci/interop-install"))
+            .status()
+            .unwrap_or_else(|err| panic!("{INSTALL}: {err}"));
+        assert!(status.success(), "`.ci/interop-install` failed: {INSTALL}");
+    });
+}
+
 fn node_modules() -> PathBuf {
+    ensure_installed();
     let modules = interop_dir().join("node").join("node_modules");
     for package in ["server", "node", "sdk"] {
         let manifest = modules
@@ -54,6 +74,7 @@ fn node_modules() -> PathBuf {
 }
 
 fn python() -> PathBuf {
+    ensure_installed();
     let python = interop_dir().join("py").join("bin").join("python");
     assert!(
         python.exists(),
