@@ -571,6 +571,16 @@ async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
         (&reply["id"], &reply["error"]["code"]),
         (&json!(9), &json!(-32600))
     );
+    // A line that is not UTF-8, and a message wrapped in a space JSON does
+    // not allow (U+00A0): parse errors, not silence.
+    for line in [
+        &b"\xff\xfe\n"[..],
+        "\u{a0}{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n".as_bytes(),
+    ] {
+        client_out.write_all(line).await.unwrap();
+        let reply = next_reply().await;
+        assert_eq!(reply["error"]["code"], -32700, "{line:?}");
+    }
 
     drop(client_out);
     receiving.await.unwrap();

@@ -188,18 +188,18 @@ where
     /// Handles one complete input line: a listen request or its cancel is
     /// ours; anything rmcp can read is returned for it.
     fn handle(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let text = std::str::from_utf8(line).unwrap_or_default().trim();
+        // Only JSON's own whitespace is trimmed, and the bytes go to the
+        // parser as they are: a line that is not UTF-8 is a parse error,
+        // not silence.
+        let text = line.trim_ascii();
         if text.is_empty() {
             return None;
         }
         // Garbage gets `-32700` or `-32600` here, as over HTTP.
-        let message = match classify(text.as_bytes()) {
+        let message = match classify(text) {
             Ok(incoming) => incoming.into_message(),
             Err(err) => {
-                self.reply(error_reply(
-                    &reply_id(text.as_bytes()),
-                    &err.to_error_data(),
-                ));
+                self.reply(error_reply(&reply_id(text), &err.to_error_data()));
                 return None;
             }
         };
