@@ -19,12 +19,15 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+/// The classification every line goes through, the same as over HTTP.
+pub use crate::transport::incoming::{Incoming, classify};
+
 use crate::context::{OpenContext, Principal, TransportKind};
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
 use crate::sync::Mutex;
 use crate::transport::Streams;
-use crate::transport::incoming::{classify, reply_id};
+use crate::transport::incoming::reply_id;
 use crate::transport::request::listen_request;
 use crate::wire::response::{error_reply, error_response};
 use crate::wire::{Message, request_id_json};
