@@ -76,8 +76,11 @@ async fn over_stdio_a_client_that_never_reads_is_cut_at_the_deadline() {
     assert!(stats.events.is_balanced());
 }
 
+/// Over HTTP a stalled body ends only when hyper polls it again or its
+/// connection goes, so what the deadline proves here is the count; the
+/// stream is gone once the client's connection is.
 #[tokio::test]
-async fn over_http_a_client_that_never_reads_is_counted_and_cut() {
+async fn over_http_a_client_that_never_reads_is_counted_at_the_deadline() {
     let hub = Hub::new();
     let http = mcp_subscriptions::http::HttpTransport::new(
         ListenService::new(hub.clone()),
@@ -99,4 +102,13 @@ async fn over_http_a_client_that_never_reads_is_counted_and_cut() {
     let drained = streams.finish_within(Duration::from_millis(200)).await;
     assert_eq!((drained.open, drained.cut), (1, 1));
     drop(stalled);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !streams.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream outlived its connection"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(hub.stats().listeners_active, 0);
 }
