@@ -1,7 +1,8 @@
 //! The cross-replica relay over core NATS, against a real `nats-server`
 //! started on a free port per test: events cross replicas once, a URI
-//! update reaches only a replica that watches it, and a restarted server
-//! is reconnected to, with a resync and later events flowing.
+//! update reaches only a replica that watches it, an origin's order holds
+//! across subjects, and a restarted server is reconnected to, with a
+//! resync and later events flowing.
 
 #![cfg(feature = "nats")]
 
@@ -67,21 +68,15 @@ async fn smoke_events_cross_once_and_only_where_watched() {
     a.notify_tools_list_changed();
     a.notify_resource_updated("file:///elsewhere");
     a.notify_resource_updated("file:///b");
-    // Order is kept per subject (the catalog's, each key's), not across
-    // them: each NATS subscription is its own stream.
-    let mut kinds = vec![
-        next_event(&mut on_b).await.kind().clone(),
-        next_event(&mut on_b).await.kind().clone(),
-    ];
-    kinds.sort_by_key(|kind| kind.method().to_owned());
     assert_eq!(
-        kinds,
-        [
-            EventKind::ResourceUpdated {
-                uri: "file:///b".into()
-            },
-            EventKind::ToolsListChanged
-        ]
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ToolsListChanged
+    );
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///b".into()
+        }
     );
     assert_eq!(
         next_event(&mut on_a).await.method(),
@@ -94,6 +89,41 @@ async fn smoke_events_cross_once_and_only_where_watched() {
             .is_err()
     );
     assert_eq!(b.stats().received, 2, "file:///elsewhere reached no one");
+}
+
+/// Each subject is its own NATS subscription, yet an origin's events
+/// arrive in the order it published them: a list change on the catalog
+/// subject between updates on 200 key subjects. (One list change: a second
+/// one could coalesce with the first in A's outbound queue.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_per_origin_holds_across_subjects() {
+    let broker = Broker::nats();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
+    until("both connected", || {
+        a.stats().connected && b.stats().connected
+    })
+    .await;
+    let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
+    let mut filter = Filter::new().with_tools_list_changed();
+    for uri in &uris {
+        filter = filter.with_resource(uri);
+    }
+    let mut on_b = hub_b.listen(&filter).unwrap();
+    until("B's key subjects", || b.stats().subscribed_keys == 200).await;
+
+    let mut expected = Vec::new();
+    for (i, uri) in uris.iter().enumerate() {
+        a.notify_resource_updated(uri);
+        expected.push(EventKind::ResourceUpdated { uri: uri.clone() });
+        if i == 99 {
+            a.notify_tools_list_changed();
+            expected.push(EventKind::ToolsListChanged);
+        }
+    }
+    for kind in &expected {
+        assert_eq!(next_event(&mut on_b).await.kind(), kind);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior, sleep, timeout};
 
 use super::broker::Broker;
-use super::envelope::{self, Body, Channels};
-use super::incoming::Incoming;
+use super::envelope::{self, Body, Channels, Envelope, Stamp};
+use super::incoming::{Incoming, Message};
 use super::link::Link;
 use super::options::RelayOptions;
 use super::shared::Inner;
@@ -65,6 +65,8 @@ struct Driver {
     dirty: bool,
     /// This replica's catalog messages so far.
     seq: u64,
+    /// This replica's messages so far, on every channel.
+    order: u64,
     origins: HashMap<String, Origin>,
     next_heartbeat: Instant,
     resync_at: Option<Instant>,
@@ -94,6 +96,7 @@ pub(crate) async fn run(
         subscribed: HashSet::new(),
         dirty: false,
         seq: 0,
+        order: 0,
         origins: HashMap::new(),
         next_heartbeat: Instant::now(),
         resync_at: None,
@@ -179,7 +182,7 @@ impl Driver {
                     None => return Ended::Stop,
                 },
                 incoming = link.next() => match incoming {
-                    Some(Incoming::Message { channel, payload }) => self.receive(&channel, &payload),
+                    Some(Incoming::Messages(batch)) => self.receive(batch),
                     Some(Incoming::Down) => {
                         self.link_down = true;
                         self.inner.counters.connected.store(false, Ordering::Relaxed);
@@ -311,19 +314,29 @@ impl Driver {
             let Some(event) = self.inner.outbound.lock().pop() else {
                 return true;
             };
-            let (channel, seq) = match envelope::route(&event) {
-                Some(key) => (self.channels.key(&key), 0),
-                None => {
-                    self.seq += 1;
-                    (self.catalog.clone(), self.seq)
-                }
+            let (channel, catalog) = match envelope::route(&event) {
+                Some(key) => (self.channels.key(&key), false),
+                None => (self.catalog.clone(), true),
             };
-            let payload = envelope::encode_event(&self.inner.origin, seq, &event);
+            let stamp = self.stamp(catalog);
+            let payload = envelope::encode_event(&self.inner.origin, stamp, &event);
             if !self.send(link, &channel, payload).await {
                 bump(&self.inner.counters.outbound_dropped);
                 return false;
             }
             bump(&self.inner.counters.published);
+        }
+    }
+
+    /// The next message's place among this replica's.
+    fn stamp(&mut self, catalog: bool) -> Stamp {
+        self.order += 1;
+        if catalog {
+            self.seq += 1;
+        }
+        Stamp {
+            seq: if catalog { self.seq } else { 0 },
+            order: self.order,
         }
     }
 
@@ -334,10 +347,21 @@ impl Driver {
         )
     }
 
-    fn receive(&mut self, channel: &str, payload: &[u8]) {
-        let Some(envelope) = envelope::decode(payload) else {
-            return;
-        };
+    /// Publishes a batch into the hub, each origin's messages in the order
+    /// it sent them (see `Incoming::Messages`).
+    fn receive(&mut self, batch: Vec<Message>) {
+        let mut envelopes: Vec<(String, Envelope)> = batch
+            .into_iter()
+            .filter_map(|m| Some((m.channel, envelope::decode(&m.payload)?)))
+            .collect();
+        envelopes
+            .sort_by(|(_, a), (_, b)| (&a.origin, a.stamp.order).cmp(&(&b.origin, b.stamp.order)));
+        for (channel, envelope) in envelopes {
+            self.receive_one(&channel, envelope);
+        }
+    }
+
+    fn receive_one(&mut self, channel: &str, envelope: Envelope) {
         if envelope.origin == self.inner.origin {
             bump(&self.inner.counters.echo_skipped);
             return;
@@ -349,17 +373,17 @@ impl Driver {
                 .origins
                 .entry(envelope.origin.clone())
                 .or_insert(Origin {
-                    next_seq: envelope.seq,
+                    next_seq: envelope.stamp.seq,
                     dropped: match envelope.body {
                         Body::Heartbeat { dropped } => dropped,
                         Body::Event(_) => 0,
                     },
                     last_seen: now,
                 });
-            if envelope.seq != origin.next_seq {
+            if envelope.stamp.seq != origin.next_seq {
                 lost = true;
             }
-            origin.next_seq = envelope.seq + 1;
+            origin.next_seq = envelope.stamp.seq + 1;
             origin.last_seen = now;
             if let Body::Heartbeat { dropped } = envelope.body {
                 lost |= dropped > origin.dropped;
@@ -403,9 +427,9 @@ impl Driver {
         }
         if now >= self.next_heartbeat && !self.link_down {
             self.next_heartbeat = now + self.options.heartbeat;
-            self.seq += 1;
+            let stamp = self.stamp(true);
             let dropped = self.inner.counters.outbound_dropped.load(Ordering::Relaxed);
-            let payload = envelope::encode_heartbeat(&self.inner.origin, self.seq, dropped);
+            let payload = envelope::encode_heartbeat(&self.inner.origin, stamp, dropped);
             let catalog = self.catalog.clone();
             if !self.send(link, &catalog, payload).await {
                 return false;

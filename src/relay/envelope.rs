@@ -2,11 +2,11 @@
 //! heartbeat, and the channel each goes to.
 //!
 //! ```text
-//! {"v":1,"origin":"9f..","seq":7,"type":"event",
+//! {"v":1,"origin":"9f..","seq":7,"order":12,"type":"event",
 //!  "selector":{"field":"taskIds","key":"t1"},
 //!  "succession":{"key":"t1","version":"1764583205000000000","terminal":false},
 //!  "notification":{"method":"notifications/tasks","params":{...}}}
-//! {"v":1,"origin":"9f..","seq":8,"type":"heartbeat","dropped":0}
+//! {"v":1,"origin":"9f..","seq":8,"order":13,"type":"heartbeat","dropped":0}
 //! ```
 //!
 //! The notification is the event's own rendering, spliced in as it is;
@@ -15,8 +15,11 @@
 //! key) travels inside the notification or the selector, so a receiver
 //! matches it exactly whatever channel it came on. `seq` counts an
 //! origin's messages on the catalog channel (a gap there means lost
-//! messages); `dropped` is how many events the origin's outbound queue has
-//! dropped since it started (a rise means lost messages too).
+//! messages); `order` counts its messages on every channel, so a receiver
+//! can put what it read on several channels back in the origin's order;
+//! `dropped` is how many events the origin's outbound queue has dropped
+//! since it started (a rise means lost messages too). A receiver reads a
+//! missing `order` as 0.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -105,6 +108,7 @@ struct Header<'a> {
     v: u32,
     origin: &'a str,
     seq: u64,
+    order: u64,
     #[serde(rename = "type")]
     kind: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +140,8 @@ struct Received {
     origin: String,
     #[serde(default)]
     seq: u64,
+    #[serde(default)]
+    order: u64,
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
@@ -159,8 +165,17 @@ struct Notification {
 #[derive(Debug)]
 pub(crate) struct Envelope {
     pub(crate) origin: String,
-    pub(crate) seq: u64,
+    pub(crate) stamp: Stamp,
     pub(crate) body: Body,
+}
+
+/// Where a message stands among its origin's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// The origin's catalog messages so far (0 on a key's channel).
+    pub(crate) seq: u64,
+    /// The origin's messages so far, on every channel.
+    pub(crate) order: u64,
 }
 
 #[derive(Debug)]
@@ -169,8 +184,8 @@ pub(crate) enum Body {
     Heartbeat { dropped: u64 },
 }
 
-/// `event` from `origin`, as `seq` of its catalog messages (0 elsewhere).
-pub(crate) fn encode_event(origin: &str, seq: u64, event: &Event) -> Vec<u8> {
+/// `event` from `origin`.
+pub(crate) fn encode_event(origin: &str, stamp: Stamp, event: &Event) -> Vec<u8> {
     let selector = match event.kind() {
         EventKind::Extension {
             selector: Some(selector),
@@ -189,7 +204,8 @@ pub(crate) fn encode_event(origin: &str, seq: u64, event: &Event) -> Vec<u8> {
     let header = Header {
         v: VERSION,
         origin,
-        seq,
+        seq: stamp.seq,
+        order: stamp.order,
         kind: "event",
         dropped: None,
         selector,
@@ -206,11 +222,12 @@ pub(crate) fn encode_event(origin: &str, seq: u64, event: &Event) -> Vec<u8> {
 }
 
 /// A heartbeat from `origin`.
-pub(crate) fn encode_heartbeat(origin: &str, seq: u64, dropped: u64) -> Vec<u8> {
+pub(crate) fn encode_heartbeat(origin: &str, stamp: Stamp, dropped: u64) -> Vec<u8> {
     let header = Header {
         v: VERSION,
         origin,
-        seq,
+        seq: stamp.seq,
+        order: stamp.order,
         kind: "heartbeat",
         dropped: Some(dropped),
         selector: None,
@@ -248,7 +265,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
     };
     Some(Envelope {
         origin: received.origin,
-        seq: received.seq,
+        stamp: Stamp {
+            seq: received.seq,
+            order: received.order,
+        },
         body,
     })
 }
@@ -274,9 +294,10 @@ mod tests {
             Event::resources_list_changed(),
             Event::resource_updated("file:///a \"quoted\""),
         ] {
-            let bytes = encode_event("o1", 3, &event);
+            let stamp = Stamp { seq: 3, order: 5 };
+            let bytes = encode_event("o1", stamp, &event);
             let envelope = decode(&bytes).unwrap();
-            assert_eq!((envelope.origin.as_str(), envelope.seq), ("o1", 3));
+            assert_eq!((envelope.origin.as_str(), envelope.stamp), ("o1", stamp));
             let back = event_of(&bytes);
             assert_eq!(back, event);
             assert_eq!(back.kind(), event.kind());
@@ -293,7 +314,7 @@ mod tests {
             Some(Selector::new("taskIds", Some("t1".into()))),
         )
         .with_succession(Succession::new("t1", -(1_i128 << 100)).terminal());
-        let back = event_of(&encode_event("o", 0, &event));
+        let back = event_of(&encode_event("o", Stamp { seq: 0, order: 1 }, &event));
         assert_eq!(back, event);
         assert_eq!(back.succession(), event.succession());
         assert_eq!(
@@ -307,9 +328,13 @@ mod tests {
 
     #[test]
     fn heartbeats_and_strangers() {
-        let envelope = decode(&encode_heartbeat("o", 9, 4)).unwrap();
+        let stamp = Stamp { seq: 9, order: 20 };
+        let envelope = decode(&encode_heartbeat("o", stamp, 4)).unwrap();
         assert!(matches!(envelope.body, Body::Heartbeat { dropped: 4 }));
-        assert_eq!(envelope.seq, 9);
+        assert_eq!(envelope.stamp, stamp);
+        // A sender without `order` (before it was added) reads as 0.
+        let older = decode(br#"{"v":1,"origin":"o","seq":2,"type":"heartbeat","dropped":0}"#);
+        assert_eq!(older.unwrap().stamp, Stamp { seq: 2, order: 0 });
         assert!(decode(br#"{"v":2,"origin":"o","type":"event"}"#).is_none());
         assert!(decode(br#"{"v":1,"origin":"o","type":"gossip"}"#).is_none());
         assert!(decode(b"not json").is_none());

@@ -1,10 +1,21 @@
 //! What a broker connection reads, whichever the broker.
 
+/// One message on a subscribed channel.
+#[derive(Debug)]
+pub(crate) struct Message {
+    pub(crate) channel: String,
+    pub(crate) payload: Vec<u8>,
+}
+
 /// What a connection reads.
 #[derive(Debug)]
 pub(crate) enum Incoming {
-    /// A message on a subscribed channel.
-    Message { channel: String, payload: Vec<u8> },
+    /// Messages that arrived on subscribed channels. Whatever the
+    /// connection read before any of them is in this batch or an earlier
+    /// one, so sorting a batch by each origin's order restores the order
+    /// the broker delivered them in, even when the client hands each
+    /// subscription its messages apart (NATS).
+    Messages(Vec<Message>),
     /// The client lost its connection and is making it again itself
     /// (NATS); messages sent meanwhile are lost.
     // Only the NATS client reconnects by itself.

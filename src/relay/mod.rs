@@ -51,12 +51,13 @@
 //!
 //! # Ordering
 //!
-//! One relay sends in publish order. Over Redis a replica reads every
-//! channel on one connection, so the events of one origin arrive in the
-//! order it published them. Over NATS each subject is its own
-//! subscription, so order is kept per subject: the catalog's (list
-//! changes, in order) and each key's (a URI's updates, a task's statuses,
-//! in order), not between them.
+//! One relay sends in publish order, and a replica receives each origin's
+//! events in that order, across channels. Over Redis it reads every
+//! channel on one connection. Over NATS the client hands each subject's
+//! subscription its messages apart; the relay reads them all as one,
+//! in batches that hold everything delivered before, and puts each batch
+//! back in every origin's order (the envelope numbers an origin's
+//! messages).
 //!
 //! # At most once, and resyncs
 //!

@@ -1,35 +1,43 @@
 //! Core NATS (feature `nats`). The client reconnects and resubscribes by
 //! itself; it tells the relay when its connection goes and comes back
-//! (`Incoming::Down`, `Incoming::Up`), so the relay can resync. Each
-//! subscription is forwarded into one channel by a small task; dropping
-//! the subscription (aborting its task) unsubscribes.
+//! (`Incoming::Down`, `Incoming::Up`), so the relay can resync.
+//!
+//! The client reads every subject from one socket, in the order the server
+//! delivers them, but hands each subscription its messages on a queue of
+//! its own. Reading those queues one after another would lose the order
+//! between subjects, so they are read as one: each subscription's waker
+//! records that it has messages, and a read takes batches until no
+//! subscription has any. Every message the socket delivered before one in
+//! the batch was then taken too, in this batch or an earlier one, and the
+//! relay sorts each batch by the origins' order.
 
 use std::collections::HashMap;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::StreamExt;
+use futures_util::task::AtomicWaker;
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
-use super::incoming::{Incoming, Result};
+use super::incoming::{Incoming, Message, Result};
 
-/// Messages waiting for the relay's task; a subscription's forwarder waits
-/// when it is full, and the NATS client then drops for the slow consumer.
-const INCOMING: usize = 4_096;
+/// Connection events waiting for the relay's task.
+const EVENTS: usize = 16;
 
 pub(crate) struct NatsLink {
     client: async_nats::Client,
-    subscriptions: HashMap<String, JoinHandle<()>>,
-    sender: mpsc::Sender<Incoming>,
-    receiver: mpsc::Receiver<Incoming>,
+    subscriptions: Subscriptions,
+    events: mpsc::Receiver<Incoming>,
 }
 
 impl NatsLink {
     pub(crate) async fn connect(url: &str) -> Result<Self> {
-        let (sender, receiver) = mpsc::channel(INCOMING);
-        let events = sender.clone();
+        let (sender, events) = mpsc::channel(EVENTS);
         let client = async_nats::ConnectOptions::new()
             .event_callback(move |event| {
-                let events = events.clone();
+                let sender = sender.clone();
                 async move {
                     let incoming = match event {
                         async_nats::Event::Disconnected => Incoming::Down,
@@ -37,7 +45,7 @@ impl NatsLink {
                         _ => return,
                     };
                     // The relay may be gone; nothing to tell then.
-                    let _ = events.send(incoming).await;
+                    let _ = sender.send(incoming).await;
                 }
             })
             .connect(url)
@@ -45,9 +53,8 @@ impl NatsLink {
             .map_err(|e| e.to_string())?;
         Ok(Self {
             client,
-            subscriptions: HashMap::new(),
-            sender,
-            receiver,
+            subscriptions: Subscriptions::default(),
+            events,
         })
     }
 
@@ -60,51 +67,149 @@ impl NatsLink {
 
     pub(crate) async fn subscribe(&mut self, subjects: Vec<String>) -> Result<()> {
         for subject in subjects {
-            if self.subscriptions.contains_key(&subject) {
+            if self.subscriptions.contains(&subject) {
                 continue;
             }
-            let mut subscriber = self
+            let subscriber = self
                 .client
                 .subscribe(subject.clone())
                 .await
                 .map_err(|e| e.to_string())?;
-            let sender = self.sender.clone();
-            let forward = tokio::spawn(async move {
-                while let Some(message) = subscriber.next().await {
-                    let incoming = Incoming::Message {
-                        channel: message.subject.to_string(),
-                        payload: message.payload.to_vec(),
-                    };
-                    if sender.send(incoming).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            self.subscriptions.insert(subject, forward);
+            self.subscriptions.insert(subject, subscriber);
         }
         // A round trip, so that the server has every subscription before
         // this returns (as Redis confirms each one).
         self.client.flush().await.map_err(|e| e.to_string())
     }
 
+    /// Dropping a subscriber unsubscribes it.
     pub(crate) fn unsubscribe(&mut self, subjects: Vec<String>) -> Result<()> {
         for subject in subjects {
-            if let Some(forward) = self.subscriptions.remove(&subject) {
-                forward.abort();
-            }
+            self.subscriptions.remove(&subject);
         }
         Ok(())
     }
 
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a batch is returned from the poll that takes it.
     pub(crate) async fn next(&mut self) -> Option<Incoming> {
-        self.receiver.recv().await
+        // Unconstrained: tokio's budget could make a queue that holds
+        // messages look empty, and a batch would then miss them.
+        tokio::task::unconstrained(poll_fn(|cx| {
+            if let Poll::Ready(event) = self.events.poll_recv(cx) {
+                return Poll::Ready(event);
+            }
+            self.subscriptions.poll_batch(cx)
+        }))
+        .await
     }
 }
 
-impl Drop for NatsLink {
-    fn drop(&mut self) {
-        for forward in self.subscriptions.values() {
-            forward.abort();
+/// Subscriptions read as one stream of batches.
+#[derive(Default)]
+struct Subscriptions {
+    by_subject: HashMap<String, u64>,
+    by_id: HashMap<u64, Subscription>,
+    next_id: u64,
+    ready: Arc<Ready>,
+    /// A subscription ended: the client is gone.
+    ended: bool,
+}
+
+struct Subscription {
+    subscriber: async_nats::Subscriber,
+    /// Records this subscription in `ready` when its queue gets a message.
+    waker: Waker,
+}
+
+/// The subscriptions whose queues may hold messages, and the relay's task
+/// to wake when one does.
+#[derive(Default)]
+struct Ready {
+    ids: Mutex<Vec<u64>>,
+    task: AtomicWaker,
+}
+
+struct SubscriptionWaker {
+    id: u64,
+    ready: Arc<Ready>,
+}
+
+impl Wake for SubscriptionWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ready.ids.lock().push(self.id);
+        self.ready.task.wake();
+    }
+}
+
+impl Subscriptions {
+    fn contains(&self, subject: &str) -> bool {
+        self.by_subject.contains_key(subject)
+    }
+
+    fn insert(&mut self, subject: String, subscriber: async_nats::Subscriber) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let waker = Waker::from(Arc::new(SubscriptionWaker {
+            id,
+            ready: Arc::clone(&self.ready),
+        }));
+        // Never polled yet, so nothing would record it: read it once.
+        waker.wake_by_ref();
+        self.by_subject.insert(subject, id);
+        self.by_id.insert(id, Subscription { subscriber, waker });
+    }
+
+    fn remove(&mut self, subject: &str) {
+        if let Some(id) = self.by_subject.remove(subject) {
+            self.by_id.remove(&id);
+        }
+    }
+
+    /// Every message any subscription holds, taken until none holds one;
+    /// `Ready(None)` once a subscription ended (the client is gone).
+    fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<Incoming>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        self.ready.task.register(cx.waker());
+        let mut batch = Vec::new();
+        loop {
+            let ids = std::mem::take(&mut *self.ready.ids.lock());
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                let Some(subscription) = self.by_id.get_mut(&id) else {
+                    continue;
+                };
+                let mut cx = Context::from_waker(&subscription.waker);
+                loop {
+                    match subscription.subscriber.poll_next_unpin(&mut cx) {
+                        Poll::Ready(Some(message)) => batch.push(Message {
+                            channel: message.subject.to_string(),
+                            payload: message.payload.to_vec(),
+                        }),
+                        Poll::Ready(None) => {
+                            self.ended = true;
+                            break;
+                        }
+                        Poll::Pending => break,
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            Poll::Ready(Some(Incoming::Messages(batch)))
+        } else if self.ended {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
         }
     }
 }

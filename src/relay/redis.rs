@@ -6,7 +6,7 @@
 use futures_util::StreamExt;
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 
-use super::incoming::{Incoming, Result};
+use super::incoming::{Incoming, Message, Result};
 
 pub(crate) struct RedisLink {
     publisher: MultiplexedConnection,
@@ -58,9 +58,9 @@ impl RedisLink {
 
     pub(crate) async fn next(&mut self) -> Option<Incoming> {
         let message = self.stream.next().await?;
-        Some(Incoming::Message {
+        Some(Incoming::Messages(vec![Message {
             channel: message.get_channel_name().to_owned(),
             payload: message.get_payload_bytes().to_vec(),
-        })
+        }]))
     }
 }
