@@ -3,6 +3,8 @@
 //! resource updates reach only the replicas whose listeners watch the URI
 //! (checked with Redis's own `PUBSUB` introspection), order per origin is
 //! kept, and the relay rides out a killed, a restarted and a frozen broker.
+//! On a Redis Cluster, the same through sharded pub/sub (`SSUBSCRIBE`,
+//! checked with `PUBSUB SHARDNUMSUB`).
 
 #![cfg(feature = "redis")]
 
@@ -11,7 +13,7 @@ mod broker;
 
 use std::time::{Duration, Instant};
 
-use broker::Broker;
+use broker::{Broker, RedisCluster};
 use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
 use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
 
@@ -377,5 +379,139 @@ fn broker_urls() {
         error
             .to_string()
             .starts_with("no relay for amqp://127.0.0.1")
+    );
+}
+
+fn cluster_relay(cluster: &RedisCluster, hub: &Hub, shards: u16) -> Relay {
+    Relay::spawn(
+        hub.clone(),
+        RelayBroker::from_url(&cluster.url()).unwrap(),
+        options("sharded").with_shards(shards),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_sharded_channels_reach_only_the_replicas_that_watch_them() {
+    let cluster = RedisCluster::start();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        cluster_relay(&cluster, &hub_a, 4),
+        cluster_relay(&cluster, &hub_b, 4),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    assert_eq!(
+        cluster.shard_subscribers("*"),
+        [("sharded.catalog".to_owned(), 2)]
+    );
+
+    let mut on_b = hub_b
+        .listen(
+            &Filter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///b"),
+        )
+        .unwrap();
+    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    let channels = cluster.shard_subscribers("*");
+    assert_eq!(channels.len(), 2, "{channels:?}");
+    assert_eq!(channels[0], ("sharded.catalog".to_owned(), 2));
+    let (key, subscribers) = &channels[1];
+    assert!(
+        key.starts_with("{sharded.") && key.contains("}.key."),
+        "{key}"
+    );
+    assert_eq!(*subscribers, 1, "only B subscribes the key of file:///b");
+
+    a.notify_tools_list_changed();
+    a.notify_resource_updated("file:///elsewhere");
+    a.notify_resource_updated("file:///b");
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ToolsListChanged
+    );
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///b".into()
+        }
+    );
+    quiet(&mut on_b, Duration::from_millis(200)).await;
+    assert_eq!(b.stats().received, 2, "file:///elsewhere reached no one");
+
+    drop(on_b);
+    until("B's key channel unsubscribed", || {
+        b.stats().subscribed_keys == 0
+    })
+    .await;
+    assert_eq!(cluster.shard_subscribers("*").len(), 1);
+}
+
+/// Keys on one shard live on one slot, so one node's connection carries
+/// them in the order they were published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_order_per_origin_is_kept_within_a_shard() {
+    let cluster = RedisCluster::start();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        cluster_relay(&cluster, &hub_a, 1),
+        cluster_relay(&cluster, &hub_b, 1),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
+    let mut filter = Filter::new();
+    for uri in &uris {
+        filter = filter.with_resource(uri);
+    }
+    let mut on_b = hub_b.listen(&filter).unwrap();
+    until("B's key channels", || b.stats().subscribed_keys == 200).await;
+    for uri in &uris {
+        a.notify_resource_updated(uri);
+    }
+    for uri in &uris {
+        assert_eq!(
+            next_event(&mut on_b).await.kind(),
+            &EventKind::ResourceUpdated { uri: uri.clone() }
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_restarted_is_reconnected_and_listeners_resynced() {
+    let mut cluster = RedisCluster::start();
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (
+        cluster_relay(&cluster, &hub_a, 4),
+        cluster_relay(&cluster, &hub_b, 4),
+    );
+    until("both relays connected", || connected(&a) && connected(&b)).await;
+    let mut on_b = hub_b
+        .listen(&Filter::new().with_resource("file:///r"))
+        .unwrap();
+    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+
+    for node in &mut cluster.nodes {
+        node.kill();
+    }
+    until("degraded", || !connected(&a) && !connected(&b)).await;
+    for node in &mut cluster.nodes {
+        node.restart();
+    }
+    cluster.wait_ok();
+    until("reconnected", || connected(&a) && connected(&b)).await;
+    // The resync: an update of the watched URI, though no one published one.
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///r".into()
+        }
+    );
+    assert!(b.stats().reconnects >= 1 && b.stats().resyncs >= 1);
+    // Later events flow.
+    a.notify_resource_updated("file:///r");
+    assert_eq!(
+        next_event(&mut on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///r".into()
+        }
     );
 }

@@ -23,7 +23,8 @@
 //! own resources (`file:///<principal>/...`) and the tasks it started
 //! (`auth.rs`).
 //!
-//! With `--relay redis://HOST:PORT` or `--relay nats://HOST:PORT` (a build
+//! With `--relay redis://HOST:PORT`, `redis+cluster://HOST:PORT,...` or
+//! `nats://HOST:PORT` (a build
 //! with the crate's `redis` or `nats` feature), the tools publish through a
 //! relay: a change triggered on one replica reaches the listen streams of
 //! every replica joined to the same broker (`replicas.rs`). `/stats` then
@@ -140,9 +141,9 @@ struct Options {
         value_parser = principal_token
     )]
     bearer_tokens: Vec<(String, String)>,
-    /// Join the other replicas through this broker (redis://HOST:PORT or
-    /// nats://HOST:PORT): changes triggered here reach their listeners, and
-    /// theirs reach ours
+    /// Join the other replicas through this broker (redis://HOST:PORT,
+    /// redis+cluster://HOST:PORT[,HOST:PORT...] or nats://HOST:PORT):
+    /// changes triggered here reach their listeners, and theirs reach ours
     #[arg(
         long,
         env = "MCP_SUBSCRIPTIONS_RELAY",

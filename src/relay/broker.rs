@@ -23,13 +23,29 @@ pub struct Broker {
 pub(crate) enum BrokerKind {
     #[cfg(feature = "redis")]
     Redis(redis::Client),
+    /// The nodes to start from; each connection builds its own client,
+    /// since the client owns where its messages go.
+    #[cfg(feature = "redis")]
+    RedisCluster(Vec<String>),
     #[cfg(feature = "nats")]
     Nats(String),
 }
 
+impl BrokerKind {
+    /// Whether channels are sharded (Redis Cluster's `SSUBSCRIBE`).
+    pub(crate) fn is_sharded(&self) -> bool {
+        match self {
+            #[cfg(feature = "redis")]
+            Self::RedisCluster(_) => true,
+            _ => false,
+        }
+    }
+}
+
 impl Broker {
-    /// The broker a URL names: `redis://` or `rediss://` (feature `redis`),
-    /// `nats://` (feature `nats`).
+    /// The broker a URL names: `redis://` or `rediss://` for one Redis
+    /// server and `redis+cluster://HOST:PORT[,HOST:PORT...]` for a Redis
+    /// Cluster (feature `redis`), `nats://` (feature `nats`).
     ///
     /// # Errors
     ///
@@ -40,6 +56,16 @@ impl Broker {
         match scheme {
             #[cfg(feature = "redis")]
             "redis" | "rediss" => Self::redis(url),
+            #[cfg(feature = "redis")]
+            "redis+cluster" => {
+                let nodes = url["redis+cluster://".len()..]
+                    .split(',')
+                    .map(|node| format!("redis://{node}"));
+                Self::redis_cluster(nodes).map(|broker| Self {
+                    url: url.to_owned(),
+                    ..broker
+                })
+            }
             #[cfg(feature = "nats")]
             "nats" => Self::nats(url),
             _ => Err(RelayError::Unsupported(url.to_owned())),
@@ -60,6 +86,33 @@ impl Broker {
         Ok(Self {
             kind: BrokerKind::Redis(client),
             url: url.to_owned(),
+        })
+    }
+
+    /// A Redis Cluster (sharded pub/sub: `SSUBSCRIBE`, `SPUBLISH`), reached
+    /// through any of `nodes`, such as `redis://127.0.0.1:7000`; the
+    /// client finds the others. Each key's channel lives on one of
+    /// [`RelayOptions::shards`](super::RelayOptions::shards) hash slots.
+    ///
+    /// # Errors
+    ///
+    /// [`RelayError::InvalidUrl`] when there is no node or the redis client
+    /// refuses one.
+    #[cfg(feature = "redis")]
+    pub fn redis_cluster<I>(nodes: I) -> Result<Self, RelayError>
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        let url = nodes.join(",");
+        redis::cluster::ClusterClient::new(nodes.clone()).map_err(|e| RelayError::InvalidUrl {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            kind: BrokerKind::RedisCluster(nodes),
+            url,
         })
     }
 

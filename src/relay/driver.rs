@@ -81,7 +81,11 @@ pub(crate) async fn run(
     options: RelayOptions,
     watch: InterestWatch,
 ) {
-    let channels = Channels::new(&options.prefix);
+    let channels = if broker.kind.is_sharded() {
+        Channels::sharded(&options.prefix, options.shards)
+    } else {
+        Channels::new(&options.prefix)
+    };
     let random = u64::from_str_radix(&inner.origin, 16).unwrap_or(1) | 1;
     let mut driver = Driver {
         catalog: channels.catalog(),

@@ -50,12 +50,25 @@ pub(crate) fn route(event: &Event) -> Option<InterestKey> {
 #[derive(Debug, Clone)]
 pub(crate) struct Channels {
     prefix: String,
+    /// On a Redis Cluster, the shards (hash slots) key channels spread
+    /// over.
+    shards: Option<u16>,
 }
 
 impl Channels {
     pub(crate) fn new(prefix: &str) -> Self {
         Self {
             prefix: prefix.to_owned(),
+            shards: None,
+        }
+    }
+
+    /// Names whose key channels carry a hash tag picking one of `shards`
+    /// slots: `{prefix.3}.key.…`.
+    pub(crate) fn sharded(prefix: &str, shards: u16) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+            shards: Some(shards.max(1)),
         }
     }
 
@@ -80,7 +93,15 @@ impl Channels {
                 hash.write(key.as_bytes());
             }
         }
-        format!("{}.key.{:016x}", self.prefix, hash.0)
+        match self.shards {
+            None => format!("{}.key.{:016x}", self.prefix, hash.0),
+            Some(shards) => format!(
+                "{{{}.{}}}.key.{:016x}",
+                self.prefix,
+                hash.0 % u64::from(shards),
+                hash.0
+            ),
+        }
     }
 }
 
@@ -349,5 +370,23 @@ mod tests {
         assert!(a.starts_with("mcp.key.") && a.len() == "mcp.key.".len() + 16);
         assert_eq!(route(&Event::tools_list_changed()), None);
         assert_eq!(channels.catalog(), "mcp.catalog");
+
+        // Sharded: the same hash after a tag naming one of four shards.
+        let sharded = Channels::sharded("mcp", 4);
+        let tag_of = |uri: String| {
+            let name = sharded.key(&InterestKey::Resource(uri.clone()));
+            let plain = channels.key(&InterestKey::Resource(uri));
+            let (tag, rest) = name.split_once('}').unwrap();
+            assert_eq!(rest, &plain["mcp".len()..]);
+            tag.to_owned()
+        };
+        let tags: std::collections::BTreeSet<String> =
+            (0..100).map(|i| tag_of(format!("file:///{i}"))).collect();
+        assert_eq!(
+            tags,
+            ["{mcp.0", "{mcp.1", "{mcp.2", "{mcp.3"]
+                .map(String::from)
+                .into()
+        );
     }
 }

@@ -7,6 +7,8 @@ use super::incoming::{Incoming, Result};
 pub(crate) enum Link {
     #[cfg(feature = "redis")]
     Redis(super::redis::RedisLink),
+    #[cfg(feature = "redis")]
+    RedisCluster(super::redis_cluster::RedisClusterLink),
     #[cfg(feature = "nats")]
     Nats(super::nats::NatsLink),
 }
@@ -18,6 +20,12 @@ impl Link {
             BrokerKind::Redis(client) => super::redis::RedisLink::connect(client)
                 .await
                 .map(Self::Redis),
+            #[cfg(feature = "redis")]
+            BrokerKind::RedisCluster(nodes) => {
+                super::redis_cluster::RedisClusterLink::connect(nodes)
+                    .await
+                    .map(Self::RedisCluster)
+            }
             #[cfg(feature = "nats")]
             BrokerKind::Nats(url) => super::nats::NatsLink::connect(url).await.map(Self::Nats),
         }
@@ -27,6 +35,8 @@ impl Link {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.publish(channel, payload).await,
+            #[cfg(feature = "redis")]
+            Self::RedisCluster(link) => link.publish(channel, payload).await,
             #[cfg(feature = "nats")]
             Self::Nats(link) => link.publish(channel, payload).await,
         }
@@ -36,6 +46,8 @@ impl Link {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.subscribe(channels).await,
+            #[cfg(feature = "redis")]
+            Self::RedisCluster(link) => link.subscribe(channels).await,
             #[cfg(feature = "nats")]
             Self::Nats(link) => link.subscribe(channels).await,
         }
@@ -45,6 +57,8 @@ impl Link {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.unsubscribe(channels).await,
+            #[cfg(feature = "redis")]
+            Self::RedisCluster(link) => link.unsubscribe(channels).await,
             #[cfg(feature = "nats")]
             Self::Nats(link) => link.unsubscribe(channels),
         }
@@ -59,6 +73,8 @@ impl Link {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.next().await,
+            #[cfg(feature = "redis")]
+            Self::RedisCluster(link) => link.next().await,
             #[cfg(feature = "nats")]
             Self::Nats(link) => link.next().await,
         }

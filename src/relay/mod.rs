@@ -1,7 +1,7 @@
 //! Several replicas, one catalog: a relay that joins each replica's
 //! [`Hub`](crate::Hub) to the others' through a broker the operators
-//! already run, Redis Pub/Sub (feature `redis`) or core NATS (feature
-//! `nats`).
+//! already run: Redis Pub/Sub, or sharded pub/sub on a Redis Cluster
+//! (feature `redis`), or core NATS (feature `nats`).
 //!
 //! A listen stream lands on replica A; the catalog changes on replica B.
 //! Without a relay, A's listener never hears of it. With one on each
@@ -57,7 +57,10 @@
 //! subscription its messages apart; the relay reads them all as one,
 //! in batches that hold everything delivered before, and puts each batch
 //! back in every origin's order (the envelope numbers an origin's
-//! messages).
+//! messages). On a Redis Cluster each node's messages come on a connection
+//! of their own, so order holds within a shard (the key channels of one
+//! [`RelayOptions::shards`] share a hash slot) and on the catalog channel,
+//! not between them; with one shard it holds between keys too.
 //!
 //! # At most once, and resyncs
 //!
@@ -89,8 +92,17 @@
 //! notification channel) or one that takes a whole extension field
 //! (`"taskIds": true`) names no key, so it receives from other replicas
 //! what goes on the catalog channel and the keys some other local listener
-//! watches, not every key. Redis Cluster's sharded pub/sub is not used:
-//! point the relay at one Redis server (or a primary).
+//! watches, not every key.
+//!
+//! # Redis Cluster
+//!
+//! [`Broker::redis_cluster`] (or a `redis+cluster://HOST:PORT,...` URL)
+//! uses sharded pub/sub: `SPUBLISH` and `SSUBSCRIBE`, over RESP3. A key's
+//! channel carries a hash tag naming one of [`RelayOptions::shards`]
+//! shards, so that the key channels spread over that many hash slots, and
+//! each batch of subscriptions is at most one command per shard; the
+//! catalog channel has a slot of its own. A lost node connection is
+//! handled as a lost broker: connect again, subscribe, resync.
 
 mod broker;
 mod driver;
@@ -105,6 +117,8 @@ mod options;
 mod outbound;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_cluster;
 mod shared;
 mod stats;
 

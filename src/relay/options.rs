@@ -30,6 +30,11 @@ pub struct RelayOptions {
     /// The longest a broker operation may take before the connection is
     /// taken as lost (default 2 s).
     pub timeout: Duration,
+    /// On a Redis Cluster, the hash slots the key channels spread over
+    /// (default 16, at least 1): a key's channel is on the slot of its
+    /// shard, so that a replica's subscriptions go to the cluster in at
+    /// most this many commands per batch, whatever the number of keys.
+    pub shards: u16,
 }
 
 impl Default for RelayOptions {
@@ -43,6 +48,7 @@ impl Default for RelayOptions {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             timeout: Duration::from_secs(2),
+            shards: 16,
         }
     }
 }
@@ -89,6 +95,12 @@ impl RelayOptions {
     /// Sets [`timeout`](Self::timeout).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`shards`](Self::shards) (at least 1).
+    pub fn with_shards(mut self, shards: u16) -> Self {
+        self.shards = shards.max(1);
         self
     }
 }

@@ -1,5 +1,6 @@
 //! Real brokers for the relay's tests: `redis-server` and `nats-server`,
-//! each started on a free loopback port and stopped when dropped.
+//! each started on a free loopback port and stopped when dropped, and a
+//! Redis Cluster of three such servers.
 //!
 //! A broker missing from `PATH` is installed from the Debian packages when
 //! the tests run as root with `apt-get`; otherwise the test fails naming
@@ -8,6 +9,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
 use std::time::{Duration, Instant};
@@ -80,15 +82,22 @@ fn free_port() -> u16 {
 pub struct Broker {
     pub kind: Kind,
     pub port: u16,
+    /// More arguments for the server (a cluster node's).
+    args: Vec<String>,
     child: Option<Child>,
 }
 
 impl Broker {
     pub fn start(kind: Kind) -> Self {
         ensure(kind);
+        Self::start_with(kind, free_port(), Vec::new())
+    }
+
+    fn start_with(kind: Kind, port: u16, args: Vec<String>) -> Self {
         let mut broker = Self {
             kind,
-            port: free_port(),
+            port,
+            args,
             child: None,
         };
         broker.restart();
@@ -128,6 +137,7 @@ impl Broker {
             ]),
             Kind::Nats => command.args(["-a", "127.0.0.1", "-p", &port]),
         };
+        command.args(&self.args);
         let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -202,6 +212,110 @@ impl Broker {
                 (channel, numsub[1].parse().unwrap())
             })
             .collect()
+    }
+}
+
+/// A Redis Cluster: three primaries on free loopback ports, their cluster
+/// state in a scratch folder, all stopped when dropped.
+pub struct RedisCluster {
+    pub nodes: Vec<Broker>,
+    dir: PathBuf,
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        ensure(Kind::Redis);
+        let dir = std::env::temp_dir().join(format!(
+            "mcp-subscriptions-cluster-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let nodes: Vec<Broker> = (0..3)
+            .map(|_| {
+                let port = free_port();
+                let args = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    &dir.join(format!("nodes-{port}.conf")).to_string_lossy(),
+                    // The bus port would be port + 10,000 otherwise, which
+                    // may be taken or out of range.
+                    "--cluster-port",
+                    &free_port().to_string(),
+                    "--cluster-node-timeout",
+                    "2000",
+                ]
+                .map(String::from)
+                .to_vec();
+                Broker::start_with(Kind::Redis, port, args)
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli (it comes with redis-server's package, redis-tools)");
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        let cluster = Self { nodes, dir };
+        cluster.wait_ok();
+        cluster
+    }
+
+    /// Waits until every node says the cluster is up.
+    pub fn wait_ok(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.nodes.iter().all(|node| {
+            node.redis_cli(&["CLUSTER", "INFO"])
+                .iter()
+                .any(|line| line.trim() == "cluster_state:ok")
+        }) {
+            assert!(Instant::now() < deadline, "the cluster did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The URL the relay takes.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        format!("redis+cluster://{}", nodes.join(","))
+    }
+
+    /// The cluster's sharded channels matching `pattern`, with their
+    /// subscriber counts, asked of every node (`PUBSUB SHARDCHANNELS`,
+    /// `PUBSUB SHARDNUMSUB`: each node answers for its own slots).
+    pub fn shard_subscribers(&self, pattern: &str) -> Vec<(String, u64)> {
+        let mut found = Vec::new();
+        for node in &self.nodes {
+            for channel in node.redis_cli(&["PUBSUB", "SHARDCHANNELS", pattern]) {
+                let numsub = node.redis_cli(&["PUBSUB", "SHARDNUMSUB", &channel]);
+                found.push((channel, numsub[1].parse().unwrap()));
+            }
+        }
+        found.sort();
+        found
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

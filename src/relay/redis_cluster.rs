@@ -1,0 +1,136 @@
+//! Sharded pub/sub on a Redis Cluster (feature `redis`): `SPUBLISH` and
+//! `SSUBSCRIBE` over one cluster connection speaking RESP3, whose pushes
+//! arrive on a channel of the relay's.
+//!
+//! A sharded channel lives on the node serving its hash slot, and one
+//! `SSUBSCRIBE` may name channels of one slot only: channels are grouped
+//! by their slot's hash tag (the key channels of one shard share one, see
+//! `Channels`), one command a group. A connection the client reports lost
+//! ends the link; the relay connects again, subscribes afresh and resyncs.
+
+use std::collections::BTreeMap;
+
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{ProtocolVersion, PushInfo, PushKind, Value};
+use tokio::sync::mpsc;
+
+use super::incoming::{Incoming, Message, Result};
+
+pub(crate) struct RedisClusterLink {
+    connection: ClusterConnection,
+    /// Unbounded as the client's own queues are: the relay's task reads it
+    /// as fast as it reads any connection.
+    pushes: mpsc::UnboundedReceiver<PushInfo>,
+}
+
+fn message(e: redis::RedisError) -> String {
+    e.to_string()
+}
+
+impl RedisClusterLink {
+    pub(crate) async fn connect(nodes: &[String]) -> Result<Self> {
+        let (sender, pushes) = mpsc::unbounded_channel();
+        let client = ClusterClientBuilder::new(nodes.to_vec())
+            .use_protocol(ProtocolVersion::RESP3)
+            .push_sender(sender)
+            .build()
+            .map_err(message)?;
+        let connection = client.get_async_connection().await.map_err(message)?;
+        Ok(Self { connection, pushes })
+    }
+
+    pub(crate) async fn publish(&mut self, channel: &str, payload: Vec<u8>) -> Result<()> {
+        redis::cmd("SPUBLISH")
+            .arg(channel)
+            .arg(payload)
+            .query_async::<i64>(&mut self.connection)
+            .await
+            .map(drop)
+            .map_err(message)
+    }
+
+    pub(crate) async fn subscribe(&mut self, channels: Vec<String>) -> Result<()> {
+        for group in by_slot(channels) {
+            self.connection.ssubscribe(group).await.map_err(message)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn unsubscribe(&mut self, channels: Vec<String>) -> Result<()> {
+        for group in by_slot(channels) {
+            self.connection.sunsubscribe(group).await.map_err(message)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            let push = self.pushes.recv().await?;
+            match push.kind {
+                PushKind::SMessage => {
+                    let mut data = push.data.into_iter();
+                    if let (Some(Value::BulkString(channel)), Some(Value::BulkString(payload))) =
+                        (data.next(), data.next())
+                    {
+                        let channel = String::from_utf8_lossy(&channel).into_owned();
+                        return Some(Incoming::Messages(vec![Message { channel, payload }]));
+                    }
+                }
+                PushKind::Disconnection => return None,
+                // Subscription confirmations, and whatever else the client
+                // passes on.
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `channels` grouped by the hash tag that picks their slot (Redis's rule:
+/// the text between the first `{` and the next `}`, when not empty;
+/// otherwise the whole name).
+fn by_slot(channels: Vec<String>) -> impl Iterator<Item = Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for channel in channels {
+        groups
+            .entry(hash_tag(&channel).to_owned())
+            .or_default()
+            .push(channel);
+    }
+    groups.into_values()
+}
+
+fn hash_tag(channel: &str) -> &str {
+    channel
+        .split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(channel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_grouped_by_the_slot_their_tag_picks() {
+        assert_eq!(hash_tag("{mcp.3}.key.ab"), "mcp.3");
+        assert_eq!(hash_tag("mcp.catalog"), "mcp.catalog");
+        assert_eq!(hash_tag("a{}b{c}"), "a{}b{c}", "an empty tag is no tag");
+        let groups: Vec<Vec<String>> = by_slot(
+            ["{p.1}.key.a", "p.catalog", "{p.1}.key.b", "{p.2}.key.c"]
+                .map(String::from)
+                .to_vec(),
+        )
+        .collect();
+        assert_eq!(
+            groups,
+            [
+                vec!["{p.1}.key.a".to_owned(), "{p.1}.key.b".to_owned()],
+                vec!["{p.2}.key.c".to_owned()],
+                vec!["p.catalog".to_owned()],
+            ]
+        );
+    }
+}
