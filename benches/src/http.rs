@@ -3,6 +3,8 @@
 //! rmcp's pattern (each stream's sink kept in a shared list, and every
 //! publish awaiting each sink in turn).
 
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +17,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
 
 use crate::Scenario;
@@ -61,10 +63,10 @@ fn rmcp_config() -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default().with_legacy_session_mode(false)
 }
 
-/// Serves `app` on a loopback port; its address.
-async fn serve(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
+/// Serves `app` on `addr` (port 0: any free one); the address it got.
+pub async fn serve(app: axum::Router, addr: &str) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }
@@ -73,7 +75,27 @@ async fn serve(app: axum::Router) -> String {
 /// acknowledgement. A `small_window` socket advertises a tiny receive
 /// buffer, so a client that stops reading stalls its sender quickly
 /// instead of after megabytes of kernel buffering.
-async fn open(addr: &str, id: usize, small_window: bool) -> BufReader<TcpStream> {
+async fn open(addr: SocketAddr, id: usize, small_window: bool) -> BufReader<TcpStream> {
+    let socket = TcpSocket::new_v4().unwrap();
+    if small_window {
+        socket.set_recv_buffer_size(4_096).unwrap();
+    }
+    listen_on(socket, addr, id).await.unwrap()
+}
+
+/// Connects `socket` (bound or not) to the endpoint at `addr` and opens a
+/// listen stream for tools-list changes with request id `id`; the reader,
+/// past the acknowledgement.
+///
+/// # Errors
+///
+/// The connection's, or `UnexpectedEof` when the response ends before the
+/// acknowledgement (a refusal is a JSON answer, not a stream).
+pub async fn listen_on(
+    socket: TcpSocket,
+    addr: SocketAddr,
+    id: usize,
+) -> io::Result<BufReader<TcpStream>> {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -82,43 +104,43 @@ async fn open(addr: &str, id: usize, small_window: bool) -> BufReader<TcpStream>
         "notifications": {"toolsListChanged": true},
     }})
     .to_string();
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    if small_window {
-        socket.set_recv_buffer_size(4_096).unwrap();
-    }
-    let mut socket = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let mut socket = socket.connect(addr).await?;
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
          Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
-    socket.write_all(request.as_bytes()).await.unwrap();
+    socket.write_all(request.as_bytes()).await?;
     let mut reader = BufReader::new(socket);
     let mut line = String::new();
     while !line.contains("subscriptions/acknowledged") {
         line.clear();
-        assert!(
-            reader.read_line(&mut line).await.unwrap() > 0,
-            "the stream opens"
-        );
+        if reader.read_line(&mut line).await? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the response ended before the acknowledgement",
+            ));
+        }
     }
-    reader
+    Ok(reader)
 }
 
-/// Reads until `events` tools-list changes have arrived.
-async fn read(mut reader: BufReader<TcpStream>, events: usize) {
+/// Reads until `events` tools-list changes have arrived; whether they all
+/// did before the stream ended.
+pub async fn read(reader: &mut BufReader<TcpStream>, events: usize) -> bool {
     let mut line = String::new();
     let mut seen = 0;
     while seen < events {
         line.clear();
-        if reader.read_line(&mut line).await.unwrap() == 0 {
-            return;
+        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return false;
         }
         if line.contains("notifications/tools/list_changed") {
             seen += 1;
         }
     }
+    true
 }
 
 /// Who serves the listen streams.
@@ -129,6 +151,63 @@ pub enum Server {
     /// The anchor: rmcp itself, each stream's sink kept in a list and every
     /// publish awaiting each sink in turn.
     RmcpPattern,
+}
+
+impl Server {
+    /// The MCP endpoint at `/mcp`, serving listen streams from `hub` (the
+    /// crate's endpoint) or from rmcp's sinks (the anchor); and what
+    /// publishes a tools-list change to them.
+    pub fn app(self, hub: &Hub) -> (axum::Router, Publisher) {
+        match self {
+            Server::Endpoint => {
+                let mcp = StreamableHttpService::new(
+                    || Ok(Plain),
+                    Arc::new(LocalSessionManager::default()),
+                    rmcp_config(),
+                );
+                let http = HttpTransport::new(ListenService::new(hub.clone()), mcp);
+                let app = axum::Router::new().route("/mcp", http.into_method_router());
+                (app, Publisher::Hub(hub.clone()))
+            }
+            Server::RmcpPattern => {
+                let handler = RmcpPattern::default();
+                let sinks = handler.sinks.clone();
+                let mcp = StreamableHttpService::new(
+                    move || Ok(handler.clone()),
+                    Arc::new(LocalSessionManager::default()),
+                    rmcp_config(),
+                );
+                let app = axum::Router::new().nest_service("/mcp", mcp);
+                (app, Publisher::Sinks(sinks))
+            }
+        }
+    }
+}
+
+/// What publishes a tools-list change to every stream of a [`Server`].
+#[derive(Clone)]
+pub enum Publisher {
+    /// The crate's: one publish to the hub.
+    Hub(Hub),
+    /// rmcp's pattern: each sink awaited in turn.
+    Sinks(Arc<tokio::sync::Mutex<Vec<SubscriptionSink>>>),
+}
+
+impl Publisher {
+    /// Publishes one tools-list change; returns once it is handed to every
+    /// stream (the hub's queues, or each rmcp sink).
+    pub async fn tools_list_changed(&self) {
+        match self {
+            Publisher::Hub(hub) => {
+                hub.notify_tools_list_changed();
+            }
+            Publisher::Sinks(sinks) => {
+                for sink in sinks.lock().await.iter() {
+                    let _ = sink.notify_tool_list_changed().await;
+                }
+            }
+        }
+    }
 }
 
 /// The outcome of one run.
@@ -205,60 +284,28 @@ impl EndToEnd {
             .max_listeners(streams + 1)
             .capacity(events.max(1))
             .build();
-        let pattern = RmcpPattern::default();
-        let addr = server.block_on(async {
-            let app = match serving {
-                Server::Endpoint => {
-                    let mcp = StreamableHttpService::new(
-                        || Ok(Plain),
-                        Arc::new(LocalSessionManager::default()),
-                        rmcp_config(),
-                    );
-                    let http = HttpTransport::new(ListenService::new(hub.clone()), mcp);
-                    axum::Router::new().route("/mcp", http.into_method_router())
-                }
-                Server::RmcpPattern => {
-                    let handler = pattern.clone();
-                    let mcp = StreamableHttpService::new(
-                        move || Ok(handler.clone()),
-                        Arc::new(LocalSessionManager::default()),
-                        rmcp_config(),
-                    );
-                    axum::Router::new().nest_service("/mcp", mcp)
-                }
-            };
-            serve(app).await
+        let (addr, publisher) = server.block_on(async {
+            let (app, publisher) = serving.app(&hub);
+            (serve(app, "127.0.0.1:0").await, publisher)
         });
         let readers = clients.block_on(async {
             let mut readers = Vec::with_capacity(streams);
             for id in 0..streams {
-                readers.push(open(&addr, id, false).await);
+                readers.push(open(addr, id, false).await);
             }
             readers
         });
         // Held open and never read: its socket fills, then its queue.
-        let _stalled = stalled.then(|| clients.block_on(open(&addr, streams, true)));
+        let _stalled = stalled.then(|| clients.block_on(open(addr, streams, true)));
         let readers: Vec<_> = readers
             .into_iter()
-            .map(|reader| clients.spawn(read(reader, events)))
+            .map(|mut reader| clients.spawn(async move { read(&mut reader, events).await }))
             .collect();
 
         let start = Instant::now();
-        let publishing = server.spawn({
-            let (hub, sinks) = (hub.clone(), pattern.sinks.clone());
-            async move {
-                for _ in 0..events {
-                    match serving {
-                        Server::Endpoint => {
-                            hub.notify_tools_list_changed();
-                        }
-                        Server::RmcpPattern => {
-                            for sink in sinks.lock().await.iter() {
-                                let _ = sink.notify_tool_list_changed().await;
-                            }
-                        }
-                    }
-                }
+        let publishing = server.spawn(async move {
+            for _ in 0..events {
+                publisher.tools_list_changed().await;
             }
         });
         let completed = clients.block_on(async {

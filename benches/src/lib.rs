@@ -16,6 +16,7 @@
 
 mod client;
 mod fanout;
+mod held;
 mod http;
 mod latency;
 mod memory;
@@ -28,7 +29,8 @@ use std::time::Duration;
 
 pub use client::{ClientBench, ClientRun, ListenClient};
 pub use fanout::{Fanout, Via, reader_polls_per_event};
-pub use http::{EndToEnd, Outcome, Server};
+pub use held::{Held, HeldStreams, become_held_child};
+pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
 pub use latency::Latency;
 pub use memory::{held, held_by_idle_listeners, held_by_stalled_listener};
 #[cfg(feature = "relay")]

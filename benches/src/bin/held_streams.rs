@@ -1,0 +1,123 @@
+//! Holds N idle listen streams open against one server process, the
+//! crate's endpoint and rmcp's pattern in turn, and says what each stream
+//! costs the server and how long one tools-list change takes to reach the
+//! last of them.
+//!
+//! ```sh
+//! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --streams 19000
+//! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --help
+//! ```
+//!
+//! The server is this program again, in a process of its own, so that its
+//! resident memory (`VmRSS`, read before and after the streams open) is
+//! its own; the clients are shards of at most 5,000 streams, each a process
+//! connecting from its own loopback address. The server needs one open
+//! file per stream: `ulimit -n` must allow the streams and a few more.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use harness::{Held, HeldStreams, Server};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Holds idle listen streams against one server process: acknowledged
+/// streams, server memory per stream, and fan-out time to the last one.
+#[derive(Parser)]
+#[command(name = "held_streams", version)]
+struct Options {
+    /// Listen streams to hold
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    streams: usize,
+    /// Where the server listens (port 0: a free one); clients connect from
+    /// 127.0.0.2 on
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    addr: String,
+    /// Which servers to run, one after the other
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "endpoint,rmcp"
+    )]
+    servers: Vec<Serving>,
+}
+
+/// A server to hold the streams against.
+#[derive(Clone, Copy, ValueEnum)]
+enum Serving {
+    /// The crate's endpoint in front of rmcp's service
+    Endpoint,
+    /// The anchor: rmcp's own listen, each sink kept in a list
+    Rmcp,
+}
+
+impl Serving {
+    fn server(self) -> Server {
+        match self {
+            Serving::Endpoint => Server::Endpoint,
+            Serving::Rmcp => Server::RmcpPattern,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Serving::Endpoint => "mcp-subscriptions endpoint",
+            Serving::Rmcp => "rmcp pattern",
+        }
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    harness::become_held_child();
+    let options = Options::parse();
+    let style = ProgressStyle::with_template(
+        "{prefix:>26} [{elapsed_precise}] {wide_bar} {pos}/{len} acknowledged or failed",
+    )?;
+    let mut runs = Vec::new();
+    for serving in options.servers {
+        let progress = ProgressBar::new(options.streams as u64)
+            .with_style(style.clone())
+            .with_prefix(serving.name());
+        let held = HeldStreams::new(serving.server(), options.streams)
+            .with_addr(&options.addr)
+            .run(&progress)?;
+        runs.push((serving, held));
+    }
+    print!("{}", summary(&runs));
+    Ok(())
+}
+
+/// The runs as a markdown table.
+fn summary(runs: &[(Serving, Held)]) -> String {
+    let mut table = String::from(
+        "| server | streams | acknowledged | failed | lost | RSS before | RSS after | per stream | fan-out to last |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (serving, held) in runs {
+        table += &format!(
+            "| {} | {} | {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.0} B ({:.1} KiB) | {} |\n",
+            serving.name(),
+            held.streams,
+            held.acknowledged,
+            held.failed,
+            held.lost,
+            mib(held.resident_before),
+            mib(held.resident_after),
+            held.resident_per_stream(),
+            held.resident_per_stream() / 1024.0,
+            held.fanout.map_or("over a minute".to_owned(), millis),
+        );
+        if let Some(failure) = &held.first_failure {
+            table += &format!("\nfirst failure ({}): {failure}\n", serving.name());
+        }
+    }
+    table
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn millis(elapsed: Duration) -> String {
+    format!("{:.1} ms", elapsed.as_secs_f64() * 1e3)
+}

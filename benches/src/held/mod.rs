@@ -1,0 +1,356 @@
+//! Held streams: many idle listen streams held open against one server
+//! process, to see what each costs the server and how fast one change
+//! reaches them all.
+//!
+//! The server runs in a process of its own, so that the resident memory
+//! read from its `/proc/<pid>/status` before and after the streams open is
+//! the server's alone. The clients are spread over shard processes of at
+//! most [`SHARD_STREAMS`] streams each, every shard connecting from a
+//! loopback address of its own (`127.0.0.2`, `127.0.0.3`, ...): no process
+//! then needs more open files than the per-process limit, and no source
+//! address runs out of ports.
+//!
+//! Both kinds of child are this same executable, spawned again with
+//! [`CHILD`] in its environment: every binary that runs [`HeldStreams`]
+//! calls [`become_held_child`] first thing in `main`. Parent and children
+//! speak in lines over stdin and stdout, and a child exits when its stdin
+//! closes, so none outlives the run.
+//!
+//! The fan-out time runs from the parent asking the server to publish one
+//! tools-list change until the last shard reports that every one of its
+//! streams has it: it includes two pipe hops, tens of microseconds.
+
+mod proc;
+mod server;
+mod shard;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+use crate::Server;
+
+/// The environment variable that makes this executable a child of a run:
+/// `server endpoint|rmcp ADDR STREAMS` or `shard ADDR FROM FIRST_ID COUNT`.
+const CHILD: &str = "HARNESS_HELD_STREAMS_CHILD";
+
+/// The most streams one client shard opens.
+const SHARD_STREAMS: usize = 5_000;
+
+/// Open files the server needs beyond one per stream: its listener, its
+/// pipes, the runtime's own.
+const SERVER_FILES: usize = 64;
+
+/// How long the streams may take to open, all together.
+const OPEN_LIMIT: Duration = Duration::from_secs(600);
+
+/// How long the server is left alone after the last stream opened, before
+/// its memory is read: work still queued for the last streams settles.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// How long a published change may take to reach every stream.
+const FANOUT_LIMIT: Duration = Duration::from_secs(60);
+
+/// If this process was spawned by a [`HeldStreams`] run as its server or a
+/// client shard, plays that part and exits; otherwise returns at once.
+pub fn become_held_child() {
+    let Ok(role) = std::env::var(CHILD) else {
+        return;
+    };
+    let words: Vec<&str> = role.split_whitespace().collect();
+    let number = |word: &str| word.parse::<usize>().expect("a count");
+    match words[..] {
+        ["server", kind, addr, streams] => {
+            let server = match kind {
+                "endpoint" => Server::Endpoint,
+                "rmcp" => Server::RmcpPattern,
+                _ => panic!("unknown server {kind}"),
+            };
+            server::main(server, addr, number(streams));
+        }
+        ["shard", addr, from, first_id, count] => shard::main(
+            addr.parse().expect("a server address"),
+            from.parse().expect("a source address"),
+            number(first_id),
+            number(count),
+        ),
+        _ => panic!("{CHILD}={role}: not a part of a held-streams run"),
+    }
+    std::process::exit(0);
+}
+
+/// One line to the parent, flushed at once: it is waiting on it.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// `streams` listen streams for tools-list changes, opened against a
+/// `server` in a process of its own and held idle.
+pub struct HeldStreams {
+    server: Server,
+    streams: usize,
+    addr: String,
+}
+
+/// What one run saw.
+#[derive(Debug)]
+pub struct Held {
+    /// Streams asked for.
+    pub streams: usize,
+    /// Streams the server acknowledged.
+    pub acknowledged: usize,
+    /// Streams refused or failed before their acknowledgement.
+    pub failed: usize,
+    /// Why the first of those failed.
+    pub first_failure: Option<String>,
+    /// Acknowledged streams that ended before the published change reached
+    /// them.
+    pub lost: usize,
+    /// The server's resident memory before any stream opened, in bytes.
+    pub resident_before: u64,
+    /// The server's resident memory with every stream held, in bytes.
+    pub resident_after: u64,
+    /// From asking the server to publish one tools-list change until every
+    /// held stream had it; `None` if that took longer than a minute.
+    pub fanout: Option<Duration>,
+}
+
+impl Held {
+    /// The server's resident memory per acknowledged stream, in bytes.
+    pub fn resident_per_stream(&self) -> f64 {
+        self.resident_after.saturating_sub(self.resident_before) as f64
+            / self.acknowledged.max(1) as f64
+    }
+
+    /// Whether every stream was acknowledged and reached by the change.
+    pub fn all_reached(&self) -> bool {
+        self.acknowledged == self.streams && self.lost == 0 && self.fanout.is_some()
+    }
+
+    /// Counts one line from a child.
+    fn note(&mut self, from: usize, line: &str, progress: &ProgressBar) -> std::io::Result<Note> {
+        match line.split_once(' ').map_or(line, |(word, _)| word) {
+            "acked" => {
+                self.acknowledged += 1;
+                progress.inc(1);
+            }
+            "failed" => {
+                self.failed += 1;
+                progress.inc(1);
+                self.first_failure
+                    .get_or_insert_with(|| line["failed ".len()..].to_owned());
+            }
+            "lost" => self.lost += 1,
+            "opened" => return Ok(Note::Opened),
+            "received" => return Ok(Note::Received),
+            "published" => {}
+            _ => {
+                return Err(std::io::Error::other(format!(
+                    "{} exited or said {line:?}",
+                    child_name(from)
+                )));
+            }
+        }
+        Ok(Note::Other)
+    }
+}
+
+impl HeldStreams {
+    /// `streams` streams against `server`, listening on a free loopback
+    /// port.
+    pub fn new(server: Server, streams: usize) -> Self {
+        Self {
+            server,
+            streams,
+            addr: "127.0.0.1:0".to_owned(),
+        }
+    }
+
+    /// The address the server listens on (default `127.0.0.1:0`, a free
+    /// port). Clients connect from `127.0.0.2` on, so it should be a
+    /// loopback address.
+    pub fn with_addr(mut self, addr: impl Into<String>) -> Self {
+        self.addr = addr.into();
+        self
+    }
+
+    /// Runs the server and the shards, opens the streams (counted on
+    /// `progress`), reads the server's memory, publishes one change and
+    /// waits for it to reach every stream.
+    ///
+    /// # Errors
+    ///
+    /// When the open-file limit is too low for the server, a child cannot
+    /// be spawned, or one exits before its part is done.
+    pub fn run(&self, progress: &ProgressBar) -> std::io::Result<Held> {
+        let limit = proc::open_file_limit()?;
+        if (limit as usize) < self.streams + SERVER_FILES {
+            return Err(std::io::Error::other(format!(
+                "the server needs {} open files and `ulimit -n` allows {limit}",
+                self.streams + SERVER_FILES
+            )));
+        }
+        let (lines, from_children) = channel();
+        let kind = match self.server {
+            Server::Endpoint => "endpoint",
+            Server::RmcpPattern => "rmcp",
+        };
+        let role = format!("server {kind} {} {}", self.addr, self.streams);
+        let mut server = Process::spawn(&role, SERVER, &lines)?;
+        let addr: SocketAddr = match expect(&from_children, SERVER, OPEN_LIMIT)? {
+            line if line.starts_with("listening ") => line["listening ".len()..]
+                .parse()
+                .map_err(std::io::Error::other)?,
+            line => return Err(std::io::Error::other(format!("server said {line:?}"))),
+        };
+        let resident_before = proc::resident_bytes(server.id())?;
+
+        let shards: Vec<Process> = (0..self.streams.div_ceil(SHARD_STREAMS))
+            .map(|shard| {
+                let first_id = shard * SHARD_STREAMS;
+                let count = SHARD_STREAMS.min(self.streams - first_id);
+                let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + shard as u8));
+                let role = format!("shard {addr} {from} {first_id} {count}");
+                Process::spawn(&role, shard, &lines)
+            })
+            .collect::<Result<_, _>>()?;
+        drop(lines);
+
+        let mut held = Held {
+            streams: self.streams,
+            acknowledged: 0,
+            failed: 0,
+            first_failure: None,
+            lost: 0,
+            resident_before,
+            resident_after: 0,
+            fanout: None,
+        };
+        progress.set_length(self.streams as u64);
+        let (mut opened, mut received) = (0, Vec::new());
+        let deadline = Instant::now() + OPEN_LIMIT;
+        while opened < shards.len() {
+            let (shard, line) = next(&from_children, deadline)?;
+            match held.note(shard, &line, progress)? {
+                Note::Opened => opened += 1,
+                Note::Received => received.push(shard),
+                Note::Other => {}
+            }
+        }
+        progress.finish();
+
+        std::thread::sleep(SETTLE);
+        held.resident_after = proc::resident_bytes(server.id())?;
+
+        let start = Instant::now();
+        server.tell(server::PUBLISH)?;
+        let deadline = start + FANOUT_LIMIT;
+        while received.len() < shards.len() {
+            let Ok((shard, line)) = next(&from_children, deadline) else {
+                return Ok(held);
+            };
+            if let Note::Received = held.note(shard, &line, progress)? {
+                received.push(shard);
+            }
+        }
+        held.fanout = Some(start.elapsed());
+        Ok(held)
+    }
+}
+
+/// What a child's line meant to the run.
+enum Note {
+    Opened,
+    Received,
+    Other,
+}
+
+/// The server's index among the children; shards are numbered from 0.
+const SERVER: usize = usize::MAX;
+
+fn child_name(index: usize) -> String {
+    match index {
+        SERVER => "the server".to_owned(),
+        shard => format!("client shard {shard}"),
+    }
+}
+
+/// What a child's reader thread sends when its stdout closes.
+const EXITED: &str = "exited";
+
+/// The next line from any child, before `deadline`.
+fn next(lines: &Receiver<(usize, String)>, deadline: Instant) -> std::io::Result<(usize, String)> {
+    lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the children went quiet"))
+}
+
+/// The next line, which must come from child `index` within `limit`.
+fn expect(
+    lines: &Receiver<(usize, String)>,
+    index: usize,
+    limit: Duration,
+) -> std::io::Result<String> {
+    match next(lines, Instant::now() + limit)? {
+        (from, line) if from == index && line != EXITED => Ok(line),
+        (from, line) => Err(std::io::Error::other(format!(
+            "{} said {line:?}",
+            child_name(from)
+        ))),
+    }
+}
+
+/// A child of the run, killed when dropped.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+impl Process {
+    /// This executable again, as `role`; its stdout's lines go to `lines`
+    /// tagged with `index`, then [`EXITED`].
+    fn spawn(role: &str, index: usize, lines: &Sender<(usize, String)>) -> std::io::Result<Self> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .env(CHILD, role)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(std::io::Error::other("a child without its pipes"));
+        };
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines.send((index, line)).is_err() {
+                    return;
+                }
+            }
+            let _ = lines.send((index, EXITED.to_owned()));
+        });
+        Ok(Self { child, stdin })
+    }
+
+    fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// One line to the child.
+    fn tell(&mut self, line: &str) -> std::io::Result<()> {
+        writeln!(self.stdin, "{line}")?;
+        self.stdin.flush()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

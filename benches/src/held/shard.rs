@@ -1,0 +1,97 @@
+//! A client shard: a process opening its share of the listen streams from
+//! one loopback source address, and holding them.
+//!
+//! Its lines to the parent: `acked` for each acknowledged stream, `failed
+//! ERROR` for each that was not, `opened` once every attempt is done,
+//! `lost` for each held stream that ended before a tools-list change
+//! arrived, and `received` once every held stream has one (or ended). It
+//! exits when its stdin closes, so it never outlives its parent.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::net::TcpSocket;
+use tokio::sync::Semaphore;
+
+use super::say;
+use crate::{listen_on, read};
+
+/// Connections being opened at once: enough to keep the server busy,
+/// few enough to stay within its listen backlog.
+const OPENING_AT_ONCE: usize = 64;
+
+/// Opens `count` listen streams to `addr` from `from`, request ids from
+/// `first_id` on, and holds them until stdin closes.
+pub(crate) fn main(addr: SocketAddr, from: IpAddr, first_id: usize, count: usize) {
+    // Held until the parent is gone; then the process ends, streams and all.
+    std::thread::spawn(|| {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        std::process::exit(0);
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let opening = Arc::new(Semaphore::new(OPENING_AT_ONCE));
+        // Attempts not yet done, and streams not yet done: a stream is done
+        // when its change arrived, it ended, or it was never opened.
+        let (attempts, streams) = (
+            Arc::new(AtomicUsize::new(count)),
+            Arc::new(AtomicUsize::new(count)),
+        );
+        for id in first_id..first_id + count {
+            let (opening, attempts, streams) = (opening.clone(), attempts.clone(), streams.clone());
+            tokio::spawn(async move {
+                let permit = opening.acquire_owned().await;
+                let opened = open_from(from, addr, id).await;
+                drop(permit);
+                let held = match opened {
+                    Ok(reader) => {
+                        say("acked");
+                        Some(reader)
+                    }
+                    Err(err) => {
+                        say(&format!("failed {err}"));
+                        None
+                    }
+                };
+                if attempts.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    say("opened");
+                }
+                let Some(mut reader) = held else {
+                    return done(&streams);
+                };
+                if !read(&mut reader, 1).await {
+                    say("lost");
+                }
+                done(&streams);
+                // Held, as a client that stays subscribed, until the
+                // process ends.
+                let _held = reader;
+                std::future::pending::<()>().await
+            });
+        }
+        std::future::pending::<()>().await
+    });
+}
+
+/// A listen stream to `addr` from a socket bound to `from`.
+async fn open_from(
+    from: IpAddr,
+    addr: SocketAddr,
+    id: usize,
+) -> std::io::Result<tokio::io::BufReader<tokio::net::TcpStream>> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(from, 0))?;
+    listen_on(socket, addr, id).await
+}
+
+/// One more stream done; the last says so.
+fn done(streams: &AtomicUsize) {
+    if streams.fetch_sub(1, Ordering::AcqRel) == 1 {
+        say("received");
+    }
+}
