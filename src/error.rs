@@ -319,7 +319,9 @@ pub enum StreamError {
         dropped: u64,
     },
     /// A hand-written [`Source`](crate::Source) failed with its own error.
-    Source(ErrorData),
+    /// Boxed, so that every [`Next`](crate::Next) a reader moves stays
+    /// small (24 bytes, not 80).
+    Source(Box<ErrorData>),
 }
 
 impl fmt::Display for StreamError {
@@ -350,7 +352,7 @@ impl StreamError {
                 "Subscription overflow",
                 Some(json!({ "reason": "overflow", "dropped": dropped })),
             ),
-            Self::Source(data) => data.clone(),
+            Self::Source(data) => (**data).clone(),
         }
     }
 }

@@ -386,7 +386,7 @@ async fn rule_7_failures_end_with_an_error_response_a_client_can_tell_apart() {
             json!({"code": -32000, "message": "Subscription overflow", "data": {"reason": "overflow", "dropped": 7}}),
         ),
         (
-            item(Next::Failed(StreamError::Source(custom))),
+            item(Next::Failed(StreamError::Source(Box::new(custom)))),
             json!({"code": -32050, "message": "upstream gone", "data": {"retry": true}}),
         ),
         (

@@ -2,6 +2,7 @@
 //! the counters.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::task::Waker;
@@ -11,7 +12,7 @@ use super::entry::Entry;
 use super::id::ListenerId;
 use super::interest::InterestWatch;
 use super::listener::Listener;
-use super::queue::{Pushed, Queue};
+use super::queue::{Pushed, Queue, Waiter};
 use super::report::PublishReport;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats, Retirement};
@@ -22,6 +23,16 @@ use crate::filter::{Capabilities, Filter};
 use crate::overflow::Overflow;
 use crate::source::{Opened, Source};
 use crate::sync::{Arc, Ordering};
+
+thread_local! {
+    /// The readers a publish wakes, kept for this thread's next publish, so
+    /// that waking many costs no allocation each time.
+    static WAITERS: Cell<Vec<Waiter>> = const { Cell::new(Vec::new()) };
+}
+
+/// The most waiters a thread keeps room for between publishes; a larger
+/// buffer (after a publish that woke more) is freed.
+const KEPT_WAITERS: usize = 4_096;
 
 /// The subscription hub: publish changes, and every listener whose filter
 /// matches gets them in its own bounded queue.
@@ -174,38 +185,41 @@ impl Hub {
     pub fn publish(&self, event: Event) -> PublishReport {
         self.shared.published.fetch_add(1, Ordering::Relaxed);
         let routed = self.routed_kind(event.kind());
-        let mut report = PublishReport::default();
+        // Pushes tallied by outcome (one increment each, in the loop that
+        // runs once per listener), turned into the report after it.
+        let mut tally = [0; Pushed::COUNT];
         let mut overflowed = Vec::new();
-        let mut waiters = Vec::new();
+        let mut waiters = WAITERS.take();
         {
             // A read lock: publishers run side by side, and only opening,
             // closing and completing (all brief) exclude them.
             let registry = self.shared.registry.read();
-            registry.index.for_each_match(&routed, |entry| {
+            for entry in registry.index.matches(&routed).into_iter().flatten() {
                 let (pushed, waiter) = entry.queue.push(&event);
-                waiters.extend(waiter);
-                if pushed != Pushed::NotOpen {
-                    report.matched += 1;
+                tally[pushed as usize] += 1;
+                if let Some(waiter) = waiter {
+                    waiters.push(waiter);
                 }
-                match pushed {
-                    Pushed::Queued => report.queued += 1,
-                    Pushed::DroppedOldest => {
-                        report.queued += 1;
-                        report.evicted += 1;
-                    }
-                    Pushed::Coalesced => report.coalesced += 1,
-                    Pushed::Disconnected => {
-                        report.disconnected += 1;
-                        overflowed.push(entry.id);
-                    }
-                    Pushed::NotOpen => {}
+                if pushed == Pushed::Disconnected {
+                    overflowed.push(entry.id);
                 }
-            });
+            }
         }
+        let count = |pushed: Pushed| tally[pushed as usize];
+        let report = PublishReport {
+            matched: tally.iter().sum::<usize>() - count(Pushed::NotOpen),
+            queued: count(Pushed::Queued) + count(Pushed::DroppedOldest),
+            evicted: count(Pushed::DroppedOldest),
+            coalesced: count(Pushed::Coalesced),
+            disconnected: count(Pushed::Disconnected),
+        };
         // Readers are woken with no lock held: waking runs executor code,
         // which may drop a task owning a listener, and that takes the lock.
-        for waiter in waiters {
+        for waiter in waiters.drain(..) {
             waiter.wake();
+        }
+        if waiters.capacity() <= KEPT_WAITERS {
+            WAITERS.set(waiters);
         }
         // Retiring needs the write lock, so it waits until the read lock is
         // released; the failed queues take no events in between.

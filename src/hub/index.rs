@@ -48,6 +48,11 @@ impl Bucket {
     }
 }
 
+/// A bucket's listeners; none where there is no bucket.
+fn entries(bucket: Option<&Bucket>) -> &[Arc<Entry>] {
+    bucket.map_or(&[], |b| &b.entries)
+}
+
 /// Removes `id` from the bucket under `key`, dropping the bucket once empty
 /// so that churn over many distinct URIs leaves nothing behind.
 fn remove_keyed(buckets: &mut HashMap<String, Bucket>, key: &str, id: ListenerId) {
@@ -137,44 +142,41 @@ impl Index {
         }
     }
 
-    /// Calls `visit` once for every listener `kind` reaches.
+    /// Every listener `kind` reaches, as up to three runs of them (empty
+    /// runs where a bucket is missing): slices, so that publishing loops
+    /// over them with its work inline, not through a callback per listener.
     ///
     /// A listener is in at most one of the buckets an event kind consults
     /// (a filter's extension field is either a key list or `true`, and
     /// match-everything listeners are indexed only by kind and in the
-    /// everything bucket), so no listener is visited twice.
-    pub(crate) fn for_each_match(&self, kind: &EventKind, mut visit: impl FnMut(&Arc<Entry>)) {
-        let mut walk = |bucket: Option<&Bucket>| {
-            bucket
-                .into_iter()
-                .flat_map(|b| &b.entries)
-                .for_each(&mut visit);
-        };
+    /// everything bucket), so no listener appears twice.
+    pub(crate) fn matches(&self, kind: &EventKind) -> [&[Arc<Entry>]; 3] {
+        let everything = &self.everything.entries[..];
         match kind {
-            EventKind::ToolsListChanged => walk(Some(&self.tools)),
-            EventKind::PromptsListChanged => walk(Some(&self.prompts)),
-            EventKind::ResourcesListChanged => walk(Some(&self.resources)),
-            EventKind::ResourceUpdated { uri } => {
-                walk(self.uris.get(uri));
-                walk(Some(&self.everything));
-            }
+            EventKind::ToolsListChanged => [&self.tools.entries, &[], &[]],
+            EventKind::PromptsListChanged => [&self.prompts.entries, &[], &[]],
+            EventKind::ResourcesListChanged => [&self.resources.entries, &[], &[]],
+            EventKind::ResourceUpdated { uri } => [entries(self.uris.get(uri)), everything, &[]],
             EventKind::Extension { .. } if !kind.travels_on_listen_streams() => {
-                walk(Some(&self.everything));
+                [everything, &[], &[]]
             }
-            EventKind::Extension { selector, .. } => {
-                if let Some(selector) = selector {
-                    let field = selector.field();
-                    if let Some(key) = selector.key() {
-                        walk(
-                            self.extension_keys
-                                .get(field)
-                                .and_then(|keys| keys.get(key)),
-                        );
-                    }
-                    walk(self.extension_flags.get(field));
-                }
-                walk(Some(&self.everything));
+            EventKind::Extension {
+                selector: Some(selector),
+                ..
+            } => {
+                let field = selector.field();
+                let keyed = selector.key().and_then(|key| {
+                    self.extension_keys
+                        .get(field)
+                        .and_then(|keys| keys.get(key))
+                });
+                [
+                    entries(keyed),
+                    entries(self.extension_flags.get(field)),
+                    everything,
+                ]
             }
+            EventKind::Extension { selector: None, .. } => [everything, &[], &[]],
         }
     }
 
@@ -210,8 +212,12 @@ mod tests {
     }
 
     fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
-        let mut ids = Vec::new();
-        index.for_each_match(kind, |e| ids.push(e.id.0));
+        let mut ids: Vec<u64> = index
+            .matches(kind)
+            .into_iter()
+            .flatten()
+            .map(|e| e.id.0)
+            .collect();
         ids.sort_unstable();
         ids
     }

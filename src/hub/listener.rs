@@ -126,6 +126,7 @@ impl Listener {
         self.entry.stats()
     }
 
+    #[inline(always)]
     fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
         let next = self.entry.queue.pop_or_register(|slot| match slot {
             // The same task polling again: keep its waker, skip the clone.
@@ -200,6 +201,7 @@ pub struct NextItem<'a> {
 impl Future for NextItem<'_> {
     type Output = Next;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Next> {
         let poll = self.listener.poll_item(cx);
         self.registered = poll.is_pending();

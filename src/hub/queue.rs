@@ -71,6 +71,12 @@ pub(crate) enum Pushed {
     NotOpen,
 }
 
+impl Pushed {
+    /// How many outcomes there are, to tally them in an array (`NotOpen`
+    /// is the last).
+    pub(crate) const COUNT: usize = Self::NotOpen as usize + 1;
+}
+
 /// A copy of the queue's state for statistics.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct QueueSnapshot {
@@ -206,6 +212,7 @@ impl Queue {
     /// Returns the reader's waiter, if it was waiting, for the caller to wake
     /// once it holds no lock at all: waking runs executor code, which must
     /// not find the hub locked (it may drop a task that owns a listener).
+    #[inline(always)]
     pub(crate) fn push(&self, event: &Event) -> (Pushed, Option<Waiter>) {
         let mut state = self.state.lock();
         let pushed = state.push(event);
@@ -222,6 +229,7 @@ impl Queue {
     /// Takes the next item, or, when there is none yet, lets `register`
     /// install a waiter (under the lock, so no push can slip in between the
     /// check and the registration) and returns `None`.
+    #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
         register: impl FnOnce(&mut Option<Waiter>),
@@ -285,6 +293,7 @@ impl Queue {
 }
 
 impl State {
+    #[inline(always)]
     fn push(&mut self, event: &Event) -> Pushed {
         if !matches!(self.phase, Phase::Open) {
             return Pushed::NotOpen;
@@ -331,10 +340,15 @@ impl State {
             return Pushed::Coalesced;
         }
         let len = event.rendered_len();
-        let pushed = match self.make_room(len, true) {
-            Some(false) => Pushed::Queued,
-            Some(true) => Pushed::DroppedOldest,
-            None => return Pushed::Disconnected,
+        // The common case, room to spare, without a call.
+        let pushed = if self.fits(len, true) {
+            Pushed::Queued
+        } else {
+            match self.make_room(len, true) {
+                Some(false) => Pushed::Queued,
+                Some(true) => Pushed::DroppedOldest,
+                None => return Pushed::Disconnected,
+            }
         };
         self.take_bytes(len);
         self.events.push_back(event.clone());
@@ -347,6 +361,7 @@ impl State {
 
     /// Whether `len` more bytes fit, by this queue's bound and the hub's,
     /// and, when `adding`, one more event by count.
+    #[inline]
     fn fits(&self, len: usize, adding: bool) -> bool {
         (!adding || self.events.len() < self.capacity)
             && self.bytes.saturating_add(len) <= self.max_bytes
@@ -358,6 +373,7 @@ impl State {
     /// evicted any, `None` when the policy disconnected the listener. An
     /// event larger than a byte bound is still queued, alone, rather than
     /// never.
+    #[cold]
     fn make_room(&mut self, len: usize, adding: bool) -> Option<bool> {
         let mut evicted = false;
         while !self.events.is_empty() && !self.fits(len, adding) {
@@ -438,23 +454,37 @@ impl State {
         }
     }
 
+    /// The next item: the common case, an event and no lag to report,
+    /// inline; the rest in [`pop_rest`](Self::pop_rest).
+    #[inline(always)]
     fn pop(&mut self) -> Option<Next> {
+        if self.lag == 0
+            && let Some(event) = self.events.pop_front()
+        {
+            return Some(self.deliver(event));
+        }
+        self.pop_rest()
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, event: Event) -> Next {
+        self.give_bytes(event.rendered_len());
+        self.forget_pending(&event);
+        if let (Some(successions), Some(succession)) = (&mut self.successions, event.succession()) {
+            successions.delivered(succession);
+        }
+        self.counts.delivered += 1;
+        Next::Event(event)
+    }
+
+    #[cold]
+    fn pop_rest(&mut self) -> Option<Next> {
         // Lag is reported before the events that follow the gap, like
         // `broadcast::Receiver::recv`.
         if self.lag > 0 {
             return Some(Next::Lagged(std::mem::take(&mut self.lag)));
         }
-        if let Some(event) = self.events.pop_front() {
-            self.give_bytes(event.rendered_len());
-            self.forget_pending(&event);
-            if let (Some(successions), Some(succession)) =
-                (&mut self.successions, event.succession())
-            {
-                successions.delivered(succession);
-            }
-            self.counts.delivered += 1;
-            return Some(Next::Event(event));
-        }
+        // No lag, so `pop` found the queue empty.
         match std::mem::replace(&mut self.phase, Phase::Ended) {
             Phase::Open => {
                 self.phase = Phase::Open;
