@@ -1,46 +1,67 @@
-//! Target 1, fan-out throughput: every listener matching, no drops, the
-//! hub against `broadcast` and a per-listener `mpsc`; and why it trails
-//! `broadcast`, in reader polls per event.
+//! Targets 1 and 2, fan-out: every listener matching, no drops, the hub
+//! against `broadcast` and a per-listener `mpsc`, as the medians of
+//! interleaved rounds; instructions per delivery counted by valgrind's
+//! callgrind, which repeat where times do not; and reader polls per event.
+
+use std::process::Command;
 
 use harness::{BURST, Fanout, Scenario, Via, reader_polls_per_event};
 
 use crate::plot::CurvePoint;
+use crate::rounds::interleaved;
 use crate::rows::Row;
 use crate::settings::Settings;
+
+/// The first argument that makes `bench_report` run fan-out bursts for
+/// callgrind to count, instead of the report.
+pub(crate) const BURSTS_COMMAND: &str = "fanout-bursts";
 
 /// The section's rows; each point of the curve goes to `curve` for the
 /// plot.
 pub(crate) fn rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row> {
     let Settings { quick, budget } = *settings;
+    let rounds = if quick { 5 } else { 7 };
     let mut rows = Vec::new();
     for n in [16, 256, 1_024, 4_096] {
         let deliveries = (n * BURST) as f64;
-        let rate = |via| deliveries / Fanout::new(via, n).per_iteration(budget).as_secs_f64();
-        let (hub, broadcast, mpsc) = (rate(Via::Hub), rate(Via::Broadcast), rate(Via::Mpsc));
-        curve.push((n, hub, broadcast, mpsc));
+        let (mut hub, mut broadcast, mut mpsc) = (
+            Fanout::new(Via::Hub, n),
+            Fanout::new(Via::Broadcast, n),
+            Fanout::new(Via::Mpsc, n),
+        );
+        let rate = |fanout: &mut Fanout| deliveries / fanout.per_iteration(budget).as_secs_f64();
+        let [hub, broadcast, mpsc] = interleaved(
+            rounds,
+            [
+                &mut || rate(&mut hub),
+                &mut || rate(&mut broadcast),
+                &mut || rate(&mut mpsc),
+            ],
+        );
+        curve.push((n, hub.median(), broadcast.median(), mpsc.median()));
         if n == 256 || n == 4_096 {
-            rows.push(Row::new(
+            rows.push(Row::rounds(
                 "fanout_vs_broadcast",
                 n,
-                hub,
+                &hub,
                 "tokio::sync::broadcast",
-                broadcast,
-                hub / broadcast,
+                &broadcast,
                 1.0,
             ));
-            rows.push(Row::new(
+            rows.push(Row::rounds(
                 "fanout_vs_mpsc",
                 n,
-                hub,
+                &hub,
                 "per-listener tokio mpsc",
-                mpsc,
-                hub / mpsc,
+                &mpsc,
                 1.5,
             ));
         }
     }
 
-    // Why fan-out trails `broadcast`: how often readers wake per event.
+    rows.extend(instruction_rows(quick));
+
+    // How often readers wake per event.
     let bursts = if quick { 20 } else { 200 };
     let (hub_polls, broadcast_polls) = (
         reader_polls_per_event(Via::Hub, 4_096, bursts),
@@ -59,4 +80,76 @@ pub(crate) fn rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row>
         .reported(),
     );
     rows
+}
+
+/// Instructions per delivery, the hub's against `broadcast`'s, at 256 and
+/// 4,096 listeners; none without valgrind on `PATH`.
+fn instruction_rows(quick: bool) -> Vec<Row> {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("the fan-out instruction rows are skipped: valgrind is not on PATH");
+        return Vec::new();
+    }
+    let rounds = if quick { 1 } else { 3 };
+    [256, 4_096]
+        .into_iter()
+        .map(|n| {
+            let [hub, broadcast] = interleaved(
+                rounds,
+                [&mut || instructions_per_delivery("hub", n), &mut || {
+                    instructions_per_delivery("broadcast", n)
+                }],
+            );
+            Row::cost_rounds(
+                "fanout_instructions_per_delivery",
+                n,
+                &hub,
+                "tokio::sync::broadcast (callgrind)",
+                &broadcast,
+                1.0,
+            )
+        })
+        .collect()
+}
+
+/// Instructions per delivery through `via` to `n` listeners, as callgrind
+/// counts them: two runs of different lengths, their difference over the
+/// deliveries between them, so that setting up and tearing down cancel out.
+fn instructions_per_delivery(via: &str, n: usize) -> f64 {
+    let (short, long) = if n >= 4_096 { (2, 6) } else { (10, 30) };
+    let count = |bursts: usize| -> u64 {
+        let exe = std::env::current_exe().expect("bench_report's own path");
+        let output = Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(exe)
+            .args([BURSTS_COMMAND, via, &n.to_string(), &bursts.to_string()])
+            .output()
+            .expect("valgrind runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        stderr
+            .lines()
+            .find_map(|line| line.split_once("Collected : ")?.1.trim().parse().ok())
+            .unwrap_or_else(|| panic!("callgrind counted nothing:\n{stderr}"))
+    };
+    (count(long) - count(short)) as f64 / ((long - short) * n * BURST) as f64
+}
+
+/// Runs the bursts callgrind counts when `bench_report` was started as
+/// `bench_report fanout-bursts hub|broadcast|mpsc LISTENERS BURSTS`.
+pub(crate) fn run_bursts(args: &[String]) -> Result<(), String> {
+    let usage =
+        || format!("usage: bench_report {BURSTS_COMMAND} hub|broadcast|mpsc LISTENERS BURSTS");
+    let [via, n, bursts] = args else {
+        return Err(usage());
+    };
+    let via = match via.as_str() {
+        "hub" => Via::Hub,
+        "broadcast" => Via::Broadcast,
+        "mpsc" => Via::Mpsc,
+        _ => return Err(usage()),
+    };
+    let (Ok(n), Ok(bursts)) = (n.parse(), bursts.parse()) else {
+        return Err(usage());
+    };
+    Fanout::new(via, n).run(bursts);
+    Ok(())
 }

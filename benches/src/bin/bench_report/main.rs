@@ -28,6 +28,7 @@ mod plot;
 #[cfg(feature = "relay")]
 mod relay;
 mod render;
+mod rounds;
 mod rows;
 mod scaling;
 mod settings;
@@ -92,6 +93,12 @@ enum Section {
 const SCALING_CORES: usize = 8;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Not an option of the report: the fan-out section has valgrind run
+    // this binary so, to count instructions.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(fanout::BURSTS_COMMAND) {
+        return Ok(fanout::run_bursts(&args[1..])?);
+    }
     let options = Options::parse();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let wants = |section: Section| {

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::rounds::{Rounds, Spread};
+
 /// One row of the report.
 #[derive(Serialize)]
 pub(crate) struct Row {
@@ -16,6 +18,9 @@ pub(crate) struct Row {
     pub(crate) target: String,
     /// `None` for a figure reported without a target.
     pub(crate) met: Option<bool>,
+    /// For medians of interleaved rounds: their count, least and greatest.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) spread: Option<Spread>,
 }
 
 impl Row {
@@ -38,7 +43,48 @@ impl Row {
             ratio,
             target: format!(">= {at_least}x"),
             met: Some(ratio >= at_least),
+            spread: None,
         }
+    }
+
+    /// A row of rates (higher is better) measured in interleaved rounds:
+    /// `ours` and the anchor are the medians, the ratio theirs.
+    pub(crate) fn rounds(
+        scenario: &str,
+        n: usize,
+        ours: &Rounds,
+        anchor: &str,
+        anchor_rounds: &Rounds,
+        at_least: f64,
+    ) -> Self {
+        let (ours_median, anchor_median) = (ours.median(), anchor_rounds.median());
+        let mut row = Self::new(
+            scenario,
+            n,
+            ours_median,
+            anchor,
+            anchor_median,
+            ours_median / anchor_median,
+            at_least,
+        );
+        row.spread = Some(Spread::of(ours, anchor_rounds));
+        row
+    }
+
+    /// [`rounds`](Self::rounds) for costs (lower is better: times,
+    /// instructions): the ratio is the anchor's median over ours.
+    pub(crate) fn cost_rounds(
+        scenario: &str,
+        n: usize,
+        ours: &Rounds,
+        anchor: &str,
+        anchor_rounds: &Rounds,
+        at_least: f64,
+    ) -> Self {
+        let mut row = Self::rounds(scenario, n, ours, anchor, anchor_rounds, at_least);
+        row.ratio = 1.0 / row.ratio;
+        row.met = Some(row.ratio >= at_least);
+        row
     }
 
     /// A figure reported beside the targets, with nothing to meet.
