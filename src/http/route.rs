@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::RequestId;
 use serde_json::Value;
@@ -134,16 +134,25 @@ where
         };
         // Over HTTP the client ends a stream by closing the response.
         stream.set_drop_reason(CloseReason::Cancelled);
-        let headers = [
-            (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
-            (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (X_ACCEL_BUFFERING, HeaderValue::from_static("no")),
-        ];
         // The body holds a token of the tracker until hyper drops it, so that
         // `Streams::finished` waits for the stream's last message.
         let body = sse::body(stream, self.keepalive, self.tasks.token(), self.cut.clone());
-        (headers, body).into_response()
+        let mut response = Response::new(body);
+        *response.headers_mut() = sse_headers();
+        response
     }
+}
+
+/// A listen stream's response headers, in a map with room for exactly
+/// these: hyper keeps a response's map, emptied, for the connection's next
+/// request, so its spare capacity (a default map holds six entries, over
+/// 600 bytes) would last as long as the stream.
+fn sse_headers() -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(3);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    headers
 }
 
 /// Whether the request says its body is JSON (`application/json`, with any

@@ -88,10 +88,7 @@ impl<M: Stream<Item = Message>> Stream for Frames<M> {
             return Poll::Ready(Some(Ok(frame)));
         }
         let next = match this.messages.as_mut().poll_next(cx) {
-            Poll::Ready(Some(message)) => {
-                frame(&message, &mut this.ready);
-                this.ready.pop_front()
-            }
+            Poll::Ready(Some(message)) => Some(frame(&message, &mut this.ready)),
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => {
                 ready!(this.idle.as_mut().poll(cx));
@@ -104,21 +101,36 @@ impl<M: Stream<Item = Message>> Stream for Frames<M> {
     }
 }
 
-/// Queues `message` as `data: …\n\n`: its long chunks shared, the rest
-/// copied around them.
-fn frame(message: &Message, out: &mut VecDeque<Bytes>) {
+/// `message` as `data: …\n\n`, its long chunks shared and the rest copied
+/// around them: the first frame, the others queued in `rest`. A message
+/// without long chunks is one frame and queues nothing, so a stream of
+/// short messages never allocates the queue, which would otherwise stay
+/// allocated as long as the stream.
+fn frame(message: &Message, rest: &mut VecDeque<Bytes>) -> Bytes {
     let mut copied = BytesMut::with_capacity(message.len().min(SHARE_FROM) + 8);
     copied.extend_from_slice(b"data: ");
+    let mut first = None;
     for chunk in message.chunks() {
         if chunk.len() >= SHARE_FROM {
-            out.push_back(copied.split().freeze());
-            out.push_back(chunk.clone());
+            for frame in [copied.split().freeze(), chunk.clone()] {
+                match first {
+                    None => first = Some(frame),
+                    Some(_) => rest.push_back(frame),
+                }
+            }
         } else {
             copied.extend_from_slice(chunk);
         }
     }
     copied.extend_from_slice(b"\n\n");
-    out.push_back(copied.freeze());
+    let last = copied.freeze();
+    match first {
+        None => last,
+        Some(first) => {
+            rest.push_back(last);
+            first
+        }
+    }
 }
 
 #[cfg(test)]
@@ -126,15 +138,17 @@ mod tests {
     use super::*;
 
     fn framed(message: &Message) -> Vec<Bytes> {
-        let mut out = VecDeque::new();
-        frame(message, &mut out);
-        out.into()
+        let mut rest = VecDeque::new();
+        let first = frame(message, &mut rest);
+        std::iter::once(first).chain(rest).collect()
     }
 
     #[test]
     fn a_short_message_is_one_frame() {
-        let frames = framed(&Message::from(br#"{"a":1}"#.to_vec()));
-        assert_eq!(frames, [Bytes::from_static(b"data: {\"a\":1}\n\n")]);
+        let mut rest = VecDeque::new();
+        let first = frame(&Message::from(br#"{"a":1}"#.to_vec()), &mut rest);
+        assert_eq!(first, Bytes::from_static(b"data: {\"a\":1}\n\n"));
+        assert_eq!(rest.capacity(), 0, "nothing queued, nothing allocated");
     }
 
     #[test]
