@@ -519,3 +519,42 @@ fn every_snapshot_and_configuration_type_serializes() {
     assert_eq!(capabilities["extensions"][0]["id"], "vendor/x");
     assert_eq!(capabilities["extensions"][0]["fields"][0], "xIds");
 }
+
+/// A waker that drops its listener inside `wake`, as an executor running
+/// the task inline might: the publish that wakes it neither deadlocks (the
+/// retirement needs the registry's write lock, which the publish holds for
+/// reading) nor loses the retirement, done once the publish lets go.
+#[test]
+fn a_waker_that_drops_its_listener_inline_neither_deadlocks_nor_leaks() {
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex, mpsc};
+    use std::task::{Context, Wake, Waker};
+
+    struct DropOnWake(Arc<Mutex<Option<mcp_subscriptions::Listener>>>);
+    impl Wake for DropOnWake {
+        fn wake(self: Arc<Self>) {
+            drop(self.0.lock().unwrap().take());
+        }
+    }
+
+    let hub = Hub::new();
+    let slot = Arc::new(Mutex::new(Some(tools_listener(&hub))));
+    let waker = Waker::from(Arc::new(DropOnWake(slot.clone())));
+    {
+        let mut held = slot.lock().unwrap();
+        let listener = held.as_mut().unwrap();
+        let polled = Pin::new(listener).poll_next(&mut Context::from_waker(&waker));
+        assert!(polled.is_pending(), "nothing published yet");
+    }
+    let (done, finished) = mpsc::channel();
+    let publisher = hub.clone();
+    thread::spawn(move || done.send(publisher.notify_tools_list_changed()).unwrap());
+    let report = finished
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the publish finished instead of deadlocking");
+    assert_eq!(report.matched, 1);
+    assert!(slot.lock().unwrap().is_none(), "the waker dropped it");
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_active, 0, "retired once the publish ended");
+    assert!(stats.events.is_balanced());
+}
