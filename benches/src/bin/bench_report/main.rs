@@ -10,17 +10,20 @@
 //! ```
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
-//! `latency`, `memory`, `render`, `http`, `client`, `scaling`, `relay`). The scaling
-//! table (1, 4 and 16 publisher threads) runs by default only on 8 cores or
-//! more; the relay section (the crate's `relay` feature, on by default)
-//! only when `redis-server` is on `PATH`, and `--only relay` fails without
-//! it. `--help` lists the options with their defaults.
+//! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
+//! `relay`). The held section runs its servers and client shards as child
+//! processes (this binary again), and needs `ulimit -n` above 19,064. The
+//! scaling table (1, 4 and 16 publisher threads) runs by default only on 8
+//! cores or more; the relay section (the crate's `relay` feature, on by
+//! default) only when `redis-server` is on `PATH`, and `--only relay` fails
+//! without it. `--help` lists the options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
 
 mod client;
 mod fanout;
+mod held;
 mod http;
 mod latency;
 mod memory;
@@ -83,6 +86,7 @@ enum Section {
     Memory,
     Render,
     Http,
+    Held,
     Client,
     Scaling,
     Relay,
@@ -93,6 +97,8 @@ enum Section {
 const SCALING_CORES: usize = 8;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The held section's server and client shards are this binary again.
+    harness::become_held_child();
     // Not an option of the report: the fan-out section has valgrind run
     // this binary so, to count instructions.
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -123,6 +129,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Memory => memory::rows(),
             Section::Render => render::rows(&settings),
             Section::Http => http::rows(&settings),
+            Section::Held => held::rows(&settings)?,
             Section::Client => client::rows(&settings),
             Section::Scaling => scaling::rows(&settings),
             Section::Relay => relay_rows(&settings)?,
