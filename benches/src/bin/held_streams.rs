@@ -6,6 +6,9 @@
 //! ```sh
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --streams 19000
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --help
+//! # where the server's heap goes, 2,000 streams (valgrind writes dhat.out.PID)
+//! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
+//!     --streams 2000 --servers endpoint --server-under "valgrind --tool=dhat"
 //! ```
 //!
 //! The server is this program again, in a process of its own, so that its
@@ -40,6 +43,10 @@ struct Options {
         default_value = "endpoint,rmcp"
     )]
     servers: Vec<Serving>,
+    /// Run the server under this command, split at spaces (a profiler:
+    /// "valgrind --tool=dhat"); its memory figures are then the command's
+    #[arg(long, value_name = "COMMAND")]
+    server_under: Option<String>,
 }
 
 /// A server to hold the streams against.
@@ -78,8 +85,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let progress = ProgressBar::new(options.streams as u64)
             .with_style(style.clone())
             .with_prefix(serving.name());
+        let under = options.server_under.as_deref().unwrap_or_default();
         let held = HeldStreams::new(serving.server(), options.streams)
             .with_addr(&options.addr)
+            .with_server_under(under.split_whitespace().map(str::to_owned).collect())
             .run(&progress)?;
         runs.push((serving, held));
     }

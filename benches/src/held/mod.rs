@@ -96,6 +96,7 @@ pub struct HeldStreams {
     server: Server,
     streams: usize,
     addr: String,
+    server_under: Vec<String>,
 }
 
 /// What one run saw.
@@ -169,6 +170,7 @@ impl HeldStreams {
             server,
             streams,
             addr: "127.0.0.1:0".to_owned(),
+            server_under: Vec::new(),
         }
     }
 
@@ -177,6 +179,15 @@ impl HeldStreams {
     /// loopback address.
     pub fn with_addr(mut self, addr: impl Into<String>) -> Self {
         self.addr = addr.into();
+        self
+    }
+
+    /// Runs the server under `command` (a profiler, say: `valgrind
+    /// --tool=dhat`), which is given the server's executable as its last
+    /// argument. The memory figures are then the command's, not the
+    /// server's.
+    pub fn with_server_under(mut self, command: Vec<String>) -> Self {
+        self.server_under = command;
         self
     }
 
@@ -202,7 +213,7 @@ impl HeldStreams {
             Server::RmcpPattern => "rmcp",
         };
         let role = format!("server {kind} {} {}", self.addr, self.streams);
-        let mut server = Process::spawn(&role, SERVER, &lines)?;
+        let mut server = Process::spawn(&role, &self.server_under, SERVER, &lines)?;
         let addr: SocketAddr = match expect(&from_children, SERVER, OPEN_LIMIT)? {
             line if line.starts_with("listening ") => line["listening ".len()..]
                 .parse()
@@ -217,7 +228,7 @@ impl HeldStreams {
                 let count = SHARD_STREAMS.min(self.streams - first_id);
                 let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + shard as u8));
                 let role = format!("shard {addr} {from} {first_id} {count}");
-                Process::spawn(&role, shard, &lines)
+                Process::spawn(&role, &[], shard, &lines)
             })
             .collect::<Result<_, _>>()?;
         drop(lines);
@@ -306,17 +317,37 @@ fn expect(
     }
 }
 
-/// A child of the run, killed when dropped.
+/// A child of the run, asked to exit when dropped (its stdin closed) and
+/// killed if it has not within [`EXIT_GRACE`].
 struct Process {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
 }
 
+/// How long a child may take to exit once its stdin closed: a server under
+/// a profiler writes its profile then.
+const EXIT_GRACE: Duration = Duration::from_secs(60);
+
 impl Process {
-    /// This executable again, as `role`; its stdout's lines go to `lines`
-    /// tagged with `index`, then [`EXITED`].
-    fn spawn(role: &str, index: usize, lines: &Sender<(usize, String)>) -> std::io::Result<Self> {
-        let mut child = Command::new(std::env::current_exe()?)
+    /// This executable again, as `role`, run by the command `under` if it
+    /// is not empty; its stdout's lines go to `lines` tagged with `index`,
+    /// then [`EXITED`].
+    fn spawn(
+        role: &str,
+        under: &[String],
+        index: usize,
+        lines: &Sender<(usize, String)>,
+    ) -> std::io::Result<Self> {
+        let exe = std::env::current_exe()?;
+        let mut command = match under {
+            [] => Command::new(exe),
+            [program, args @ ..] => {
+                let mut command = Command::new(program);
+                command.args(args).arg(exe);
+                command
+            }
+        };
+        let mut child = command
             .env(CHILD, role)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -334,7 +365,10 @@ impl Process {
             }
             let _ = lines.send((index, EXITED.to_owned()));
         });
-        Ok(Self { child, stdin })
+        Ok(Self {
+            child,
+            stdin: Some(stdin),
+        })
     }
 
     fn id(&self) -> u32 {
@@ -343,13 +377,22 @@ impl Process {
 
     /// One line to the child.
     fn tell(&mut self, line: &str) -> std::io::Result<()> {
-        writeln!(self.stdin, "{line}")?;
-        self.stdin.flush()
+        let stdin = self.stdin.as_mut().expect("open until dropped");
+        writeln!(stdin, "{line}")?;
+        stdin.flush()
     }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + EXIT_GRACE;
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
