@@ -197,9 +197,17 @@ impl HeldStreams {
     ///
     /// # Errors
     ///
-    /// When the open-file limit is too low for the server, a child cannot
-    /// be spawned, or one exits before its part is done.
+    /// When there are more streams than loopback addresses for their
+    /// shards, the open-file limit is too low for the server, a child
+    /// cannot be spawned, or one exits before its part is done.
     pub fn run(&self, progress: &ProgressBar) -> std::io::Result<Held> {
+        // Source addresses 127.0.0.2 to 127.0.0.254, one per shard.
+        if self.streams.div_ceil(SHARD_STREAMS) > 253 {
+            return Err(std::io::Error::other(format!(
+                "at most {} streams: one shard per loopback address",
+                253 * SHARD_STREAMS
+            )));
+        }
         let limit = proc::open_file_limit()?;
         if (limit as usize) < self.streams + SERVER_FILES {
             return Err(std::io::Error::other(format!(
