@@ -374,6 +374,8 @@ async fn a_replica_gone_leaves_the_others_going() {
 #[test]
 fn broker_urls() {
     assert!(RelayBroker::from_url("redis://127.0.0.1:1").is_ok());
+    let cluster = RelayBroker::from_url("redis+cluster://127.0.0.1:1,127.0.0.1:2").unwrap();
+    assert_eq!(cluster.url(), "redis+cluster://127.0.0.1:1,127.0.0.1:2");
     let error = RelayBroker::from_url("amqp://127.0.0.1").unwrap_err();
     assert!(
         error
