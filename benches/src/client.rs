@@ -98,9 +98,11 @@ pub struct ClientBench {
 }
 
 impl ClientBench {
-    /// A server whose listeners hold up to `capacity` events each (enough
-    /// for the largest burst, so that nothing is lost server-side), its
-    /// accepted sockets set `TCP_NODELAY` when `nodelay`.
+    /// A server whose listeners hold up to `capacity` events each, and
+    /// however many bytes those take (enough for the largest burst, so that
+    /// nothing is lost server-side: 200,000 updates outgrow the default
+    /// 16 MiB bound), its accepted sockets set `TCP_NODELAY` when
+    /// `nodelay`.
     pub fn new(capacity: usize, nodelay: bool) -> Self {
         let runtime = || {
             tokio::runtime::Builder::new_multi_thread()
@@ -110,7 +112,10 @@ impl ClientBench {
                 .unwrap()
         };
         let (server, clients) = (runtime(), runtime());
-        let hub = Hub::builder().capacity(capacity.max(1)).build();
+        let hub = Hub::builder()
+            .capacity(capacity.max(1))
+            .max_queued_bytes(usize::MAX)
+            .build();
         let url = server.block_on(async {
             let mcp = StreamableHttpService::new(
                 || Ok(Plain),
