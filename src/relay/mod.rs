@@ -96,7 +96,7 @@
 //!
 //! # Redis Cluster
 //!
-//! [`Broker::redis_cluster`] (or a `redis+cluster://HOST:PORT,...` URL)
+//! `Broker::redis_cluster` (or a `redis+cluster://HOST:PORT,...` URL)
 //! uses sharded pub/sub: `SPUBLISH` and `SSUBSCRIBE`, over RESP3. A key's
 //! channel carries a hash tag naming one of [`RelayOptions::shards`]
 //! shards, so that the key channels spread over that many hash slots, and
