@@ -28,6 +28,17 @@ fn relay(broker: &Broker, hub: &Hub) -> Relay {
     )
 }
 
+/// Two replicas, a hub and a relay each, both connected to `broker`.
+async fn replicas(broker: &Broker) -> ((Hub, Relay), (Hub, Relay)) {
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (a, b) = (relay(broker, &hub_a), relay(broker, &hub_b));
+    until("both connected", || {
+        a.stats().connected && b.stats().connected
+    })
+    .await;
+    ((hub_a, a), (hub_b, b))
+}
+
 async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !condition() {
@@ -47,12 +58,7 @@ async fn next_event(listener: &mut Listener) -> Event {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_events_cross_once_and_only_where_watched() {
     let broker = Broker::nats();
-    let (hub_a, hub_b) = (Hub::new(), Hub::new());
-    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
-    until("both connected", || {
-        a.stats().connected && b.stats().connected
-    })
-    .await;
+    let ((hub_a, a), (hub_b, b)) = replicas(&broker).await;
     let mut on_a = hub_a
         .listen(&Filter::new().with_tools_list_changed())
         .unwrap();
@@ -98,12 +104,7 @@ async fn smoke_events_cross_once_and_only_where_watched() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn order_per_origin_holds_across_subjects() {
     let broker = Broker::nats();
-    let (hub_a, hub_b) = (Hub::new(), Hub::new());
-    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
-    until("both connected", || {
-        a.stats().connected && b.stats().connected
-    })
-    .await;
+    let ((_hub_a, a), (hub_b, b)) = replicas(&broker).await;
     let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
     let mut filter = Filter::new().with_tools_list_changed();
     for uri in &uris {
@@ -129,12 +130,7 @@ async fn order_per_origin_holds_across_subjects() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_server_is_reconnected_and_listeners_resynced() {
     let mut broker = Broker::nats();
-    let (hub_a, hub_b) = (Hub::new(), Hub::new());
-    let (a, b) = (relay(&broker, &hub_a), relay(&broker, &hub_b));
-    until("both connected", || {
-        a.stats().connected && b.stats().connected
-    })
-    .await;
+    let ((hub_a, a), (hub_b, b)) = replicas(&broker).await;
     let mut on_a = hub_a
         .listen(&Filter::new().with_tools_list_changed())
         .unwrap();

@@ -116,7 +116,7 @@ fn instruction_rows(quick: bool) -> Vec<Row> {
 /// deliveries between them, so that setting up and tearing down cancel out.
 fn instructions_per_delivery(via: &str, n: usize) -> f64 {
     let (short, long) = if n >= 4_096 { (2, 6) } else { (10, 30) };
-    let count = |bursts: usize| -> u64 {
+    let count = |bursts: usize| -> f64 {
         let exe = std::env::current_exe().expect("bench_report's own path");
         let output = Command::new("valgrind")
             .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
@@ -127,10 +127,17 @@ fn instructions_per_delivery(via: &str, n: usize) -> f64 {
         let stderr = String::from_utf8_lossy(&output.stderr);
         stderr
             .lines()
-            .find_map(|line| line.split_once("Collected : ")?.1.trim().parse().ok())
+            .find_map(|line| {
+                line.split_once("Collected : ")?
+                    .1
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map(|collected| collected as f64)
             .unwrap_or_else(|| panic!("callgrind counted nothing:\n{stderr}"))
     };
-    (count(long) - count(short)) as f64 / ((long - short) * n * BURST) as f64
+    (count(long) - count(short)) / ((long - short) * n * BURST) as f64
 }
 
 /// Runs the bursts callgrind counts when `bench_report` was started as
