@@ -11,6 +11,7 @@
 //! whatever bytes it finds there, so a newer peer may add some.
 
 use rmcp::model::{ErrorData, ServerNotification};
+use serde_json::Value;
 
 use crate::error::FrameError;
 use crate::event::Event;
@@ -63,14 +64,21 @@ impl Frame {
     /// [`FrameError::Empty`] for no bytes at all, [`FrameError::UnknownTag`]
     /// for a tag other than `0` or `1`, [`FrameError::InvalidBody`] when the
     /// body is not valid JSON for its tag.
+    ///
+    /// A name repeated within one object keeps its last value, as
+    /// JavaScript's `JSON.parse` does. The body is read as a JSON value
+    /// first so that this holds for every kind: rmcp's typed notifications
+    /// refuse a repeated field and would fall back to a custom
+    /// notification, which then reads as the typed kind after one encode.
     pub fn decode(bytes: &[u8]) -> Result<Self, FrameError> {
         let (&tag, body) = bytes.split_first().ok_or(FrameError::Empty)?;
         let invalid = |source| FrameError::InvalidBody { tag, source };
+        let value = || serde_json::from_slice::<Value>(body).map_err(invalid);
         match tag {
-            NOTIFICATION_TAG => serde_json::from_slice(body)
+            NOTIFICATION_TAG => serde_json::from_value(value()?)
                 .map(Self::Notification)
                 .map_err(invalid),
-            ERROR_TAG => serde_json::from_slice(body)
+            ERROR_TAG => serde_json::from_value(value()?)
                 .map(Self::Error)
                 .map_err(invalid),
             _ => Err(FrameError::UnknownTag(tag)),
@@ -230,6 +238,25 @@ mod tests {
             panic!("an error frame")
         };
         assert_eq!(error.data, None);
+    }
+
+    #[test]
+    fn a_repeated_name_keeps_its_last_value_and_the_kind_is_stable() {
+        // Found by the fuzzer: rmcp's typed progress notification refuses
+        // the repeated "progress", so a direct decode made it custom.
+        let bytes = golden(
+            0,
+            r#"{"method":"notifications/progress","params":{"progressToken":1,"progress":0.25,"extra":1,"progress":0.5}}"#,
+        );
+        let Frame::Notification(ServerNotification::ProgressNotification(progress)) =
+            Frame::decode(&bytes).unwrap()
+        else {
+            panic!("a progress notification")
+        };
+        assert_eq!(progress.params.progress, 0.5);
+        let mut once = Vec::new();
+        Frame::Notification(ServerNotification::ProgressNotification(progress)).encode(&mut once);
+        round_trips(&once);
     }
 
     #[test]
