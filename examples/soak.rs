@@ -154,7 +154,11 @@ fn main() {
         let app = axum::Router::new().route("/mcp", http.into_method_router());
         let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", tcp.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(tcp, app).await });
+        tokio::spawn(mcp_subscriptions::http::serve(
+            tcp,
+            app,
+            std::future::pending(),
+        ));
         url
     });
 

@@ -30,7 +30,11 @@ async fn streams_counts_open_listen_streams_and_drains_them_at_shutdown() {
     let app = axum::Router::new().route("/mcp", http.into_method_router());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap().to_string();
-    tokio::spawn(async move { axum::serve(tcp, app).await });
+    tokio::spawn(mcp_subscriptions::http::serve(
+        tcp,
+        app,
+        std::future::pending(),
+    ));
 
     let body = listen_request(json!(1), json!({"toolsListChanged": true})).to_string();
     let mut socket = send_raw(&addr, &http_request("POST", "/mcp", &addr, "", &body)).await;

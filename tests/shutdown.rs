@@ -12,6 +12,8 @@ use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Event, Hub, ListenService, Streams};
 use serde_json::json;
 use support::http::{listen, post, serve};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// A stdio transport for `hub` whose output pipe is `width` bytes wide.
 fn stdio(hub: &Hub, width: usize) -> (Streams, support::stdio::Pipe) {
@@ -110,5 +112,57 @@ async fn over_http_a_client_that_never_reads_is_counted_at_the_deadline() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    assert_eq!(hub.stats().listeners_active, 0);
+}
+
+/// `http::serve`'s graceful shutdown: once its signal resolves it accepts
+/// no more connections, a listen stream ends with its result, an idle
+/// keep-alive connection is closed, and it returns.
+#[tokio::test]
+async fn http_serve_stops_accepting_ends_streams_closes_idle_connections_and_returns() {
+    let hub = Hub::new();
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
+    let completing = hub.clone();
+    let app = support::http::app(ListenService::new(hub.clone()));
+    let served = tokio::spawn(mcp_subscriptions::http::serve(tcp, app, async move {
+        let _ = stopping.await;
+        completing.complete();
+    }));
+
+    let request = listen(json!(1), json!({"toolsListChanged": true}), &[]);
+    let mut stream = post(&format!("http://{addr}"), &request, &[]).await;
+    let ack = stream.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    hub.notify_tools_list_changed();
+    let change = stream.next().await.unwrap();
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+
+    // A GET is answered (405) and the connection kept for the next request.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    let get = format!("GET /mcp HTTP/1.1\r\nhost: {addr}\r\n\r\n");
+    idle.write_all(get.as_bytes()).await.unwrap();
+    let mut answer = [0; 4096];
+    let n = idle.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 405"));
+    let kept = tokio::time::timeout(Duration::from_millis(200), idle.read(&mut answer)).await;
+    assert!(kept.is_err(), "kept alive until the shutdown");
+
+    stop.send(()).unwrap();
+    let result = stream.next().await.unwrap();
+    assert_eq!(result["result"]["resultType"], "complete");
+    assert_eq!(stream.next().await, None, "the stream ended");
+    tokio::time::timeout(Duration::from_secs(5), served)
+        .await
+        .expect("serve returns once its connections closed")
+        .unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(1), idle.read(&mut answer)).await;
+    assert_eq!(
+        closed.unwrap().unwrap(),
+        0,
+        "the idle connection was closed"
+    );
+    assert!(TcpStream::connect(addr).await.is_err(), "no more accepted");
     assert_eq!(hub.stats().listeners_active, 0);
 }

@@ -8,9 +8,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Hub, ListenService};
 use rmcp::ServerHandler;
@@ -66,30 +63,17 @@ fn rmcp_config() -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default().with_legacy_session_mode(false)
 }
 
-/// Serves `app` on `addr` (port 0: any free one); the address it got.
-///
-/// Each connection is served by hyper's HTTP/1 builder with its defaults,
-/// not by `axum::serve`: hyper-util's protocol-detecting builder, which
-/// `axum::serve` uses, hands hyper the bytes it peeked first, and hyper's
-/// read buffer then doubles to 16 KiB; `axum::serve` also rebuilds the
-/// router's route table for every connection. Held idle, a stream costs
-/// about 10 KiB less this way (`BENCHMARKS.md`, held streams).
+/// Serves `app` on `addr` (port 0: any free one) with the crate's
+/// [`serve`](mcp_subscriptions::http::serve), ours and rmcp's pattern
+/// alike; the address it got.
 pub async fn serve(app: axum::Router, addr: &str) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            // An accept error (out of files, say) ends no other connection;
-            // the pause keeps a lasting one from spinning.
-            let Ok((socket, _)) = listener.accept().await else {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            };
-            let connection = http1::Builder::new()
-                .serve_connection(TokioIo::new(socket), TowerToHyperService::new(app.clone()));
-            tokio::spawn(connection);
-        }
-    });
+    tokio::spawn(mcp_subscriptions::http::serve(
+        listener,
+        app,
+        std::future::pending(),
+    ));
     addr
 }
 

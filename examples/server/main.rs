@@ -421,14 +421,13 @@ async fn serve_http(
     let listener = tokio::net::TcpListener::bind(options.bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     let (stopping, stopped) = tokio::sync::oneshot::channel();
-    let server = axum::serve(listener, app)
-        // Completing the hub ends every listen stream with its `complete`
-        // result; the graceful shutdown then waits for those responses.
-        .with_graceful_shutdown(async move {
-            shutdown.requested().await;
-            hub.complete();
-            let _ = stopping.send(());
-        });
+    // Completing the hub ends every listen stream with its `complete`
+    // result; the graceful shutdown then waits for those responses.
+    let server = mcp_subscriptions::http::serve(listener, app, async move {
+        shutdown.requested().await;
+        hub.complete();
+        let _ = stopping.send(());
+    });
     // Once the hub is complete, each stream has until the deadline to
     // write its `complete` result; a client that stopped reading must not
     // hold the exit up for ever, so what is left is cut, and the server (its
@@ -440,18 +439,17 @@ async fn serve_http(
         }
         streams.finish_within(deadline).await
     };
-    let served = tokio::select! {
-        served = server => served,
+    tokio::select! {
+        () = server => {}
         drained = drain => {
             tracing::info!(open = drained.open, cut = drained.cut, "listen streams drained");
-            Ok(())
         }
-    };
+    }
     // Upgraded WebSockets outlive the HTTP server; each closes cleanly once
     // the hub is complete.
     let drained = channels.finish_within(deadline).await;
     tracing::info!(open = drained.open, cut = drained.cut, "channels drained");
-    served
+    Ok(())
 }
 
 async fn serve_stdio(

@@ -5,7 +5,9 @@
 mod answers;
 mod headers;
 mod route;
+mod serve;
 mod sse;
+mod stop;
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -19,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
 pub use crate::transport::incoming::{Incoming, classify};
+pub use serve::serve;
 
 use crate::serve::ListenService;
 use crate::source::Source;

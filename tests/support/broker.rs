@@ -11,7 +11,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Once;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Which broker.
@@ -42,11 +42,14 @@ fn on_path(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-static APT_UPDATE: Once = Once::new();
+/// Held while installing: tests in one process install one at a time, and
+/// apt-get waits for the package lock that tests in other processes hold.
+static INSTALLING: Mutex<()> = Mutex::new(());
 
 /// Makes sure `kind`'s server is on `PATH`, installing it if it can.
 fn ensure(kind: Kind) {
     let program = kind.program();
+    let _installing = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
     if on_path(program) {
         return;
     }
@@ -56,13 +59,15 @@ fn ensure(kind: Kind) {
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
     let install = format!("apt-get update && apt-get install -y {}", kind.package());
     if root && on_path("apt-get") {
-        APT_UPDATE.call_once(|| {
-            let _ = Command::new("apt-get").arg("update").status();
-        });
-        let _ = Command::new("apt-get")
-            .args(["install", "-y", kind.package()])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status();
+        let apt_get = |args: &[&str]| {
+            let _ = Command::new("apt-get")
+                .args(["-o", "DPkg::Lock::Timeout=300"])
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status();
+        };
+        apt_get(&["update"]);
+        apt_get(&["install", "-y", kind.package()]);
     }
     assert!(
         on_path(program),

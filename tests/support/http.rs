@@ -9,7 +9,11 @@ use serde_json::Value;
 pub async fn serve(app: axum::Router) -> String {
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", tcp.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(tcp, app).await });
+    tokio::spawn(mcp_subscriptions::http::serve(
+        tcp,
+        app,
+        std::future::pending(),
+    ));
     url
 }
 

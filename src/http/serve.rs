@@ -1,0 +1,123 @@
+//! Serving a router over HTTP/1 at the least memory per held stream.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::task::TaskTracker;
+
+use super::stop::{Stop, Watch};
+
+/// How long accepting pauses after an error (out of open files, say), so
+/// that a lasting one does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
+
+/// Serves `router` on `listener`, one HTTP/1 connection per task, until
+/// `shutdown` resolves; then accepts no more, asks every connection to
+/// close once its response is done, and returns when all have.
+///
+/// It does what `axum::serve(listener, router).with_graceful_shutdown(..)`
+/// does, WebSocket upgrades included (the notification channel), for a
+/// third of the memory per held listen stream (about 11.5 KiB of server
+/// resident memory per idle stream at 10,000 streams, against about 23
+/// KiB; `BENCHMARKS.md`, held streams):
+///
+/// - hyper's HTTP/1 builder serves each connection directly. `axum::serve`
+///   detects the protocol first and hands hyper the bytes it peeked, after
+///   which hyper's read buffer doubles to 16 KiB.
+/// - The router is cloned per connection, not rebuilt: `axum::serve`
+///   builds a make-service, which copies the route table for each one.
+/// - Responses are written from one buffer (hyper's `writev(false)`): an
+///   SSE event is copied into the connection's buffer, which a held stream
+///   has anyway, instead of queued beside it, so no queue is kept per
+///   connection and events that arrive together leave in one write.
+///
+/// A listen stream ends only when its source does: complete the hub (or
+/// cut the transport's [`Streams`](crate::transport::Streams)) when
+/// `shutdown` resolves, or this waits for the streams too.
+///
+/// ```no_run
+/// # async fn run(app: axum::Router, hub: mcp_subscriptions::Hub) -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// mcp_subscriptions::http::serve(listener, app, async move {
+///     let _ = tokio::signal::ctrl_c().await;
+///     hub.complete(); // every listen stream ends with its result
+/// })
+/// .await;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
+    let stop = Stop::default();
+    let connections = TaskTracker::new();
+    let accepting = async {
+        loop {
+            match listener.accept().await {
+                Ok((socket, _)) => {
+                    let connection = http1::Builder::new()
+                        .writev(false)
+                        .serve_connection(
+                            TokioIo::new(socket),
+                            TowerToHyperService::new(router.clone()),
+                        )
+                        .with_upgrades();
+                    connections.spawn(UntilStopped {
+                        connection,
+                        stop: stop.watch(),
+                    });
+                }
+                // An accept error ends no connection already open.
+                Err(err) => {
+                    tracing::debug!(%err, "accepting a connection failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = accepting => {}
+        () = shutdown => {}
+    }
+    drop(listener);
+    stop.stop();
+    connections.close();
+    connections.wait().await;
+}
+
+/// One HTTP/1 connection, WebSocket upgrades included.
+type Connection = http1::UpgradeableConnection<TokioIo<TcpStream>, TowerToHyperService<Router>>;
+
+/// Serves one connection; once asked to stop, it closes after the response
+/// in progress.
+///
+/// A future of its own, not an `async fn` selecting on a cancellation,
+/// which would keep the connection twice in its task (the argument and a
+/// pinned copy): a held stream pays for each byte of its task.
+struct UntilStopped {
+    connection: Connection,
+    stop: Watch,
+}
+
+impl Future for UntilStopped {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if this.stop.stopped_now(cx) {
+            Pin::new(&mut this.connection).graceful_shutdown();
+        }
+        Pin::new(&mut this.connection).poll(cx).map(log)
+    }
+}
+
+fn log(served: Result<(), hyper::Error>) {
+    if let Err(err) = served {
+        tracing::debug!(%err, "a connection ended with an error");
+    }
+}
