@@ -14,6 +14,10 @@ use tokio_util::task::TaskTracker;
 
 use super::stop::{Stop, Watch};
 
+/// The most a connection buffers before it writes, and the longest request
+/// head it reads: hyper's least.
+const BUFFER: usize = 8 * 1024;
+
 /// How long accepting pauses after an error (out of open files, say), so
 /// that a lasting one does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
@@ -37,6 +41,14 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 ///   SSE event is copied into the connection's buffer, which a held stream
 ///   has anyway, instead of queued beside it, so no queue is kept per
 ///   connection and events that arrive together leave in one write.
+/// - That buffer is flushed once it holds 8 KiB (hyper's `max_buf_size`,
+///   at its least), and long events reach it in pieces of at most 8 KiB,
+///   so a burst grows it to 16 KiB at most, for the connection's life; a
+///   client that stops reading stalls its stream within that much.
+///
+/// The same bound limits a request's head (its request line and headers)
+/// to 8 KiB, as in Jetty; a longer one is answered `431 Request Header
+/// Fields Too Large` and its connection closed, and the server goes on.
 ///
 /// A listen stream ends only when its source does: complete the hub (or
 /// cut the transport's [`Streams`](crate::transport::Streams)) when
@@ -62,6 +74,7 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
                 Ok((socket, _)) => {
                     let connection = http1::Builder::new()
                         .writev(false)
+                        .max_buf_size(BUFFER)
                         .serve_connection(
                             TokioIo::new(socket),
                             TowerToHyperService::new(router.clone()),

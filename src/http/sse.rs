@@ -3,9 +3,10 @@
 //! Each message becomes one `data:` line (JSON has no raw newlines), and a
 //! comment line keeps an idle connection open. The body pulls a message only
 //! when hyper polls it for the next frame, and hyper keeps a bounded buffer
-//! ahead of the socket (at most about 400 KiB), so a client that stops
-//! reading stalls its own stream within that bound and its queue's overflow
-//! policy takes over; other streams go on.
+//! ahead of the socket (8 KiB under [`serve`](super::serve), about 400 KiB
+//! by hyper's default), so a client that stops reading stalls its own stream
+//! within that bound and its queue's overflow policy takes over; other
+//! streams go on.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -31,6 +32,12 @@ use crate::wire::Message;
 /// each frame costs hyper a chunk header and a write slot, more than
 /// copying a few hundred bytes.
 const SHARE_FROM: usize = 1024;
+
+/// Long chunks go to hyper in pieces of at most this many bytes (slices,
+/// not copies). [`serve`](super::serve) has hyper copy what it writes into
+/// the connection's buffer of 8 KiB and flush once that holds 8 KiB, so a
+/// piece this long at most doubles the buffer, which the connection keeps.
+const PIECE: usize = 8 * 1024;
 
 /// The comment sent after `keepalive` without a message.
 const KEEPALIVE: &[u8] = b":\n\n";
@@ -101,8 +108,8 @@ impl<M: Stream<Item = Message>> Stream for Frames<M> {
     }
 }
 
-/// `message` as `data: …\n\n`, its long chunks shared and the rest copied
-/// around them: the first frame, the others queued in `rest`. A message
+/// `message` as `data: …\n\n`, its long chunks shared (in pieces) and the
+/// rest copied around them: the first frame, the others queued in `rest`. A message
 /// without long chunks is one frame and queues nothing, so a stream of
 /// short messages never allocates the queue, which would otherwise stay
 /// allocated as long as the stream.
@@ -112,7 +119,10 @@ fn frame(message: &Message, rest: &mut VecDeque<Bytes>) -> Bytes {
     let mut first = None;
     for chunk in message.chunks() {
         if chunk.len() >= SHARE_FROM {
-            for frame in [copied.split().freeze(), chunk.clone()] {
+            let pieces = (0..chunk.len())
+                .step_by(PIECE)
+                .map(|start| chunk.slice(start..chunk.len().min(start + PIECE)));
+            for frame in std::iter::once(copied.split().freeze()).chain(pieces) {
                 match first {
                     None => first = Some(frame),
                     Some(_) => rest.push_back(frame),
@@ -166,7 +176,7 @@ mod tests {
         ));
         let shared = message.chunks().last().unwrap().clone();
         let frames = framed(&message);
-        assert_eq!(frames.len(), 3);
+        assert_eq!(frames.len(), 3, "one piece");
         assert_eq!(
             frames[1].as_ptr(),
             shared.as_ptr(),
@@ -174,5 +184,18 @@ mod tests {
         );
         let whole: Vec<u8> = frames.iter().flat_map(|f| f.to_vec()).collect();
         assert_eq!(whole, [&b"data: "[..], &message.to_vec(), b"\n\n"].concat());
+    }
+
+    #[test]
+    fn a_long_chunk_goes_in_shared_pieces_of_at_most_piece_bytes() {
+        let long = Bytes::from(vec![b'x'; 2 * PIECE + 100]);
+        let message = Message::from(long.to_vec());
+        let frames = framed(&message);
+        let lengths: Vec<usize> = frames.iter().map(Bytes::len).collect();
+        assert_eq!(lengths, [6, PIECE, PIECE, 100, 2]);
+        let whole: Vec<u8> = frames.iter().flat_map(|f| f.to_vec()).collect();
+        assert_eq!(whole, [&b"data: "[..], &long, b"\n\n"].concat());
+        let shared = message.chunks().next().unwrap().as_ptr();
+        assert_eq!(frames[2].as_ptr(), shared.wrapping_add(PIECE));
     }
 }
