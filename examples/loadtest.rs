@@ -13,12 +13,14 @@
 //! absorb; what is reported then is each signal's age when received: the
 //! time since that URI was last published.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_subscriptions::{
     Capabilities, Event, EventKind, Extension, Filter, Hub, Next, Overflow, Selector,
@@ -41,7 +43,7 @@ struct Options {
         long,
         value_name = "POLICY",
         default_value_t = Overflow::DropOldest,
-        value_parser = overflow_parser()
+        value_parser = cli::overflow_parser()
     )]
     policy: Overflow,
     /// Events each listener may queue
@@ -49,7 +51,7 @@ struct Options {
         long,
         value_name = "N",
         default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
-        value_parser = at_least_one
+        value_parser = cli::at_least_one
     )]
     capacity: usize,
     /// Publish resource updates that coalescing queues absorb, and report
@@ -57,29 +59,14 @@ struct Options {
     #[arg(long)]
     coalesce: bool,
     /// Distinct keys (extension values, or URIs with --coalesce)
-    #[arg(long, value_name = "K", default_value_t = 16, value_parser = at_least_one)]
+    #[arg(long, value_name = "K", default_value_t = 16, value_parser = cli::at_least_one)]
     keys: usize,
     /// Events per second to publish at (0: as fast as possible)
     #[arg(long, value_name = "EVENTS_PER_SEC", default_value_t = 0)]
     rate: u64,
     /// Worker threads of the listeners' runtime
-    #[arg(long, value_name = "W", default_value_t = 2, value_parser = at_least_one)]
+    #[arg(long, value_name = "W", default_value_t = 2, value_parser = cli::at_least_one)]
     workers: usize,
-}
-
-/// A count that must not be zero.
-fn at_least_one(value: &str) -> Result<usize, String> {
-    match value.parse() {
-        Ok(0) => Err("must be at least 1".to_owned()),
-        Ok(n) => Ok(n),
-        Err(err) => Err(format!("{err}")),
-    }
-}
-
-/// `Overflow`'s names as clap's possible values, parsed by its `FromStr`.
-fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
-    let names = [Overflow::DropOldest, Overflow::Disconnect].map(Overflow::as_str);
-    PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
 }
 
 /// What one listener saw.

@@ -10,12 +10,15 @@
 
 #[path = "support/broker.rs"]
 mod broker;
+#[path = "support/waiting.rs"]
+mod waiting;
 
 use std::time::{Duration, Instant};
 
 use broker::{Broker, RedisCluster};
 use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
-use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
+use mcp_subscriptions::{EventKind, Filter, Hub};
+use waiting::{next_event, quiet, until};
 
 /// Short clocks, so faults are seen and mended within a test's patience.
 fn options(prefix: &str) -> RelayOptions {
@@ -34,31 +37,6 @@ fn relay(broker: &Broker, hub: &Hub, prefix: &str) -> Relay {
         RelayBroker::from_url(&broker.url()).unwrap(),
         options(prefix),
     )
-}
-
-/// Waits until `condition` holds, or panics after five seconds naming it.
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// The next event `listener` receives, within five seconds.
-async fn next_event(listener: &mut Listener) -> Event {
-    match tokio::time::timeout(Duration::from_secs(5), listener.next()).await {
-        Ok(Next::Event(event)) => event,
-        Ok(other) => panic!("expected an event, got {other:?}"),
-        Err(_) => panic!("no event within five seconds"),
-    }
-}
-
-/// Nothing arrives within `wait`.
-async fn quiet(listener: &mut Listener, wait: Duration) {
-    if let Ok(next) = tokio::time::timeout(wait, listener.next()).await {
-        panic!("expected nothing, got {next:?}");
-    }
 }
 
 fn connected(relay: &Relay) -> bool {

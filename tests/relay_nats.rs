@@ -8,12 +8,15 @@
 
 #[path = "support/broker.rs"]
 mod broker;
+#[path = "support/waiting.rs"]
+mod waiting;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use broker::Broker;
 use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
-use mcp_subscriptions::{Event, EventKind, Filter, Hub, Listener, Next};
+use mcp_subscriptions::{EventKind, Filter, Hub};
+use waiting::{next_event, until};
 
 fn relay(broker: &Broker, hub: &Hub) -> Relay {
     Relay::spawn(
@@ -37,22 +40,6 @@ async fn replicas(broker: &Broker) -> ((Hub, Relay), (Hub, Relay)) {
     })
     .await;
     ((hub_a, a), (hub_b, b))
-}
-
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-async fn next_event(listener: &mut Listener) -> Event {
-    match tokio::time::timeout(Duration::from_secs(10), listener.next()).await {
-        Ok(Next::Event(event)) => event,
-        Ok(other) => panic!("expected an event, got {other:?}"),
-        Err(_) => panic!("no event within ten seconds"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,6 +31,8 @@
 //! has the relay's counters under `relay`, and `/metrics` has them too.
 
 mod auth;
+#[path = "../support/cli.rs"]
+mod cli;
 mod replicas;
 mod tasks;
 
@@ -40,7 +42,7 @@ use std::time::Duration;
 
 use axum::routing::get;
 use clap::Parser;
-use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
+use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
@@ -94,7 +96,7 @@ struct Options {
         env = "MCP_SUBSCRIPTIONS_CAPACITY",
         value_name = "N",
         default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
-        value_parser = at_least_one
+        value_parser = cli::at_least_one
     )]
     capacity: usize,
     /// What a full queue does with one more event
@@ -103,7 +105,7 @@ struct Options {
         env = "MCP_SUBSCRIPTIONS_OVERFLOW",
         value_name = "POLICY",
         default_value_t = Overflow::DropOldest,
-        value_parser = overflow_parser()
+        value_parser = cli::overflow_parser()
     )]
     overflow: Overflow,
     /// Listen streams open at once, at most
@@ -128,7 +130,7 @@ struct Options {
         long,
         env = "MCP_SUBSCRIPTIONS_MAX_STREAMS_PER_PRINCIPAL",
         value_name = "N",
-        value_parser = at_least_one
+        value_parser = cli::at_least_one
     )]
     max_streams_per_principal: Option<usize>,
     /// Require this bearer token for that principal over HTTP; repeat for
@@ -161,21 +163,6 @@ fn principal_token(value: &str) -> Result<(String, String), String> {
         }
         _ => Err("expected PRINCIPAL:TOKEN".to_owned()),
     }
-}
-
-/// A count that must not be zero.
-fn at_least_one(value: &str) -> Result<usize, String> {
-    match value.parse() {
-        Ok(0) => Err("must be at least 1".to_owned()),
-        Ok(n) => Ok(n),
-        Err(err) => Err(format!("{err}")),
-    }
-}
-
-/// `Overflow`'s names as clap's possible values, parsed by its `FromStr`.
-fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
-    let names = [Overflow::DropOldest, Overflow::Disconnect].map(Overflow::as_str);
-    PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
 }
 
 /// The MCP server: its tools publish into the hub (and, relayed, to the

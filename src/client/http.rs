@@ -14,7 +14,7 @@ use sse_stream::{Sse, SseStream};
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, PROTOCOL_VERSION, Step, listen_request};
+use super::protocol::{Expect, PROTOCOL_VERSION, Step, arrival, listen_request};
 use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
@@ -114,17 +114,7 @@ impl Connect for Http {
 
 impl Feed for HttpFeed {
     fn next(&mut self) -> BoxFuture<'_, Arrival> {
-        async move {
-            match self.step().await {
-                Ok(Step::Event(event)) => Arrival::Event(event),
-                Ok(Step::End(end)) => Arrival::End(end),
-                Ok(_) => Arrival::End(End::Protocol(ProtocolError::InvalidAcknowledgement(
-                    "a second acknowledgement".into(),
-                ))),
-                Err(end) => Arrival::End(end),
-            }
-        }
-        .boxed()
+        async move { arrival(self.step().await) }.boxed()
     }
 
     fn cancel(self: Box<Self>) -> BoxFuture<'static, ()> {

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::error::ProtocolError;
 use super::item::End;
 use super::options::SubscribeOptions;
+use super::pump::Arrival;
 use crate::event::{Event, EventKind};
 use crate::filter::Filter;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
@@ -59,6 +60,19 @@ pub(super) enum Step {
     End(End),
     /// Nothing for this stream (a request from the server, a keep-alive).
     Skip,
+}
+
+/// What a step read after the acknowledgement brings the pump: an event, or
+/// the stream's end, which a second acknowledgement is too (a protocol
+/// error).
+pub(super) fn arrival(step: Result<Step, End>) -> Arrival {
+    match step {
+        Ok(Step::Event(event)) => Arrival::Event(event),
+        Ok(Step::End(end)) | Err(end) => Arrival::End(end),
+        Ok(Step::Acknowledged(_) | Step::Skip) => Arrival::End(End::Protocol(
+            ProtocolError::InvalidAcknowledgement("a second acknowledgement".into()),
+        )),
+    }
 }
 
 /// The checks on one stream's messages, in order.

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, Step, cancelled, listen_request, meta};
+use super::protocol::{Expect, Step, arrival, cancelled, listen_request, meta};
 use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
@@ -373,17 +373,7 @@ impl Drop for StdioFeed {
 
 impl Feed for StdioFeed {
     fn next(&mut self) -> BoxFuture<'_, Arrival> {
-        async move {
-            match self.step().await {
-                Ok(Step::Event(event)) => Arrival::Event(event),
-                Ok(Step::End(end)) => Arrival::End(end),
-                Ok(_) => Arrival::End(End::Protocol(ProtocolError::InvalidAcknowledgement(
-                    "a second acknowledgement".into(),
-                ))),
-                Err(end) => Arrival::End(end),
-            }
-        }
-        .boxed()
+        async move { arrival(self.step().await) }.boxed()
     }
 
     fn cancel(self: Box<Self>) -> BoxFuture<'static, ()> {

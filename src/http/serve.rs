@@ -27,8 +27,8 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 /// close once its response is done, and returns when all have.
 ///
 /// It does what `axum::serve(listener, router).with_graceful_shutdown(..)`
-/// does, WebSocket upgrades included (the notification channel), for a
-/// third of the memory per held listen stream (about 11.5 KiB of server
+/// does, WebSocket upgrades included (the notification channel), for half
+/// the memory per held listen stream (about 11.5 KiB of server
 /// resident memory per idle stream at 10,000 streams, against about 23
 /// KiB; `BENCHMARKS.md`, held streams):
 ///
