@@ -109,10 +109,10 @@ impl<M: Stream<Item = Message>> Stream for Frames<M> {
 }
 
 /// `message` as `data: …\n\n`, its long chunks shared (in pieces) and the
-/// rest copied around them: the first frame, the others queued in `rest`. A message
-/// without long chunks is one frame and queues nothing, so a stream of
-/// short messages never allocates the queue, which would otherwise stay
-/// allocated as long as the stream.
+/// rest copied around them: the first frame, the others queued in `rest`.
+/// A message without long chunks is one frame and queues nothing, so a
+/// stream of short messages never allocates the queue, which would
+/// otherwise stay allocated as long as the stream.
 fn frame(message: &Message, rest: &mut VecDeque<Bytes>) -> Bytes {
     let mut copied = BytesMut::with_capacity(message.len().min(SHARE_FROM) + 8);
     copied.extend_from_slice(b"data: ");
