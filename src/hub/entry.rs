@@ -1,8 +1,8 @@
-//! One listener as the hub sees it: what the routing index holds and what a
-//! publisher pushes into.
+//! One listener as the hub sees it: its id, its granted filter, and where
+//! its events wait.
 
 use super::id::ListenerId;
-use super::queue::Queue;
+use super::inbox::Inbox;
 use super::stats::ListenerStats;
 use crate::filter::Filter;
 
@@ -11,12 +11,12 @@ pub(crate) struct Entry {
     pub(crate) id: ListenerId,
     /// The granted filter, which the index routes by.
     pub(crate) filter: Filter,
-    pub(crate) queue: Queue,
+    pub(crate) inbox: Inbox,
 }
 
 impl Entry {
     pub(crate) fn stats(&self) -> ListenerStats {
-        let snap = self.queue.snapshot();
+        let snap = self.inbox.snapshot();
         ListenerStats {
             id: self.id,
             filter: self.filter.clone(),

@@ -10,7 +10,10 @@ use std::task::Waker;
 use super::config::Config;
 use super::entry::Entry;
 use super::id::ListenerId;
+use super::inbox::Inbox;
+use super::index::Target;
 use super::interest::InterestWatch;
+use super::lane::LaneKey;
 use super::listener::Listener;
 use super::queue::{Pushed, Queue, Waiter};
 use super::report::PublishReport;
@@ -147,19 +150,20 @@ impl Hub {
             }
             .into());
         }
-        let entry = Arc::new(Entry {
-            id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
-            filter: requested.narrow(&config.capabilities),
-            queue: Queue::new(
-                context.capacity.map_or(config.capacity, NonZeroUsize::get),
-                context.overflow.unwrap_or(config.overflow),
-                context.coalesce.unwrap_or(config.coalesce),
-            )
-            .with_byte_bounds(
-                context.max_queued_bytes.unwrap_or(config.max_queued_bytes),
-                self.shared.budget.clone(),
-            ),
-        });
+        let filter = requested.narrow(&config.capabilities);
+        let capacity = context.capacity.map_or(config.capacity, NonZeroUsize::get);
+        let overflow = context.overflow.unwrap_or(config.overflow);
+        let coalesce = context.coalesce.unwrap_or(config.coalesce);
+        let max_bytes = context.max_queued_bytes.unwrap_or(config.max_queued_bytes);
+        let lane = LaneKey::of(
+            &filter,
+            capacity,
+            overflow,
+            coalesce,
+            max_bytes,
+            self.shared.budget.is_some(),
+        )
+        .filter(|_| !self.shared.successions.load(Ordering::Relaxed));
         let mut registry = self.shared.registry.write();
         if registry.completed {
             return Err(OpenError::Completed);
@@ -169,6 +173,18 @@ impl Hub {
                 limit: config.max_listeners,
             });
         }
+        let inbox = match lane {
+            Some(lane) => Inbox::Seat(registry.seat(lane, &filter)),
+            None => Inbox::Own(
+                Queue::new(capacity, overflow, coalesce)
+                    .with_byte_bounds(max_bytes, self.shared.budget.clone()),
+            ),
+        };
+        let entry = Arc::new(Entry {
+            id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
+            filter,
+            inbox,
+        });
         registry.admit(entry.clone());
         let watchers = registry.interest.take_wakers();
         drop(registry);
@@ -184,6 +200,9 @@ impl Hub {
     /// concurrent open, close or push holds.
     pub fn publish(&self, event: Event) -> PublishReport {
         self.shared.published.fetch_add(1, Ordering::Relaxed);
+        if event.succession().is_some() {
+            self.shared.successions.store(true, Ordering::Relaxed);
+        }
         let routed = self.routed_kind(event.kind());
         // Pushes tallied by outcome (one increment each, in the loop that
         // runs once per listener), turned into the report after it.
@@ -194,14 +213,20 @@ impl Hub {
             // A read lock: publishers run side by side, and only opening,
             // closing and completing (all brief) exclude them.
             let registry = self.shared.registry.read();
-            for entry in registry.index.matches(&routed).into_iter().flatten() {
-                let (pushed, waiter) = entry.queue.push(&event);
-                tally[pushed as usize] += 1;
-                if let Some(waiter) = waiter {
-                    waiters.push(waiter);
-                }
-                if pushed == Pushed::Disconnected {
-                    overflowed.push(entry.id);
+            for target in registry.index.matches(&routed).into_iter().flatten() {
+                match target {
+                    Target::Listener(entry) => {
+                        let Inbox::Own(queue) = &entry.inbox else {
+                            unreachable!("only listeners with their own queue are indexed")
+                        };
+                        let (pushed, waiter) = queue.push(&event);
+                        tally[pushed as usize] += 1;
+                        waiters.extend(waiter);
+                        if pushed == Pushed::Disconnected {
+                            overflowed.push(entry.id);
+                        }
+                    }
+                    Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
                 }
             }
         }
@@ -380,7 +405,7 @@ impl Hub {
         let mut max_queue_depth = registry.retired_max_depth;
         let mut queued_bytes = 0;
         for entry in registry.entries.values() {
-            let snap = entry.queue.snapshot();
+            let snap = entry.inbox.snapshot();
             events += snap.counts;
             max_queue_depth = max_queue_depth.max(snap.max_depth);
             queued_bytes += snap.bytes as u64;

@@ -1,5 +1,6 @@
 //! The routing index: which listeners an event reaches, found without
-//! looking at the others.
+//! looking at the others. What it holds are targets: a listener with its
+//! own queue, or a lane its members share (reached once for all of them).
 //!
 //! One bucket per list-changed kind, a map from URI to bucket for resource
 //! updates, a map per extension field (from key to bucket, plus the
@@ -11,35 +12,65 @@
 use std::collections::HashMap;
 
 use super::entry::Entry;
-use super::id::ListenerId;
+use super::lane::Lane;
 use crate::event::EventKind;
+use crate::filter::Filter;
 use crate::sync::Arc;
 
-/// Listeners in a dense vector (what publishing iterates) plus their
-/// positions (so removal is O(1) by swap-remove).
-#[derive(Debug, Default)]
-struct Bucket {
-    entries: Vec<Arc<Entry>>,
-    positions: HashMap<ListenerId, usize>,
+/// What a publish pushes into.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// A listener with its own queue.
+    Listener(Arc<Entry>),
+    Lane(Arc<Lane>),
 }
 
-impl Bucket {
-    /// Adds `entry` once, however many times its filter names the key
-    /// (an extension field may list a key twice).
-    fn insert(&mut self, entry: &Arc<Entry>) {
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.positions.entry(entry.id) {
-            slot.insert(self.entries.len());
-            self.entries.push(entry.clone());
+/// A target's identity while the index holds it: the address of what it
+/// points to.
+type TargetId = usize;
+
+impl Target {
+    fn id(&self) -> TargetId {
+        match self {
+            Self::Listener(entry) => Arc::as_ptr(entry) as usize,
+            Self::Lane(lane) => Arc::as_ptr(lane) as usize,
         }
     }
 
-    fn remove(&mut self, id: ListenerId) {
+    fn filter(&self) -> &Filter {
+        match self {
+            Self::Listener(entry) => &entry.filter,
+            Self::Lane(lane) => &lane.filter,
+        }
+    }
+}
+
+/// Targets in a dense vector (what publishing iterates) plus their
+/// positions (so removal is O(1) by swap-remove).
+#[derive(Debug, Default)]
+struct Bucket {
+    entries: Vec<Target>,
+    positions: HashMap<TargetId, usize>,
+}
+
+impl Bucket {
+    /// Adds `target` once, however many times its filter names the key
+    /// (an extension field may list a key twice).
+    fn insert(&mut self, target: &Target) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.positions.entry(target.id())
+        {
+            slot.insert(self.entries.len());
+            self.entries.push(target.clone());
+        }
+    }
+
+    fn remove(&mut self, id: TargetId) {
         let Some(position) = self.positions.remove(&id) else {
             return;
         };
         self.entries.swap_remove(position);
         if let Some(moved) = self.entries.get(position) {
-            self.positions.insert(moved.id, position);
+            self.positions.insert(moved.id(), position);
         }
     }
 
@@ -48,14 +79,14 @@ impl Bucket {
     }
 }
 
-/// A bucket's listeners; none where there is no bucket.
-fn entries(bucket: Option<&Bucket>) -> &[Arc<Entry>] {
+/// A bucket's targets; none where there is no bucket.
+fn entries(bucket: Option<&Bucket>) -> &[Target] {
     bucket.map_or(&[], |b| &b.entries)
 }
 
 /// Removes `id` from the bucket under `key`, dropping the bucket once empty
 /// so that churn over many distinct URIs leaves nothing behind.
-fn remove_keyed(buckets: &mut HashMap<String, Bucket>, key: &str, id: ListenerId) {
+fn remove_keyed(buckets: &mut HashMap<String, Bucket>, key: &str, id: TargetId) {
     if let Some(bucket) = buckets.get_mut(key) {
         bucket.remove(id);
         if bucket.is_empty() {
@@ -78,25 +109,25 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    pub(crate) fn insert(&mut self, entry: &Arc<Entry>) {
-        let filter = &entry.filter;
+    pub(crate) fn insert(&mut self, target: &Target) {
+        let filter = target.filter();
         if filter.tools_list_changed() {
-            self.tools.insert(entry);
+            self.tools.insert(target);
         }
         if filter.prompts_list_changed() {
-            self.prompts.insert(entry);
+            self.prompts.insert(target);
         }
         if filter.resources_list_changed() {
-            self.resources.insert(entry);
+            self.resources.insert(target);
         }
         if filter.is_everything() {
             // Everything reaches it through this bucket; indexing its URIs or
             // extension keys as well would deliver some events twice.
-            self.everything.insert(entry);
+            self.everything.insert(target);
             return;
         }
         for uri in filter.resource_subscriptions() {
-            self.uris.entry(uri.to_owned()).or_default().insert(entry);
+            self.uris.entry(uri.to_owned()).or_default().insert(target);
         }
         for (field, key) in filter.extension_keys() {
             self.extension_keys
@@ -104,20 +135,20 @@ impl Index {
                 .or_default()
                 .entry(key.to_owned())
                 .or_default()
-                .insert(entry);
+                .insert(target);
         }
         for field in filter.extension_flags() {
             self.extension_flags
                 .entry(field.to_owned())
                 .or_default()
-                .insert(entry);
+                .insert(target);
         }
     }
 
-    /// Removes `entry` from every bucket it is in; a no-op for one that is
+    /// Removes `target` from every bucket it is in; a no-op for one that is
     /// not indexed.
-    pub(crate) fn remove(&mut self, entry: &Entry) {
-        let (id, filter) = (entry.id, &entry.filter);
+    pub(crate) fn remove(&mut self, target: &Target) {
+        let (id, filter) = (target.id(), target.filter());
         for bucket in [
             &mut self.tools,
             &mut self.prompts,
@@ -150,7 +181,7 @@ impl Index {
     /// (a filter's extension field is either a key list or `true`, and
     /// match-everything listeners are indexed only by kind and in the
     /// everything bucket), so no listener appears twice.
-    pub(crate) fn matches(&self, kind: &EventKind) -> [&[Arc<Entry>]; 3] {
+    pub(crate) fn matches(&self, kind: &EventKind) -> [&[Target]; 3] {
         let everything = &self.everything.entries[..];
         match kind {
             EventKind::ToolsListChanged => [&self.tools.entries, &[], &[]],
@@ -200,15 +231,17 @@ mod tests {
     use super::*;
     use crate::event::Selector;
     use crate::filter::Filter;
+    use crate::hub::id::ListenerId;
+    use crate::hub::inbox::Inbox;
     use crate::hub::queue::Queue;
     use crate::overflow::Overflow;
 
-    fn entry(id: u64, filter: Filter) -> Arc<Entry> {
-        Arc::new(Entry {
+    fn entry(id: u64, filter: Filter) -> Target {
+        Target::Listener(Arc::new(Entry {
             id: ListenerId(id),
             filter,
-            queue: Queue::new(1, Overflow::DropOldest, false),
-        })
+            inbox: Inbox::Own(Queue::new(1, Overflow::DropOldest, false)),
+        }))
     }
 
     fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
@@ -216,7 +249,10 @@ mod tests {
             .matches(kind)
             .into_iter()
             .flatten()
-            .map(|e| e.id.0)
+            .map(|target| match target {
+                Target::Listener(entry) => entry.id.0,
+                Target::Lane(_) => unreachable!("the test indexes listeners only"),
+            })
             .collect();
         ids.sort_unstable();
         ids

@@ -59,7 +59,7 @@ impl Listener {
 
     /// The next item if one is ready, without waiting.
     pub fn try_next(&mut self) -> Option<Next> {
-        let next = self.entry.queue.pop_or_register(|_| {});
+        let next = self.entry.inbox.pop_or_register(|_| {});
         next.inspect(|next| self.observe(next))
     }
 
@@ -91,7 +91,7 @@ impl Listener {
         // A timeout too large to add (`Duration::MAX`) means no deadline.
         let deadline = Instant::now().checked_add(timeout);
         loop {
-            let next = self.entry.queue.pop_or_register(|slot| {
+            let next = self.entry.inbox.pop_or_register(|slot| {
                 *slot = Some(Waiter::Thread(thread::current()));
             });
             if let Some(next) = next {
@@ -101,7 +101,7 @@ impl Listener {
             // A publish between the check and this park leaves the unpark
             // token set, so the park returns at once instead of missing it.
             if !park_until(deadline) {
-                self.entry.queue.forget_waiter();
+                self.entry.inbox.forget_waiter();
                 return None;
             }
         }
@@ -111,7 +111,7 @@ impl Listener {
     /// is discarded, and every later pull returns [`Next::Closed`].
     /// Closing twice is harmless.
     pub fn close(&mut self, reason: CloseReason) {
-        self.entry.queue.close();
+        self.entry.inbox.close();
         self.retire(Retirement::Closed(reason));
     }
 
@@ -128,7 +128,7 @@ impl Listener {
 
     #[inline(always)]
     fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
-        let next = self.entry.queue.pop_or_register(|slot| match slot {
+        let next = self.entry.inbox.pop_or_register(|slot| match slot {
             // The same task polling again: keep its waker, skip the clone.
             Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
             _ => *slot = Some(Waiter::Task(cx.waker().clone())),
@@ -214,7 +214,7 @@ impl Drop for NextItem<'_> {
         // A future dropped while waiting leaves no stale waker for the next
         // publish to wake for nothing.
         if self.registered {
-            self.listener.entry.queue.forget_waiter();
+            self.listener.entry.inbox.forget_waiter();
         }
     }
 }

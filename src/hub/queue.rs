@@ -55,6 +55,17 @@ impl Waiter {
     }
 }
 
+/// What a lane's seat hands over to the queue that replaces it.
+#[derive(Debug)]
+pub(crate) struct Handover {
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) counts: Counts,
+    pub(crate) lag: u64,
+    pub(crate) max_depth: u64,
+    pub(crate) phase: Phase,
+    pub(crate) waiter: Option<Waiter>,
+}
+
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pushed {
@@ -94,8 +105,8 @@ pub(crate) struct QueueSnapshot {
     pub(crate) overflowed: bool,
 }
 
-#[derive(Debug)]
-enum Phase {
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Phase {
     /// Taking events.
     Open,
     /// The hub completed: drain what is queued, then report `Complete`.
@@ -195,6 +206,34 @@ impl Queue {
         }
     }
 
+    /// A drop-oldest queue that goes on from where a lane's seat was when
+    /// its lane split (see `lane`): what the seat had yet to read, its
+    /// counts so far (`queued` is the length of `handover.events`), and its
+    /// reader's waiter.
+    pub(crate) fn handed_over(capacity: usize, max_bytes: usize, handover: Handover) -> Self {
+        Self {
+            state: Mutex::new(State {
+                bytes: handover.events.iter().map(Event::rendered_len).sum(),
+                events: handover.events,
+                capacity,
+                overflow: Overflow::DropOldest,
+                pending: None,
+                successions: None,
+                phase: handover.phase,
+                lag: handover.lag,
+                waiter: handover.waiter,
+                max_bytes,
+                budget: None,
+                counts: Counts {
+                    queued: 0,
+                    ..handover.counts
+                },
+                max_depth: handover.max_depth,
+                overflowed: false,
+            }),
+        }
+    }
+
     /// Bounds the queued bytes to `max_bytes`, and to the hub-wide `budget`
     /// when there is one; the overflow policy applies when either is
     /// exceeded, as for the event count.
@@ -258,19 +297,15 @@ impl Queue {
         state.waiter.take()
     }
 
-    /// Ends the queue, discarding what it holds. Idempotent.
-    pub(crate) fn close(&self) {
-        let waiter = {
-            let mut state = self.state.lock();
-            let discarded = state.clear() as u64;
-            state.counts.discarded += discarded;
-            state.lag = 0;
-            state.phase = Phase::Ended;
-            state.waiter.take()
-        };
-        if let Some(waiter) = waiter {
-            waiter.wake();
-        }
+    /// Ends the queue, discarding what it holds. Idempotent. Returns the
+    /// waiter to wake, as [`push`](Self::push) does.
+    pub(crate) fn stop(&self) -> Option<Waiter> {
+        let mut state = self.state.lock();
+        let discarded = state.clear() as u64;
+        state.counts.discarded += discarded;
+        state.lag = 0;
+        state.phase = Phase::Ended;
+        state.waiter.take()
     }
 
     pub(crate) fn snapshot(&self) -> QueueSnapshot {
@@ -657,7 +692,7 @@ mod tests {
         assert_eq!(b.push(&sized(1_000)).0, Pushed::DroppedOldest);
         assert_eq!(a.snapshot().counts.queued, 2, "a keeps what it holds");
         assert!(!budget.fits(1));
-        a.close();
+        a.stop();
         assert!(budget.fits(2 * len), "a closed queue gives its bytes back");
     }
 
@@ -713,8 +748,8 @@ mod tests {
         let queue = Queue::new(4, Overflow::DropOldest, false);
         queue.push(&Event::resource_updated("a"));
         queue.push(&Event::resource_updated("b"));
-        queue.close();
-        queue.close();
+        queue.stop();
+        queue.stop();
         assert_eq!(pop(&queue), Some(Next::Closed));
         let snap = queue.snapshot();
         assert_eq!((snap.counts.discarded, snap.counts.queued), (2, 0));
@@ -787,7 +822,7 @@ mod loom_model {
             drain(&queue);
             publisher.join().unwrap();
             drain(&queue);
-            queue.close();
+            queue.stop();
 
             let snap = queue.snapshot();
             let t = snap.counts;

@@ -1,25 +1,31 @@
-//! Who is listening: every live listener, the routing index over those that
-//! still take events, and the totals of those that are gone.
+//! Who is listening: every live listener, the lanes that listeners with
+//! alike queues share, the routing index over those that still take events,
+//! and the totals of those that are gone.
 //!
 //! The registry sits behind the hub's one read-write lock. Publishing only
 //! reads it (many publishers at once); opening, retiring and completing
-//! write it, briefly. Lock order is always registry, then a listener's
-//! queue, never the reverse.
+//! write it, briefly. Lock order is always registry, then a lane, then a
+//! listener's queue, never the reverse.
 
 use std::collections::HashMap;
 
 use super::entry::Entry;
 use super::id::ListenerId;
-use super::index::Index;
+use super::inbox::{Inbox, Seat};
+use super::index::{Index, Target};
 use super::interest::Interest;
+use super::lane::{Lane, LaneKey};
 use super::queue::Waiter;
 use super::stats::{ClosedCounts, Retired, Retirement};
 use crate::counts::Counts;
+use crate::filter::Filter;
 use crate::sync::Arc;
 
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     pub(crate) entries: HashMap<ListenerId, Arc<Entry>>,
+    /// Each lane, with how many registered listeners sit in it.
+    lanes: HashMap<LaneKey, (Arc<Lane>, usize)>,
     pub(crate) index: Index,
     /// The final counts of retired listeners, so totals survive them.
     pub(crate) retired: Counts,
@@ -33,8 +39,22 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// A seat in the lane for `key`, which is made and indexed (routed by
+    /// `filter`) when it is the first.
+    pub(crate) fn seat(&mut self, key: LaneKey, filter: &Filter) -> Seat {
+        let (lane, seated) = self.lanes.entry(key).or_insert_with_key(|key| {
+            let lane = Arc::new(Lane::new(key.clone(), filter.clone()));
+            self.index.insert(&Target::Lane(lane.clone()));
+            (lane, 0)
+        });
+        *seated += 1;
+        Seat::join(lane.clone())
+    }
+
     pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
-        self.index.insert(&entry);
+        if let Inbox::Own(_) = entry.inbox {
+            self.index.insert(&Target::Listener(entry.clone()));
+        }
         self.interest.admit(&entry.filter);
         self.entries.insert(entry.id, entry);
         self.opened += 1;
@@ -47,9 +67,12 @@ impl Registry {
     /// so the counts read here are final.
     pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) -> Option<Retired> {
         let entry = self.entries.remove(&id)?;
-        self.index.remove(&entry);
+        match &entry.inbox {
+            Inbox::Own(_) => self.index.remove(&Target::Listener(entry.clone())),
+            Inbox::Seat(seat) => self.unseat(&seat.lane),
+        }
         self.interest.retire(&entry.filter);
-        let snap = entry.queue.snapshot();
+        let snap = entry.inbox.snapshot();
         self.retired += snap.counts;
         self.retired_max_depth = self.retired_max_depth.max(snap.max_depth);
         // A listener its policy disconnected counts as overflowed, even if
@@ -68,16 +91,31 @@ impl Registry {
         })
     }
 
+    /// One listener fewer in `lane`; the last one takes the lane out of
+    /// the index.
+    fn unseat(&mut self, lane: &Lane) {
+        let Some((_, seated)) = self.lanes.get_mut(&lane.key) else {
+            return;
+        };
+        *seated -= 1;
+        if *seated == 0
+            && let Some((lane, _)) = self.lanes.remove(&lane.key)
+        {
+            self.index.remove(&Target::Lane(lane));
+        }
+    }
+
     /// Refuses new listeners and stops every queue taking events; each
     /// listener stays registered until it has drained and seen `Complete`.
     /// Returns the waiters to wake once the registry is unlocked.
     pub(crate) fn complete(&mut self) -> Vec<Waiter> {
         self.completed = true;
         self.index = Index::default();
+        self.lanes = HashMap::new();
         self.interest.complete();
         self.entries
             .values()
-            .filter_map(|entry| entry.queue.complete())
+            .filter_map(|entry| entry.inbox.complete())
             .collect()
     }
 }

@@ -15,7 +15,7 @@ pub(crate) use park::{block_on_timeout, park_until};
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {
     pub(crate) use std::sync::Arc;
-    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     /// `parking_lot`'s mutex: no poisoning, and the uncontended path is one
     /// atomic swap, which is the common case for a per-listener queue.
@@ -56,7 +56,7 @@ mod imp {
 #[cfg(mcp_subscriptions_loom)]
 mod imp {
     pub(crate) use loom::sync::Arc;
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     // A panic while holding a lock is a bug in the model, not something to
     // recover from: the `unwrap`s below only surface it.

@@ -1,0 +1,247 @@
+//! A lane's ring: the events some member of the lane has yet to read, each
+//! held once however many members will read it.
+//!
+//! Beside each event the ring counts the members that will read it next
+//! (and apart, those that have read everything). So a publish that evicts the
+//! oldest event knows exactly how many members lose it, without visiting
+//! any member, and a read knows when the oldest event is no longer anyone's
+//! and frees it, so the ring holds what the slowest member has not read and
+//! no more.
+//!
+//! Every member of a lane has the same bounds, so evicting the ring's oldest
+//! event until the newest fits keeps each member's unread events exactly as
+//! its own queue would: those are a suffix of the ring, and the suffix that
+//! fits a bound is the same whether the events before it were read or not.
+
+use std::collections::VecDeque;
+
+use crate::event::Event;
+
+#[derive(Debug)]
+pub(crate) struct Ring {
+    slots: VecDeque<Slot>,
+    /// Members that have read everything.
+    at_tail: usize,
+    /// The position of `slots[0]`; positions count every event the lane
+    /// was given.
+    first: u64,
+    /// The rendered size of the events held.
+    bytes: usize,
+    capacity: usize,
+    max_bytes: usize,
+    members: usize,
+}
+
+/// One event, and the members that will read it next.
+#[derive(Debug)]
+struct Slot {
+    event: Event,
+    at: usize,
+}
+
+impl Ring {
+    pub(crate) fn new(capacity: usize, max_bytes: usize) -> Self {
+        Self {
+            slots: VecDeque::new(),
+            at_tail: 0,
+            first: 0,
+            bytes: 0,
+            capacity,
+            max_bytes,
+            members: 0,
+        }
+    }
+
+    /// The position the next event will take.
+    #[inline]
+    pub(crate) fn tail(&self) -> u64 {
+        self.first + self.slots.len() as u64
+    }
+
+    /// Members that take events now.
+    pub(crate) fn members(&self) -> usize {
+        self.members
+    }
+
+    /// Adds a member that reads from the next event on; returns its
+    /// position.
+    pub(crate) fn join(&mut self) -> u64 {
+        self.at_tail += 1;
+        self.members += 1;
+        self.tail()
+    }
+
+    /// Removes the member whose next event was `next`; returns how many
+    /// events it had not read (`next` as [`position`](Self::position)
+    /// reports it).
+    pub(crate) fn leave(&mut self, next: u64) -> u64 {
+        let at = self.position(next);
+        *self.at_mut(self.offset(at)) -= 1;
+        self.members -= 1;
+        self.trim();
+        self.tail() - at
+    }
+
+    /// Where a member whose next event was `next` reads now: eviction may
+    /// have moved it past events it never read.
+    #[inline]
+    pub(crate) fn position(&self, next: u64) -> u64 {
+        next.max(self.first)
+    }
+
+    /// How many events the member at `at` has yet to read, and their
+    /// rendered size.
+    pub(crate) fn unread(&self, at: u64) -> (u64, usize) {
+        let bytes = self.unread_events(at).map(Event::rendered_len).sum();
+        (self.tail() - at, bytes)
+    }
+
+    /// The events the member at `at` has yet to read, oldest first.
+    pub(crate) fn unread_events(&self, at: u64) -> impl Iterator<Item = &Event> {
+        self.slots.range(self.offset(at)..).map(|slot| &slot.event)
+    }
+
+    /// Appends `event` for every member, then evicts the oldest events
+    /// until the ring is back within its bounds (an event larger than the
+    /// byte bound still stays, alone). Returns how many members lost an
+    /// event to that.
+    pub(crate) fn push(&mut self, event: &Event) -> usize {
+        if self.members == 0 {
+            // Nobody would read it.
+            return 0;
+        }
+        self.bytes += event.rendered_len();
+        self.slots.push_back(Slot {
+            event: event.clone(),
+            at: std::mem::take(&mut self.at_tail),
+        });
+        let mut lost = 0;
+        while (self.slots.len() > self.capacity || self.bytes > self.max_bytes)
+            && self.slots.len() > 1
+        {
+            // Those moved past one evicted event are moved past the next
+            // one too, so the last count is everyone who lost at least one.
+            lost = self.pop_front();
+        }
+        self.trim();
+        lost
+    }
+
+    /// The event at `at` for the member there, which moves on past it;
+    /// `None` when it has read everything.
+    #[inline]
+    pub(crate) fn take(&mut self, at: u64) -> Option<Event> {
+        let offset = self.offset(at);
+        let slot = self.slots.get_mut(offset)?;
+        let event = slot.event.clone();
+        slot.at -= 1;
+        let emptied = slot.at == 0;
+        *self.at_mut(offset + 1) += 1;
+        // Only the oldest event can be left with no reader by a read.
+        if emptied && offset == 0 {
+            self.trim();
+        }
+        Some(event)
+    }
+
+    /// Frees the oldest events no member has yet to read.
+    fn trim(&mut self) {
+        while self.slots.front().is_some_and(|slot| slot.at == 0) {
+            self.pop_front();
+        }
+    }
+
+    /// Drops the oldest event; the members that were to read it next move
+    /// on to the one after. Returns how many moved.
+    fn pop_front(&mut self) -> usize {
+        let Some(slot) = self.slots.pop_front() else {
+            return 0;
+        };
+        self.bytes -= slot.event.rendered_len();
+        self.first += 1;
+        *self.at_mut(0) += slot.at;
+        slot.at
+    }
+
+    /// The members at `offset` from the oldest event.
+    #[inline]
+    fn at_mut(&mut self, offset: usize) -> &mut usize {
+        match self.slots.get_mut(offset) {
+            Some(slot) => &mut slot.at,
+            None => &mut self.at_tail,
+        }
+    }
+
+    #[inline]
+    fn offset(&self, at: u64) -> usize {
+        (at - self.first) as usize
+    }
+}
+
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
+mod tests {
+    use super::*;
+
+    fn event(i: usize) -> Event {
+        Event::resource_updated(i.to_string())
+    }
+
+    #[test]
+    fn an_event_is_held_until_its_last_reader_takes_it() {
+        let mut ring = Ring::new(8, usize::MAX);
+        let (a, b) = (ring.join(), ring.join());
+        assert_eq!(ring.push(&event(0)), 0);
+        assert!(ring.take(a).is_some());
+        assert_eq!(ring.unread(b).0, 1);
+        assert!(ring.take(b).is_some());
+        assert_eq!(ring.unread(ring.tail()), (0, 0));
+        assert!(ring.slots.is_empty(), "read by both, so freed");
+    }
+
+    #[test]
+    fn eviction_counts_the_members_that_lose_an_event() {
+        let mut ring = Ring::new(2, usize::MAX);
+        let (slow, fast) = (ring.join(), ring.join());
+        ring.push(&event(0));
+        let fast = {
+            ring.take(fast).unwrap();
+            fast + 1
+        };
+        ring.push(&event(1));
+        // The third event evicts the first, which only `slow` had not read.
+        assert_eq!(ring.push(&event(2)), 1);
+        assert_eq!(ring.position(slow), 1);
+        // The fourth evicts the second, unread by both.
+        assert_eq!(ring.push(&event(3)), 2);
+        assert_eq!(ring.position(fast), 2);
+        assert_eq!(ring.unread(2).0, 2);
+    }
+
+    #[test]
+    fn the_byte_bound_evicts_but_keeps_one_event_larger_than_it() {
+        let len = event(0).rendered_len();
+        let mut ring = Ring::new(100, len * 2);
+        let member = ring.join();
+        for i in 0..3 {
+            ring.push(&event(i));
+        }
+        assert_eq!(ring.unread(ring.position(member)), (2, len * 2));
+        let big = Event::resource_updated("x".repeat(len * 3));
+        assert_eq!(ring.push(&big), 1);
+        assert_eq!(ring.unread(ring.position(member)).0, 1);
+    }
+
+    #[test]
+    fn a_member_leaving_frees_what_only_it_had_left() {
+        let mut ring = Ring::new(8, usize::MAX);
+        let member = ring.join();
+        ring.push(&event(0));
+        ring.push(&event(1));
+        assert_eq!(ring.leave(member), 2);
+        assert_eq!(ring.members(), 0);
+        assert!(ring.slots.is_empty());
+        // With nobody to read it, an event is not kept.
+        ring.push(&event(2));
+        assert!(ring.slots.is_empty());
+    }
+}
