@@ -558,3 +558,139 @@ fn a_waker_that_drops_its_listener_inline_neither_deadlocks_nor_leaks() {
     assert_eq!(stats.listeners_active, 0, "retired once the publish ended");
     assert!(stats.events.is_balanced());
 }
+
+/// Listeners granted the same filter with the default settings share one
+/// ring; each still reads at its own pace, within its own bound, and with
+/// its own exact counts, and a publish reports each one it cost an event.
+#[test]
+fn listeners_alike_each_keep_their_own_pace_bound_and_counts() {
+    let hub = Hub::builder().capacity(2).build();
+    let filter = Filter::new().with_resource("file:///a");
+    let (mut reading, mut stalled, mut leaving) = (
+        hub.listen(&filter).unwrap(),
+        hub.listen(&filter).unwrap(),
+        hub.listen(&filter).unwrap(),
+    );
+    let mut evicted = Vec::new();
+    for i in 0..4 {
+        let report = hub.publish(Event::resource_updated("file:///a"));
+        assert_eq!(
+            (report.matched, report.queued),
+            (3 - usize::from(i == 3), 3 - usize::from(i == 3))
+        );
+        evicted.push(report.evicted);
+        assert!(matches!(reading.try_next(), Some(Next::Event(_))));
+        if i == 0 {
+            assert!(matches!(leaving.try_next(), Some(Next::Event(_))));
+        }
+        if i == 2 {
+            leaving.close(CloseReason::Cancelled);
+        }
+    }
+    // The third and fourth publishes each cost the stalled listener its
+    // oldest event; the others had read it.
+    assert_eq!(evicted, [0, 0, 1, 1]);
+    assert_eq!(
+        drain(&mut stalled),
+        [Next::Lagged(2)]
+            .into_iter()
+            .chain((0..2).map(|_| Next::Event(Event::resource_updated("file:///a"))))
+            .collect::<Vec<_>>()
+    );
+    let figures = |stats: mcp_subscriptions::ListenerStats| {
+        assert!(stats.events.is_balanced(), "{stats:?}");
+        let e = stats.events;
+        (
+            e.matched,
+            e.delivered,
+            e.dropped,
+            e.discarded,
+            stats.max_queue_depth,
+        )
+    };
+    assert_eq!(figures(reading.stats()), (4, 4, 0, 0, 1));
+    assert_eq!(figures(stalled.stats()), (4, 2, 2, 0, 2));
+    assert_eq!(figures(leaving.stats()), (3, 1, 0, 2, 2));
+    let stats = hub.stats();
+    assert!(stats.events.is_balanced(), "{stats:?}");
+    assert_eq!((stats.events.matched, stats.events.dropped), (11, 2));
+}
+
+/// An event with a succession gives listeners that share a ring queues of
+/// their own, holding what each had yet to read; from then on each keeps
+/// its successions as any queue does, and later listeners get their own.
+#[test]
+fn a_succession_hands_listeners_alike_their_own_queues_losing_nothing() {
+    use mcp_subscriptions::Succession;
+
+    let hub = Hub::new();
+    let filter = Filter::new().with_resource("file:///job");
+    let (mut behind, mut current) = (hub.listen(&filter).unwrap(), hub.listen(&filter).unwrap());
+    hub.notify_resource_updated("file:///job");
+    assert!(matches!(current.try_next(), Some(Next::Event(_))));
+    let status = |version, state: &str| {
+        Event::extension(
+            "notifications/resources/updated",
+            json!({"uri": "file:///job", "state": state})
+                .as_object()
+                .unwrap()
+                .clone(),
+            None,
+        )
+        .with_succession(Succession::new("job", version))
+    };
+    assert_eq!(hub.publish(status(1, "working")).queued, 2);
+    // The newer version takes the place of the pending one in each queue.
+    hub.publish(status(2, "done"));
+    let late = hub.listen(&filter).unwrap();
+    let states = |listener: &mut mcp_subscriptions::Listener| {
+        drain(listener)
+            .into_iter()
+            .map(|next| match next {
+                Next::Event(event) => event.to_plain_json(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect::<Vec<_>>()
+    };
+    let done = status(2, "done").to_plain_json();
+    let plain = Event::resource_updated("file:///job").to_plain_json();
+    assert_eq!(states(&mut behind), [plain, done.clone()]);
+    assert_eq!(states(&mut current), [done]);
+    for listener in [&behind, &current] {
+        let events = listener.stats().events;
+        assert!(events.is_balanced(), "{events:?}");
+        assert_eq!((events.matched, events.coalesced), (3, 1));
+    }
+    // Opened after a succession was published: a queue of its own, where a
+    // stale version is absorbed.
+    let mut late = late;
+    hub.publish(status(3, "again"));
+    hub.publish(status(1, "stale"));
+    assert_eq!(states(&mut late), [status(3, "again").to_plain_json()]);
+    assert_eq!(late.stats().events.coalesced, 1);
+}
+
+/// A listener that disconnects on overflow keeps its own queue beside
+/// listeners with the same filter that share a ring, and still fails alone.
+#[test]
+fn a_disconnecting_listener_beside_listeners_alike_fails_alone() {
+    let hub = Hub::builder().capacity(1).build();
+    let filter = Filter::new().with_tools_list_changed();
+    let mut shared = hub.listen(&filter).unwrap();
+    let mut strict = hub
+        .listen_with(
+            &filter,
+            &OpenContext::default().with_overflow(Overflow::Disconnect),
+        )
+        .unwrap();
+    hub.notify_tools_list_changed();
+    let report = hub.notify_tools_list_changed();
+    assert_eq!((report.evicted, report.disconnected), (1, 1));
+    assert_eq!(shared.try_next(), Some(Next::Lagged(1)));
+    assert!(matches!(shared.try_next(), Some(Next::Event(_))));
+    assert_eq!(
+        strict.try_next(),
+        Some(Next::Failed(StreamError::Overflow { dropped: 2 }))
+    );
+    assert_eq!(hub.stats().listeners_closed.overflow, 1);
+}

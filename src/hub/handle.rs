@@ -52,6 +52,25 @@ const KEPT_WAITERS: usize = 4_096;
 /// [`Overflow`] policy, waking the reader only if it is waiting. The cost is
 /// proportional to the listeners that match, not to all listeners.
 ///
+/// # Listeners alike share a lane
+///
+/// Listeners granted the same filter, with the same capacity and byte bound,
+/// [`Overflow::DropOldest`] and no [coalescing](crate::HubBuilder::coalesce)
+/// (the defaults), would each hold the same events in the same order. They
+/// share one ring of those events instead, each reading from its own
+/// position, as `tokio::sync::broadcast` receivers do: a publish reaches
+/// them with one push however many they are, and each reader finds for
+/// itself what eviction cost it. Nothing observable changes. Each listener
+/// keeps its capacity and byte bound, its [`Next::Lagged`](crate::Next::Lagged)
+/// reports and its exact counts, and a [`PublishReport`] still counts every
+/// listener that lost an event to the push. A listener that disconnects on
+/// overflow, coalesces, or counts against a
+/// [hub-wide byte bound](crate::HubBuilder::max_hub_queued_bytes) keeps a
+/// queue of its own, and so does every listener opened after an event with a
+/// [`Succession`](crate::Succession) was published (the listeners already
+/// sharing a ring it reaches get queues of their own then, holding what they
+/// had yet to read).
+///
 /// # Why locks and not an actor task
 ///
 /// All listener state has one owner, the hub, reached only through its
@@ -61,8 +80,9 @@ const KEPT_WAITERS: usize = 4_096;
 /// all, and would turn "publish never waits for a listener" into "publish
 /// waits for the mailbox". Here the registry is behind one read-write lock
 /// that publishers share (many at once) and that only opening, closing and
-/// completing take for writing; each listener's queue has its own mutex,
-/// held for a push or a pop and never across an `.await` or a wake-up. So
+/// completing take for writing; each listener's queue, and each shared
+/// ring, has its own mutex, held for a push or a pop and never across an
+/// `.await` or a wake-up. So
 /// nothing runs in the background and there is no future to spawn: the hub
 /// needs no runtime, and any executor, or none, can drive its readers.
 ///

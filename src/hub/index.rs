@@ -57,8 +57,7 @@ impl Bucket {
     /// Adds `target` once, however many times its filter names the key
     /// (an extension field may list a key twice).
     fn insert(&mut self, target: &Target) {
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.positions.entry(target.id())
-        {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.positions.entry(target.id()) {
             slot.insert(self.entries.len());
             self.entries.push(target.clone());
         }

@@ -205,6 +205,15 @@ impl Lane {
             }
             return;
         };
+        if ring.evicts_bytes_for(event) {
+            // Each member's deepest is noted as its reader would find it,
+            // so a queue shrunk by the byte bound must be noted before.
+            for seat in seats.iter_mut().flatten() {
+                if let Seat::Shared(cursor) = seat {
+                    cursor.note_depth(ring);
+                }
+            }
+        }
         let members = ring.members();
         let lost = ring.push(event);
         tally[Pushed::Queued as usize] += members - lost;
@@ -277,6 +286,7 @@ impl Lane {
             Seat::Shared(cursor) => {
                 if cursor.end.is_none() {
                     let ring = ring.as_mut().expect("a split lane has no shared seat");
+                    cursor.note_depth(ring);
                     cursor.catch_up(ring);
                     cursor.discarded += ring.leave(cursor.next);
                     cursor.end = Some(ring.tail());
@@ -384,6 +394,16 @@ impl Cursor {
         self.next = at;
     }
 
+    /// Notes how deep its queue is now. Its depth only grows between its
+    /// reads, except when the byte bound evicts, so noting it at each read,
+    /// before such an eviction, on leaving and in each snapshot finds the
+    /// deepest it has been.
+    fn note_depth(&mut self, ring: &Ring) {
+        if self.end.is_none() {
+            self.max_depth = self.max_depth.max(ring.depth(self.next));
+        }
+    }
+
     /// The next item, as [`Queue`]'s pop hands them out: lag first, then
     /// events, then how the member ended.
     #[inline(always)]
@@ -395,7 +415,7 @@ impl Cursor {
             if self.lag > 0 {
                 return Some(Next::Lagged(std::mem::take(&mut self.lag)));
             }
-            let depth = ring.tail() - self.next;
+            let depth = ring.depth(self.next);
             if let Some(event) = ring.take(self.next) {
                 self.max_depth = self.max_depth.max(depth);
                 self.next += 1;
@@ -433,5 +453,277 @@ impl Cursor {
             discarded: self.discarded,
         };
         (counts, self.lag + lost, bytes)
+    }
+}
+
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
+mod tests {
+    use super::*;
+    use crate::event::Succession;
+
+    fn lane(capacity: usize) -> Lane {
+        let filter = Filter::new().with_resource("a");
+        let key = LaneKey::of(
+            &filter,
+            capacity,
+            Overflow::DropOldest,
+            false,
+            usize::MAX,
+            false,
+        )
+        .unwrap();
+        Lane::new(key, filter)
+    }
+
+    /// Pushes `event`; the tally of outcomes, and the waiters it took.
+    fn push(lane: &Lane, event: &Event) -> ([usize; Pushed::COUNT], usize) {
+        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+        lane.push(event, &mut tally, &mut waiters);
+        (tally, waiters.len())
+    }
+
+    fn update(i: usize) -> Event {
+        Event::resource_updated(i.to_string())
+    }
+
+    fn pop(lane: &Lane, seat: usize) -> Option<Next> {
+        lane.pop_or_register(seat, |_| {})
+    }
+
+    fn uri(next: Option<Next>) -> String {
+        match next {
+            Some(Next::Event(event)) => event.to_plain_json(),
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
+        let filter = Filter::new().with_tools_list_changed();
+        let key = |overflow, coalesce, budgeted, filter: &Filter| {
+            LaneKey::of(filter, 8, overflow, coalesce, 100, budgeted)
+        };
+        assert!(key(Overflow::DropOldest, false, false, &filter).is_some());
+        assert!(key(Overflow::Disconnect, false, false, &filter).is_none());
+        assert!(key(Overflow::DropOldest, true, false, &filter).is_none());
+        assert!(key(Overflow::DropOldest, false, true, &filter).is_none());
+        assert!(key(Overflow::DropOldest, false, false, &Filter::everything()).is_none());
+        let tasks = filter
+            .clone()
+            .with_extension("taskIds", serde_json::json!(["t"]));
+        assert!(key(Overflow::DropOldest, false, false, &tasks).is_none());
+        // The order a request names its URIs in does not matter.
+        let ab = Filter::new().with_resource("a").with_resource("b");
+        let ba = Filter::new().with_resource("b").with_resource("a");
+        assert_eq!(
+            key(Overflow::DropOldest, false, false, &ab),
+            key(Overflow::DropOldest, false, false, &ba)
+        );
+    }
+
+    #[test]
+    fn members_read_at_their_own_pace_and_the_slow_one_finds_its_loss() {
+        let lane = lane(2);
+        let (slow, fast) = (lane.join(), lane.join());
+        for i in 0..3 {
+            let (tally, _) = push(&lane, &update(i));
+            assert_eq!(
+                tally[Pushed::DroppedOldest as usize],
+                usize::from(i == 2),
+                "the third event costs only the slow member its first"
+            );
+            assert_eq!(uri(pop(&lane, fast)), update(i).to_plain_json());
+        }
+        assert_eq!(pop(&lane, fast), None);
+        let snap = lane.snapshot(slow);
+        assert_eq!(
+            (snap.counts.dropped, snap.lag, snap.counts.queued),
+            (1, 1, 2)
+        );
+        assert_eq!(pop(&lane, slow), Some(Next::Lagged(1)));
+        assert_eq!(uri(pop(&lane, slow)), update(1).to_plain_json());
+        assert_eq!(uri(pop(&lane, slow)), update(2).to_plain_json());
+        for seat in [slow, fast] {
+            let counts = lane.snapshot(seat).counts;
+            assert!(counts.is_balanced(), "{counts:?}");
+            assert_eq!(counts.matched, 3);
+        }
+    }
+
+    #[test]
+    fn a_registered_reader_is_woken_once_per_publish_and_not_after_forgetting() {
+        let lane = lane(4);
+        let seat = lane.join();
+        let waker = std::task::Waker::noop();
+        for _ in 0..2 {
+            // Registering twice lists the seat once.
+            assert!(
+                lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
+                    .is_none()
+            );
+        }
+        assert_eq!(push(&lane, &update(0)).1, 1);
+        assert_eq!(push(&lane, &update(1)).1, 0, "nobody is waiting now");
+        uri(pop(&lane, seat));
+        uri(pop(&lane, seat));
+        lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
+        lane.forget_waiter(seat);
+        assert_eq!(push(&lane, &update(2)).1, 0);
+    }
+
+    #[test]
+    fn closing_discards_what_the_member_had_left_and_completing_drains_first() {
+        let lane = lane(8);
+        let (closing, completing) = (lane.join(), lane.join());
+        push(&lane, &update(0));
+        push(&lane, &update(1));
+        uri(pop(&lane, closing));
+        lane.stop(closing);
+        assert_eq!(pop(&lane, closing), Some(Next::Closed));
+        let counts = lane.snapshot(closing).counts;
+        assert_eq!((counts.delivered, counts.discarded), (1, 1));
+        assert!(counts.is_balanced());
+        // It left: a later event is not its own.
+        assert_eq!(push(&lane, &update(2)).0[Pushed::Queued as usize], 1);
+        assert_eq!(lane.snapshot(closing).counts.matched, 2);
+
+        lane.complete(completing);
+        for i in 0..3 {
+            assert_eq!(uri(pop(&lane, completing)), update(i).to_plain_json());
+        }
+        assert_eq!(pop(&lane, completing), Some(Next::Complete));
+        assert_eq!(pop(&lane, completing), Some(Next::Closed));
+    }
+
+    #[test]
+    fn a_succession_splits_the_lane_and_each_member_goes_on_with_its_own_queue() {
+        let lane = lane(2);
+        let (behind, current) = (lane.join(), lane.join());
+        for i in 0..3 {
+            push(&lane, &update(i));
+            uri(pop(&lane, current));
+        }
+        let status =
+            |version| Event::resource_updated("s").with_succession(Succession::new("job", version));
+        let (tally, _) = push(&lane, &status(1));
+        // Split, the behind member's own queue is full and evicts its
+        // oldest; the current one's is empty.
+        assert_eq!(tally[Pushed::DroppedOldest as usize], 1);
+        assert_eq!(tally[Pushed::Queued as usize], 1);
+        // A newer version takes the pending one's place in each queue.
+        let (tally, _) = push(&lane, &status(2));
+        assert_eq!(tally[Pushed::Queued as usize], 2);
+
+        assert_eq!(pop(&lane, behind), Some(Next::Lagged(2)));
+        assert_eq!(uri(pop(&lane, behind)), update(2).to_plain_json());
+        assert_eq!(uri(pop(&lane, behind)), status(2).to_plain_json());
+        assert_eq!(uri(pop(&lane, current)), status(2).to_plain_json());
+        for seat in [behind, current] {
+            let counts = lane.snapshot(seat).counts;
+            assert!(counts.is_balanced(), "{counts:?}");
+            assert_eq!((counts.matched, counts.coalesced), (5, 1));
+        }
+        // A member that joins a split lane gets its own queue at once.
+        let late = lane.join();
+        push(&lane, &update(9));
+        assert_eq!(uri(pop(&lane, late)), update(9).to_plain_json());
+    }
+
+    #[test]
+    fn a_released_seat_is_reused() {
+        let lane = lane(2);
+        let first = lane.join();
+        lane.stop(first);
+        lane.release(first);
+        assert_eq!(lane.join(), first);
+    }
+}
+
+#[cfg(all(test, mcp_subscriptions_loom))]
+mod loom_model {
+    use loom::thread;
+
+    use super::*;
+    use crate::sync::Arc;
+
+    /// A publisher pushing two events into a lane of capacity 1 (so the
+    /// second evicts) races two members reading, one of them waiting on its
+    /// waker until the last event; whatever the interleaving, no wake-up is
+    /// lost (loom reports a reader left waiting as a deadlock), each
+    /// member's counts add up, and what it gets keeps publish order. Every step takes
+    /// the lane's one lock, so a preemption bound of 3 covers the orders
+    /// that matter and keeps the model to seconds.
+    #[test]
+    fn two_members_race_a_publisher() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(6);
+        model.check(|| {
+            let filter = Filter::new().with_resource("a");
+            let key =
+                LaneKey::of(&filter, 1, Overflow::DropOldest, false, usize::MAX, false).unwrap();
+            let lane = Arc::new(Lane::new(key, filter));
+            let (waiting, polling) = (lane.join(), lane.join());
+            let publisher = {
+                let lane = lane.clone();
+                thread::spawn(move || {
+                    for i in 0..2 {
+                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+                        lane.push(
+                            &Event::resource_updated(i.to_string()),
+                            &mut tally,
+                            &mut waiters,
+                        );
+                        waiters.into_iter().for_each(Waiter::wake);
+                    }
+                })
+            };
+            let reader = {
+                let lane = lane.clone();
+                let last = Event::resource_updated("1");
+                thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    loom::future::block_on(std::future::poll_fn(|cx| {
+                        loop {
+                            let next = lane.pop_or_register(waiting, |slot| {
+                                *slot = Some(Waiter::Task(cx.waker().clone()));
+                            });
+                            match next {
+                                Some(Next::Event(event)) => {
+                                    seen.push(event.to_plain_json());
+                                    // The last event always survives: a
+                                    // lost wake-up would leave the reader
+                                    // waiting for it forever.
+                                    if event == last {
+                                        return std::task::Poll::Ready(());
+                                    }
+                                }
+                                Some(Next::Lagged(_)) => {}
+                                Some(other) => panic!("unexpected {other:?}"),
+                                None => return std::task::Poll::Pending,
+                            }
+                        }
+                    }));
+                    seen
+                })
+            };
+            let mut polled = Vec::new();
+            while let Some(next) = lane.pop_or_register(polling, |_| {}) {
+                if let Next::Event(event) = next {
+                    polled.push(event.to_plain_json());
+                }
+            }
+            publisher.join().unwrap();
+            let waited = reader.join().unwrap();
+            lane.stop(polling);
+            for (seat, seen) in [(waiting, waited), (polling, polled)] {
+                let counts = lane.snapshot(seat).counts;
+                assert_eq!(counts.matched, 2);
+                assert!(counts.is_balanced(), "{counts:?}");
+                assert_eq!(counts.delivered as usize, seen.len());
+                let mut sorted = seen.clone();
+                sorted.sort();
+                assert_eq!(seen, sorted, "delivery order must follow publish order");
+            }
+        });
     }
 }

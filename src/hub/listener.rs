@@ -143,8 +143,17 @@ impl Listener {
     }
 
     /// Bookkeeping on every item handed out: an end retires the listener
-    /// (its tally is final once a terminal item was returned).
+    /// (its tally is final once a terminal item was returned). An event,
+    /// the common case, needs none.
+    #[inline(always)]
     fn observe(&mut self, next: &Next) {
+        if !matches!(next, Next::Event(_)) {
+            self.observe_rest(next);
+        }
+    }
+
+    #[cold]
+    fn observe_rest(&mut self, next: &Next) {
         match next {
             Next::Complete => self.retire(Retirement::Closed(CloseReason::Complete)),
             // Only the overflow policy fails a hub listener.

@@ -101,6 +101,18 @@ impl Ring {
         self.slots.range(self.offset(at)..).map(|slot| &slot.event)
     }
 
+    /// Whether pushing `event` evicts for the byte bound, which may leave
+    /// members with fewer unread events than they had.
+    pub(crate) fn evicts_bytes_for(&self, event: &Event) -> bool {
+        !self.slots.is_empty() && self.bytes + event.rendered_len() > self.max_bytes
+    }
+
+    /// How many events the member at `next` has yet to read.
+    #[inline]
+    pub(crate) fn depth(&self, next: u64) -> u64 {
+        self.tail() - self.position(next)
+    }
+
     /// Appends `event` for every member, then evicts the oldest events
     /// until the ring is back within its bounds (an event larger than the
     /// byte bound still stays, alone). Returns how many members lost an
