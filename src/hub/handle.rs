@@ -195,10 +195,10 @@ impl Hub {
         }
         let inbox = match lane {
             Some(lane) => Inbox::Seat(registry.seat(lane, &filter)),
-            None => Inbox::Own(
+            None => Inbox::Own(Box::new(
                 Queue::new(capacity, overflow, coalesce)
                     .with_byte_bounds(max_bytes, self.shared.budget.clone()),
-            ),
+            )),
         };
         let entry = Arc::new(Entry {
             id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),

@@ -8,7 +8,8 @@ use crate::sync::Arc;
 
 #[derive(Debug)]
 pub(crate) enum Inbox {
-    Own(Queue),
+    /// Boxed, so that a listener in a lane does not carry a queue's room.
+    Own(Box<Queue>),
     Seat(Seat),
 }
 

@@ -239,7 +239,7 @@ mod tests {
         Target::Listener(Arc::new(Entry {
             id: ListenerId(id),
             filter,
-            inbox: Inbox::Own(Queue::new(1, Overflow::DropOldest, false)),
+            inbox: Inbox::Own(Box::new(Queue::new(1, Overflow::DropOldest, false))),
         }))
     }
 

@@ -120,9 +120,30 @@ struct Cursor {
     /// Events lost to eviction that its reader has not been told about.
     lag: u64,
     max_depth: u64,
-    phase: Phase,
+    phase: SeatPhase,
     waiter: Option<Waiter>,
     listed: bool,
+}
+
+/// Where a member is in its life (a queue's [`Phase`], less the failure
+/// that drop-oldest never has), in a byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SeatPhase {
+    Open,
+    /// The hub completed: read what is left, then `Complete`.
+    Completing,
+    /// `Complete` was read, or it closed: every read gets `Closed`.
+    Ended,
+}
+
+impl From<SeatPhase> for Phase {
+    fn from(phase: SeatPhase) -> Self {
+        match phase {
+            SeatPhase::Open => Self::Open,
+            SeatPhase::Completing => Self::Completing,
+            SeatPhase::Ended => Self::Ended,
+        }
+    }
 }
 
 impl Lane {
@@ -155,7 +176,7 @@ impl Lane {
                     discarded: 0,
                     lag: 0,
                     max_depth: 0,
-                    phase: Phase::Open,
+                    phase: SeatPhase::Open,
                     waiter: None,
                     listed: false,
                 })
@@ -267,10 +288,10 @@ impl Lane {
     pub(crate) fn complete(&self, seat: usize) -> Option<Waiter> {
         match seat_mut(&mut self.state.lock().seats, seat) {
             Seat::Shared(cursor) => {
-                if !matches!(cursor.phase, Phase::Open) {
+                if cursor.phase != SeatPhase::Open {
                     return None;
                 }
-                cursor.phase = Phase::Completing;
+                cursor.phase = SeatPhase::Completing;
                 cursor.waiter.take()
             }
             Seat::Own(queue) => queue.complete(),
@@ -292,7 +313,7 @@ impl Lane {
                     cursor.end = Some(ring.tail());
                 }
                 cursor.lag = 0;
-                cursor.phase = Phase::Ended;
+                cursor.phase = SeatPhase::Ended;
                 cursor.waiter.take()
             }
             Seat::Own(queue) => queue.stop(),
@@ -361,7 +382,7 @@ impl State {
                     counts,
                     lag,
                     max_depth: cursor.max_depth.max(counts.queued),
-                    phase: cursor.phase,
+                    phase: cursor.phase.into(),
                     waiter: cursor.waiter.take(),
                 };
                 *seat = Seat::Own(Box::new(Queue::handed_over(
@@ -424,12 +445,12 @@ impl Cursor {
             }
         }
         match self.phase {
-            Phase::Open => None,
-            Phase::Completing => {
-                self.phase = Phase::Ended;
+            SeatPhase::Open => None,
+            SeatPhase::Completing => {
+                self.phase = SeatPhase::Ended;
                 Some(Next::Complete)
             }
-            Phase::Failed { .. } | Phase::Ended => Some(Next::Closed),
+            SeatPhase::Ended => Some(Next::Closed),
         }
     }
 
