@@ -32,7 +32,9 @@ pub use fanout::{Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
 pub use latency::Latency;
-pub use memory::{held, held_by_idle_listeners, held_by_stalled_listener};
+pub use memory::{
+    held, held_by_idle_listeners, held_by_idle_listeners_apart, held_by_stalled_listener,
+};
 #[cfg(feature = "relay")]
 pub use relay::{RedisServer, Replicas, one_channel, redis_on_path};
 pub use render::{Reserialize, Stamp};

@@ -46,6 +46,19 @@ pub fn held_by_idle_listeners(via: Via, n: u64) -> f64 {
     }
 }
 
+/// Heap bytes that `n` idle hub listeners hold when each watches a URI of
+/// its own, so that no two share a lane: the most a listener costs.
+pub fn held_by_idle_listeners_apart(n: u64) -> f64 {
+    let n = n as usize;
+    let hub = Hub::builder().max_listeners(n).build();
+    let mut i = 0;
+    held_by(n, || {
+        i += 1;
+        hub.listen(&Filter::new().with_resource(format!("file:///{i}")))
+            .unwrap()
+    })
+}
+
 /// Heap bytes a stalled listener (one that never reads) holds after
 /// `events` resource updates of `size` bytes each, every one a fresh
 /// rendering as a real stream of changes is, under a byte bound of `bound`.

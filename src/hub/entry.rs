@@ -12,6 +12,9 @@ pub(crate) struct Entry {
     /// The granted filter, which the index routes by.
     pub(crate) filter: Filter,
     pub(crate) inbox: Inbox,
+    /// For a queue of its own that a lane could hold: the hash its lane
+    /// key is counted under until a listener alike opens the lane.
+    pub(crate) unpaired: Option<u64>,
 }
 
 impl Entry {

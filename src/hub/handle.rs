@@ -193,17 +193,19 @@ impl Hub {
                 limit: config.max_listeners,
             });
         }
-        let inbox = match lane {
-            Some(lane) => Inbox::Seat(registry.seat(lane, &filter)),
-            None => Inbox::Own(Box::new(
-                Queue::new(capacity, overflow, coalesce)
-                    .with_byte_bounds(max_bytes, self.shared.budget.clone()),
-            )),
+        let queue = || {
+            Queue::new(capacity, overflow, coalesce)
+                .with_byte_bounds(max_bytes, self.shared.budget.clone())
+        };
+        let (inbox, unpaired) = match lane {
+            Some(lane) => registry.place(lane, &filter, queue),
+            None => (Inbox::Own(Box::new(queue())), None),
         };
         let entry = Arc::new(Entry {
             id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
             filter,
             inbox,
+            unpaired,
         });
         registry.admit(entry.clone());
         let watchers = registry.interest.take_wakers();

@@ -36,13 +36,6 @@ impl Target {
             Self::Lane(lane) => Arc::as_ptr(lane) as usize,
         }
     }
-
-    fn filter(&self) -> &Filter {
-        match self {
-            Self::Listener(entry) => &entry.filter,
-            Self::Lane(lane) => &lane.filter,
-        }
-    }
 }
 
 /// Targets in a dense vector (what publishing iterates) plus their
@@ -108,8 +101,9 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    pub(crate) fn insert(&mut self, target: &Target) {
-        let filter = target.filter();
+    /// Routes the events `filter` matches to `target` (a listener's own
+    /// filter, or that of a lane's members).
+    pub(crate) fn insert(&mut self, target: &Target, filter: &Filter) {
         if filter.tools_list_changed() {
             self.tools.insert(target);
         }
@@ -144,10 +138,10 @@ impl Index {
         }
     }
 
-    /// Removes `target` from every bucket it is in; a no-op for one that is
-    /// not indexed.
-    pub(crate) fn remove(&mut self, target: &Target) {
-        let (id, filter) = (target.id(), target.filter());
+    /// Removes `target`, indexed by `filter`, from every bucket it is in; a
+    /// no-op for one that is not indexed.
+    pub(crate) fn remove(&mut self, target: &Target, filter: &Filter) {
+        let id = target.id();
         for bucket in [
             &mut self.tools,
             &mut self.prompts,
@@ -235,12 +229,21 @@ mod tests {
     use crate::hub::queue::Queue;
     use crate::overflow::Overflow;
 
-    fn entry(id: u64, filter: Filter) -> Target {
-        Target::Listener(Arc::new(Entry {
+    fn entry(id: u64, filter: Filter) -> Arc<Entry> {
+        Arc::new(Entry {
             id: ListenerId(id),
             filter,
             inbox: Inbox::Own(Box::new(Queue::new(1, Overflow::DropOldest, false))),
-        }))
+            unpaired: None,
+        })
+    }
+
+    fn insert(index: &mut Index, entry: &Arc<Entry>) {
+        index.insert(&Target::Listener(entry.clone()), &entry.filter);
+    }
+
+    fn remove(index: &mut Index, entry: &Arc<Entry>) {
+        index.remove(&Target::Listener(entry.clone()), &entry.filter);
     }
 
     fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
@@ -280,7 +283,7 @@ mod tests {
             ),
         ];
         for e in &entries {
-            index.insert(e);
+            insert(&mut index, e);
         }
         let task = |key: Option<&str>| EventKind::Extension {
             method: "notifications/tasks".into(),
@@ -297,12 +300,12 @@ mod tests {
         assert_eq!(matches(&index, &task(Some("t9"))), [5, 6]);
         assert_eq!(matches(&index, &task(None)), [5, 6]);
 
-        index.remove(&entries[1]);
+        remove(&mut index, &entries[1]);
         assert_eq!(matches(&index, &updated("a")), [6]);
         assert_eq!(matches(&index, &updated("b")), [3, 6]);
         for e in &entries {
-            index.remove(e);
-            index.remove(e);
+            remove(&mut index, e);
+            remove(&mut index, e);
         }
         assert!(index.is_empty());
     }
@@ -313,12 +316,12 @@ mod tests {
         let entries: Vec<_> = (0..5)
             .map(|i| entry(i, Filter::new().with_tools_list_changed()))
             .collect();
-        entries.iter().for_each(|e| index.insert(e));
-        index.remove(&entries[0]);
-        index.remove(&entries[2]);
+        entries.iter().for_each(|e| insert(&mut index, e));
+        remove(&mut index, &entries[0]);
+        remove(&mut index, &entries[2]);
         assert_eq!(matches(&index, &EventKind::ToolsListChanged), [1, 3, 4]);
-        index.remove(&entries[4]);
-        index.remove(&entries[1]);
+        remove(&mut index, &entries[4]);
+        remove(&mut index, &entries[1]);
         assert_eq!(matches(&index, &EventKind::ToolsListChanged), [3]);
     }
 }

@@ -62,9 +62,13 @@ impl LaneKey {
         {
             return None;
         }
+        Some(Self::new(filter, capacity, max_bytes))
+    }
+
+    fn new(filter: &Filter, capacity: usize, max_bytes: usize) -> Self {
         let mut uris: Vec<String> = filter.resource_subscriptions().map(str::to_owned).collect();
         uris.sort_unstable();
-        Some(Self {
+        Self {
             capacity,
             max_bytes,
             lists: [
@@ -73,15 +77,16 @@ impl LaneKey {
                 filter.resources_list_changed(),
             ],
             uris,
-        })
+        }
     }
 }
 
+/// The key and the routing are its members' (the registry keeps the key;
+/// the index, the routing): a lane holds only what a queue would.
 #[derive(Debug)]
 pub(crate) struct Lane {
-    pub(crate) key: LaneKey,
-    /// The first member's filter: what the index routes the lane by.
-    pub(crate) filter: Filter,
+    capacity: usize,
+    max_bytes: usize,
     state: Mutex<State>,
 }
 
@@ -147,18 +152,22 @@ impl From<SeatPhase> for Phase {
 }
 
 impl Lane {
-    pub(crate) fn new(key: LaneKey, filter: Filter) -> Self {
-        let ring = Ring::new(key.capacity, key.max_bytes);
+    pub(crate) fn new(key: &LaneKey) -> Self {
         Self {
-            key,
-            filter,
+            capacity: key.capacity,
+            max_bytes: key.max_bytes,
             state: Mutex::new(State {
-                ring: Some(ring),
+                ring: Some(Ring::new(key.capacity, key.max_bytes)),
                 seats: Vec::new(),
                 free: Vec::new(),
                 waiting: Vec::new(),
             }),
         }
+    }
+
+    /// Its key, given a member's `filter`.
+    pub(crate) fn key(&self, filter: &Filter) -> LaneKey {
+        LaneKey::new(filter, self.capacity, self.max_bytes)
     }
 
     /// A new member, reading from the next event on; returns its seat.
@@ -182,20 +191,21 @@ impl Lane {
                 })
             }
             None => Seat::Own(Box::new(
-                Queue::new(self.key.capacity, Overflow::DropOldest, false)
-                    .with_byte_bounds(self.key.max_bytes, None),
+                Queue::new(self.capacity, Overflow::DropOldest, false)
+                    .with_byte_bounds(self.max_bytes, None),
             )),
         };
-        match state.free.pop() {
-            Some(index) => {
-                state.seats[index] = Some(seat);
-                index
-            }
-            None => {
-                state.seats.push(Some(seat));
-                state.seats.len() - 1
-            }
+        if let Some(index) = state.free.pop() {
+            state.seats[index] = Some(seat);
+            return index;
         }
+        // Doubling from one, not four: most lanes have one member.
+        let seats = &mut state.seats;
+        if seats.len() == seats.capacity() {
+            seats.reserve_exact(seats.len().max(1));
+        }
+        seats.push(Some(seat));
+        seats.len() - 1
     }
 
     /// Offers `event` to every member, tallying each member's outcome as
@@ -208,7 +218,7 @@ impl Lane {
     ) {
         let mut state = self.state.lock();
         if event.succession().is_some() {
-            state.split(&self.key);
+            state.split(self.capacity, self.max_bytes);
         }
         let State {
             ring,
@@ -332,9 +342,9 @@ impl Lane {
                     counts,
                     max_depth: cursor.max_depth.max(counts.queued),
                     bytes,
-                    max_bytes: self.key.max_bytes,
+                    max_bytes: self.max_bytes,
                     lag,
-                    capacity: self.key.capacity,
+                    capacity: self.capacity,
                     overflow: Overflow::DropOldest,
                     coalesce: false,
                     overflowed: false,
@@ -363,7 +373,7 @@ impl Lane {
 impl State {
     /// Gives every seat its own queue (see the module docs); a no-op once
     /// split.
-    fn split(&mut self, key: &LaneKey) {
+    fn split(&mut self, capacity: usize, max_bytes: usize) {
         let Some(ring) = self.ring.take() else {
             return;
         };
@@ -385,11 +395,7 @@ impl State {
                     phase: cursor.phase.into(),
                     waiter: cursor.waiter.take(),
                 };
-                *seat = Seat::Own(Box::new(Queue::handed_over(
-                    key.capacity,
-                    key.max_bytes,
-                    handover,
-                )));
+                *seat = Seat::Own(Box::new(Queue::handed_over(capacity, max_bytes, handover)));
             }
         }
         self.waiting = Vec::new();
@@ -493,7 +499,7 @@ mod tests {
             false,
         )
         .unwrap();
-        Lane::new(key, filter)
+        Lane::new(&key)
     }
 
     /// Pushes `event`; the tally of outcomes, and the waiters it took.
@@ -682,7 +688,7 @@ mod loom_model {
             let filter = Filter::new().with_resource("a");
             let key =
                 LaneKey::of(&filter, 1, Overflow::DropOldest, false, usize::MAX, false).unwrap();
-            let lane = Arc::new(Lane::new(key, filter));
+            let lane = Arc::new(Lane::new(&key));
             let (waiting, polling) = (lane.join(), lane.join());
             let publisher = {
                 let lane = lane.clone();

@@ -1,8 +1,12 @@
 //! Target 4, memory per idle listener: the hub's, within its budget, with
-//! a `broadcast` receiver's beside it; and memory bounded in bytes: what a
-//! stalled listener on a stream of 100 KB updates holds, against its bound.
+//! a `broadcast` receiver's beside it, both when listeners alike share a
+//! lane and when each watches a URI of its own; and memory bounded in
+//! bytes: what a stalled listener on a stream of 100 KB updates holds,
+//! against its bound.
 
-use harness::{Via, held_by_idle_listeners, held_by_stalled_listener};
+use harness::{
+    Via, held_by_idle_listeners, held_by_idle_listeners_apart, held_by_stalled_listener,
+};
 
 use crate::rows::Row;
 
@@ -23,7 +27,18 @@ pub(crate) fn rows() -> Vec<Row> {
         1.0,
     );
     row.target = format!("<= 1024 B (broadcast receiver: {per_receiver:.0} B)");
-    vec![row, stalled()]
+    let apart = held_by_idle_listeners_apart(LISTENERS) / LISTENERS as f64;
+    let mut row_apart = Row::new(
+        "memory_per_idle_listener_apart",
+        LISTENERS as usize,
+        apart,
+        "budget 1 KiB",
+        1_024.0,
+        1_024.0 / apart,
+        1.0,
+    );
+    row_apart.target = "<= 1024 B, each listener its own URI (none alike)".to_owned();
+    vec![row, row_apart, stalled()]
 }
 
 /// The byte bound of the stalled listener, and its stream.
