@@ -56,11 +56,12 @@ const KEPT_WAITERS: usize = 4_096;
 ///
 /// Listeners granted the same filter, with the same capacity and byte bound,
 /// [`Overflow::DropOldest`] and no [coalescing](crate::HubBuilder::coalesce)
-/// (the defaults), would each hold the same events in the same order. They
-/// share one ring of those events instead, each reading from its own
-/// position, as `tokio::sync::broadcast` receivers do: a publish reaches
-/// them with one push however many they are, and each reader finds for
-/// itself what eviction cost it. Nothing observable changes. Each listener
+/// (the defaults), would each hold the same events in the same order. From
+/// the second of them on, they share one ring of those events instead, each
+/// reading from its own position, as `tokio::sync::broadcast` receivers do:
+/// a publish reaches them with one push however many they are, and each
+/// reader finds for itself what eviction cost it. (The first keeps a queue
+/// of its own, so a listener alike to no other pays for no ring.) Nothing observable changes. Each listener
 /// keeps its capacity and byte bound, its [`Next::Lagged`](crate::Next::Lagged)
 /// reports and its exact counts, and a [`PublishReport`] still counts every
 /// listener that lost an event to the push. A listener that disconnects on

@@ -10,6 +10,9 @@
 //! per position, so a publish still reports exactly how many lost an event,
 //! and each seat's counts come out as its own queue would have kept them.
 //!
+//! The registry opens a lane for the second listener alike; the first keeps
+//! a queue of its own, so a listener alike to no other pays for no lane.
+//!
 //! # Splitting
 //!
 //! A [succession](crate::Succession) needs each member's own memory of
