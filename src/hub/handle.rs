@@ -61,16 +61,18 @@ const KEPT_WAITERS: usize = 4_096;
 /// reading from its own position, as `tokio::sync::broadcast` receivers do:
 /// a publish reaches them with one push however many they are, and each
 /// reader finds for itself what eviction cost it. (The first keeps a queue
-/// of its own, so a listener alike to no other pays for no ring.) Nothing observable changes. Each listener
-/// keeps its capacity and byte bound, its [`Next::Lagged`](crate::Next::Lagged)
-/// reports and its exact counts, and a [`PublishReport`] still counts every
-/// listener that lost an event to the push. A listener that disconnects on
-/// overflow, coalesces, or counts against a
-/// [hub-wide byte bound](crate::HubBuilder::max_hub_queued_bytes) keeps a
-/// queue of its own, and so does every listener opened after an event with a
-/// [`Succession`](crate::Succession) was published (the listeners already
-/// sharing a ring it reaches get queues of their own then, holding what they
-/// had yet to read).
+/// of its own, so a listener alike to no other pays for no ring.)
+///
+/// Nothing observable changes. Each listener keeps its capacity and byte
+/// bound, its [`Next::Lagged`](crate::Next::Lagged) reports and its exact
+/// counts, and a [`PublishReport`] still counts every listener that lost an
+/// event to the push. These keep a queue of their own: a listener that
+/// disconnects on overflow, coalesces, counts against a
+/// [hub-wide byte bound](crate::HubBuilder::max_hub_queued_bytes), or asks
+/// for extension events or everything; and every listener opened after an
+/// event with a [`Succession`](crate::Succession) was published (the
+/// listeners already sharing a ring it reaches get queues of their own
+/// then, holding what they had yet to read).
 ///
 /// # Why locks and not an actor task
 ///
@@ -83,9 +85,9 @@ const KEPT_WAITERS: usize = 4_096;
 /// that publishers share (many at once) and that only opening, closing and
 /// completing take for writing; each listener's queue, and each shared
 /// ring, has its own mutex, held for a push or a pop and never across an
-/// `.await` or a wake-up. So
-/// nothing runs in the background and there is no future to spawn: the hub
-/// needs no runtime, and any executor, or none, can drive its readers.
+/// `.await` or a wake-up. So nothing runs in the background and there is no
+/// future to spawn: the hub needs no runtime, and any executor, or none, can
+/// drive its readers.
 ///
 /// # Ordering
 ///
@@ -512,5 +514,61 @@ impl Source for Hub {
     ) -> Result<Opened<Listener>, OpenError> {
         let listener = self.listen_with(requested, context)?;
         Ok(Opened::new(listener.filter().clone(), listener))
+    }
+}
+
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
+mod tests {
+    use super::*;
+
+    /// How many pushes a publish of `kind` makes: one per target the
+    /// index routes it to.
+    fn targets(hub: &Hub, kind: &EventKind) -> usize {
+        let registry = hub.shared.registry.read();
+        registry
+            .index
+            .matches(kind)
+            .iter()
+            .map(|run| run.len())
+            .sum()
+    }
+
+    #[test]
+    fn listeners_alike_are_reached_with_one_push_and_the_others_each_with_their_own() {
+        let hub = Hub::new();
+        let tools = Filter::new().with_tools_list_changed();
+        let kind = EventKind::ToolsListChanged;
+        // The first keeps a queue of its own; the rest share one lane.
+        let alike: Vec<_> = (0..100).map(|_| hub.listen(&tools).unwrap()).collect();
+        assert_eq!(targets(&hub, &kind), 2);
+        // Settings a lane cannot keep mean a queue of one's own.
+        let strict = OpenContext::default().with_overflow(Overflow::Disconnect);
+        let coalescing = OpenContext::default().with_coalesce(true);
+        let _own = [
+            hub.listen_with(&tools, &strict).unwrap(),
+            hub.listen_with(&tools, &coalescing).unwrap(),
+        ];
+        assert_eq!(targets(&hub, &kind), 4);
+        // Another capacity is another lane, opened by its second listener.
+        let small = OpenContext::default().with_capacity(8);
+        let _other = [
+            hub.listen_with(&tools, &small).unwrap(),
+            hub.listen_with(&tools, &small).unwrap(),
+        ];
+        assert_eq!(targets(&hub, &kind), 6);
+        assert_eq!(hub.notify_tools_list_changed().queued, 104);
+        // The last member leaving takes its lane out of the index.
+        drop(alike);
+        assert_eq!(targets(&hub, &kind), 4);
+        assert!(hub.stats().events.is_balanced());
+    }
+
+    #[test]
+    fn after_a_succession_new_listeners_get_queues_of_their_own() {
+        let hub = Hub::new();
+        let tools = Filter::new().with_tools_list_changed();
+        hub.publish(Event::tools_list_changed().with_succession(crate::Succession::new("k", 1)));
+        let _listeners: Vec<_> = (0..3).map(|_| hub.listen(&tools).unwrap()).collect();
+        assert_eq!(targets(&hub, &EventKind::ToolsListChanged), 3);
     }
 }

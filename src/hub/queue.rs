@@ -211,27 +211,22 @@ impl Queue {
     /// counts so far (`queued` is the length of `handover.events`), and its
     /// reader's waiter.
     pub(crate) fn handed_over(capacity: usize, max_bytes: usize, handover: Handover) -> Self {
-        Self {
-            state: Mutex::new(State {
-                bytes: handover.events.iter().map(Event::rendered_len).sum(),
-                events: handover.events,
-                capacity,
-                overflow: Overflow::DropOldest,
-                pending: None,
-                successions: None,
-                phase: handover.phase,
-                lag: handover.lag,
-                waiter: handover.waiter,
-                max_bytes,
-                budget: None,
-                counts: Counts {
-                    queued: 0,
-                    ..handover.counts
-                },
-                max_depth: handover.max_depth,
-                overflowed: false,
-            }),
+        let queue =
+            Self::new(capacity, Overflow::DropOldest, false).with_byte_bounds(max_bytes, None);
+        {
+            let mut state = queue.state.lock();
+            state.bytes = handover.events.iter().map(Event::rendered_len).sum();
+            state.events = handover.events;
+            state.phase = handover.phase;
+            state.lag = handover.lag;
+            state.waiter = handover.waiter;
+            state.counts = Counts {
+                queued: 0,
+                ..handover.counts
+            };
+            state.max_depth = handover.max_depth;
         }
+        queue
     }
 
     /// Bounds the queued bytes to `max_bytes`, and to the hub-wide `budget`
