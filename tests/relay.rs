@@ -214,6 +214,56 @@ async fn order_per_origin_is_kept() {
     updates_arrive_in_order(&a, &b, &hub_b).await;
 }
 
+/// A burst goes to the broker in batches of up to 64, one round trip
+/// each, and arrives whole and in order.
+#[tokio::test]
+async fn a_burst_goes_to_the_broker_in_batches() {
+    let broker = Broker::redis();
+    burst_arrives_in_batches(|hub| relay(&broker, hub, "burst"), true).await;
+}
+
+/// 1,000 updates, then a list change, queued on replica A before its task
+/// first runs (the test's one thread is never yielded meanwhile); B's
+/// listener gets them all, `in_order` or not, and A sent them in 16
+/// batches.
+async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool) {
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let b = relay(&hub_b);
+    let uris: Vec<String> = (0..1_000).map(|i| format!("file:///{i}")).collect();
+    let mut filter = Filter::new().with_tools_list_changed();
+    for uri in &uris {
+        filter = filter.with_resource(uri);
+    }
+    let mut on_b = hub_b.listen(&filter).unwrap();
+    until("B's key channels", || b.stats().subscribed_keys > 0).await;
+
+    let a = relay(&hub_a);
+    for uri in &uris {
+        a.notify_resource_updated(uri);
+    }
+    a.notify_tools_list_changed();
+    assert_eq!(a.stats().outbound_queued, 1_001);
+    let mut expected: Vec<EventKind> = uris
+        .iter()
+        .map(|uri| EventKind::ResourceUpdated { uri: uri.clone() })
+        .chain([EventKind::ToolsListChanged])
+        .collect();
+    let mut received = Vec::new();
+    for _ in 0..expected.len() {
+        received.push(next_event(&mut on_b).await.kind().clone());
+    }
+    if in_order {
+        assert!(received == expected, "out of order: {received:?}");
+    } else {
+        received.sort_by_key(|kind| format!("{kind:?}"));
+        expected.sort_by_key(|kind| format!("{kind:?}"));
+        assert!(received == expected, "not all arrived: {received:?}");
+    }
+    let stats = a.stats();
+    assert_eq!((stats.published, stats.batches), (1_001, 16), "{stats:?}");
+    assert_eq!(stats.outbound_dropped, 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
     let mut broker = Broker::redis();
@@ -430,6 +480,14 @@ async fn cluster_sharded_channels_reach_only_the_replicas_that_watch_them() {
     })
     .await;
     assert_eq!(cluster.shard_subscribers("*").len(), 1);
+}
+
+/// A batch that reaches several shards is one pipeline for each; order
+/// holds within a shard only.
+#[tokio::test]
+async fn cluster_burst_goes_to_the_shards_in_batches() {
+    let cluster = RedisCluster::start();
+    burst_arrives_in_batches(|hub| cluster_relay(&cluster, hub, 4), false).await;
 }
 
 /// Keys on one shard live on one slot, so one node's connection carries

@@ -285,9 +285,16 @@ impl Replicas {
 
 /// The anchor: raw Redis Pub/Sub on one channel that `replicas`
 /// subscribers all subscribe; `events` messages of `payload` published
-/// one awaited `PUBLISH` at a time. Events per second (until every
-/// subscriber had every message) and broker messages per event.
-pub fn one_channel(url: &str, replicas: usize, events: usize, payload: &[u8]) -> (f64, f64) {
+/// `pipeline` to a round trip (1: one awaited `PUBLISH` at a time). Events
+/// per second (until every subscriber had every message) and broker
+/// messages per event.
+pub fn one_channel(
+    url: &str,
+    replicas: usize,
+    events: usize,
+    payload: &[u8],
+    pipeline: usize,
+) -> (f64, f64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -310,13 +317,16 @@ pub fn one_channel(url: &str, replicas: usize, events: usize, payload: &[u8]) ->
         }
         let start = Instant::now();
         let mut delivered = 0;
-        for _ in 0..events {
-            delivered += redis::cmd("PUBLISH")
-                .arg("everything")
-                .arg(payload)
-                .query_async::<u64>(&mut publisher)
-                .await
-                .unwrap();
+        let mut left = events;
+        while left > 0 {
+            let batch = left.min(pipeline.max(1));
+            left -= batch;
+            let mut commands = redis::pipe();
+            for _ in 0..batch {
+                commands.cmd("PUBLISH").arg("everything").arg(payload);
+            }
+            let receivers: Vec<u64> = commands.query_async(&mut publisher).await.unwrap();
+            delivered += receivers.iter().sum::<u64>();
         }
         let expected = (replicas * events) as u64;
         until("every subscriber had every message", || {

@@ -20,7 +20,7 @@ use super::incoming::{Incoming, Message};
 use super::link::Link;
 use super::options::RelayOptions;
 use super::shared::Inner;
-use super::stats::bump;
+use super::stats::{add, bump};
 use crate::event::Event;
 use crate::hub::{InterestChange, InterestKey, InterestWatch};
 
@@ -30,6 +30,11 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// Channels named in one subscribe or unsubscribe command, at most.
 const BATCH: usize = 1_000;
+
+/// Events sent in one round trip to the broker, at most: enough that a
+/// burst costs a few round trips, few enough that a publisher's next event
+/// does not wait long behind the batch before it.
+const SEND_BATCH: usize = 64;
 
 /// How a connected session ended.
 enum Ended {
@@ -310,25 +315,40 @@ impl Driver {
         true
     }
 
-    /// Sends every queued event. An event the broker did not take is lost:
-    /// it is counted as dropped, which the next heartbeat tells the others.
+    /// Sends every queued event, up to `SEND_BATCH` at a time in one round
+    /// trip. A batch the broker did not acknowledge is lost, and counted
+    /// as dropped whole (part of it may have reached the broker): the next
+    /// heartbeat tells the others.
     async fn send_queued(&mut self, link: &mut Link) -> bool {
         loop {
-            // One pop per lock, so a publisher never waits behind a send.
-            let Some(event) = self.inner.outbound.lock().pop() else {
+            // One short lock per batch, so a publisher never waits behind a
+            // send.
+            let events = self.inner.outbound.lock().take(SEND_BATCH);
+            if events.is_empty() {
                 return true;
-            };
-            let (channel, catalog) = match envelope::route(&event) {
-                Some(key) => (self.channels.key(&key), false),
-                None => (self.catalog.clone(), true),
-            };
-            let stamp = self.stamp(catalog);
-            let payload = envelope::encode_event(&self.inner.origin, stamp, &event);
-            if !self.send(link, &channel, payload).await {
-                bump(&self.inner.counters.outbound_dropped);
+            }
+            let sent = events.len() as u64;
+            let messages = events.iter().map(|event| self.message(event)).collect();
+            if !self.send(link, messages).await {
+                add(&self.inner.counters.outbound_dropped, sent);
                 return false;
             }
-            bump(&self.inner.counters.published);
+            add(&self.inner.counters.published, sent);
+            bump(&self.inner.counters.batches);
+        }
+    }
+
+    /// An event as the message that carries it: on its key's channel, or
+    /// on the catalog channel when it has no key.
+    fn message(&mut self, event: &Event) -> Message {
+        let (channel, catalog) = match envelope::route(event) {
+            Some(key) => (self.channels.key(&key), false),
+            None => (self.catalog.clone(), true),
+        };
+        let stamp = self.stamp(catalog);
+        Message {
+            channel,
+            payload: envelope::encode_event(&self.inner.origin, stamp, event),
         }
     }
 
@@ -344,9 +364,9 @@ impl Driver {
         }
     }
 
-    async fn send(&self, link: &mut Link, channel: &str, payload: Vec<u8>) -> bool {
+    async fn send(&self, link: &mut Link, messages: Vec<Message>) -> bool {
         matches!(
-            timeout(self.options.timeout, link.publish(channel, payload)).await,
+            timeout(self.options.timeout, link.publish(messages)).await,
             Ok(Ok(()))
         )
     }
@@ -433,9 +453,11 @@ impl Driver {
             self.next_heartbeat = now + self.options.heartbeat;
             let stamp = self.stamp(true);
             let dropped = self.inner.counters.outbound_dropped.load(Ordering::Relaxed);
-            let payload = envelope::encode_heartbeat(&self.inner.origin, stamp, dropped);
-            let catalog = self.catalog.clone();
-            if !self.send(link, &catalog, payload).await {
+            let heartbeat = Message {
+                channel: self.catalog.clone(),
+                payload: envelope::encode_heartbeat(&self.inner.origin, stamp, dropped),
+            };
+            if !self.send(link, vec![heartbeat]).await {
                 return false;
             }
         }

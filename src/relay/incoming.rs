@@ -1,6 +1,6 @@
 //! What a broker connection reads, whichever the broker.
 
-/// One message on a subscribed channel.
+/// One message on a channel: read from a subscription, or sent.
 #[derive(Debug)]
 pub(crate) struct Message {
     pub(crate) channel: String,

@@ -2,7 +2,7 @@
 //! unsubscribe channels, and read what arrives.
 
 use super::broker::BrokerKind;
-use super::incoming::{Incoming, Result};
+use super::incoming::{Incoming, Message, Result};
 
 pub(crate) enum Link {
     #[cfg(feature = "redis")]
@@ -31,14 +31,16 @@ impl Link {
         }
     }
 
-    pub(crate) async fn publish(&mut self, channel: &str, payload: Vec<u8>) -> Result<()> {
+    /// Sends `messages` in one round trip where the broker allows it, each
+    /// channel's in order.
+    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
         match self {
             #[cfg(feature = "redis")]
-            Self::Redis(link) => link.publish(channel, payload).await,
+            Self::Redis(link) => link.publish(messages).await,
             #[cfg(feature = "redis")]
-            Self::RedisCluster(link) => link.publish(channel, payload).await,
+            Self::RedisCluster(link) => link.publish(messages).await,
             #[cfg(feature = "nats")]
-            Self::Nats(link) => link.publish(channel, payload).await,
+            Self::Nats(link) => link.publish(messages).await,
         }
     }
 

@@ -26,10 +26,13 @@
 //!
 //! [`Relay::publish`] publishes into the local hub, pushes the event onto a
 //! bounded outbound queue under a short lock, and returns. The relay's task
-//! sends from that queue. A broker that is slow, stopped or gone fills the
-//! queue, and a full queue drops its oldest event (counted) instead of
-//! making a publisher wait; a "list changed" or "URI updated" signal
-//! already queued is not queued twice (counted as coalesced).
+//! sends from that queue, whatever it holds (up to 64 events) in one round
+//! trip: a pipeline of `PUBLISH`es on Redis, one for each shard reached on
+//! a Redis Cluster, the client's own buffered writes on NATS. A broker
+//! that is slow, stopped or gone fills the queue, and a full queue drops
+//! its oldest event (counted) instead of making a publisher wait; a "list
+//! changed" or "URI updated" signal already queued is not queued twice
+//! (counted as coalesced).
 //!
 //! # On the bus
 //!

@@ -58,11 +58,16 @@ impl NatsLink {
         })
     }
 
-    pub(crate) async fn publish(&mut self, subject: &str, payload: Vec<u8>) -> Result<()> {
-        self.client
-            .publish(subject.to_owned(), payload.into())
-            .await
-            .map_err(|e| e.to_string())
+    /// The client writes what it is handed in the background, batching
+    /// writes itself: handing each message over is enough.
+    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+        for Message { channel, payload } in messages {
+            self.client
+                .publish(channel, payload.into())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn subscribe(&mut self, subjects: Vec<String>) -> Result<()> {

@@ -55,7 +55,7 @@ impl Outbound {
         pushed
     }
 
-    pub(crate) fn pop(&mut self) -> Option<Event> {
+    fn pop(&mut self) -> Option<Event> {
         let event = self.events.pop_front()?;
         if event.is_idempotent()
             && let Some(count) = self.signals.get_mut(event.kind())
@@ -66,6 +66,11 @@ impl Outbound {
             }
         }
         Some(event)
+    }
+
+    /// The oldest `max` events, or all of them when fewer are queued.
+    pub(crate) fn take(&mut self, max: usize) -> Vec<Event> {
+        std::iter::from_fn(|| self.pop()).take(max).collect()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -93,8 +98,8 @@ mod tests {
             Pushed::DroppedOldest
         );
         assert_eq!(queue.len(), 2);
-        assert_eq!(queue.pop(), Some(Event::resource_updated("b")));
-        assert_eq!(queue.pop(), Some(Event::tools_list_changed()));
+        assert_eq!(queue.take(1), [Event::resource_updated("b")]);
+        assert_eq!(queue.take(5), [Event::tools_list_changed()]);
         assert_eq!(queue.pop(), None);
         assert_eq!(queue.push(Event::resource_updated("b")), Pushed::Queued);
     }

@@ -4,14 +4,18 @@
 //! connects again and resubscribes.
 
 use futures_util::StreamExt;
+use futures_util::stream::ReadyChunks;
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 
 use super::incoming::{Incoming, Message, Result};
 
+/// Messages handed to the relay's task in one batch, at most.
+const RECEIVE_BATCH: usize = 256;
+
 pub(crate) struct RedisLink {
     publisher: MultiplexedConnection,
     sink: PubSubSink,
-    stream: PubSubStream,
+    stream: ReadyChunks<PubSubStream>,
 }
 
 fn message(e: redis::RedisError) -> String {
@@ -25,6 +29,7 @@ impl RedisLink {
             .await
             .map_err(message)?;
         let (sink, stream) = client.get_async_pubsub().await.map_err(message)?.split();
+        let stream = stream.ready_chunks(RECEIVE_BATCH);
         Ok(Self {
             publisher,
             sink,
@@ -32,13 +37,15 @@ impl RedisLink {
         })
     }
 
-    pub(crate) async fn publish(&mut self, channel: &str, payload: Vec<u8>) -> Result<()> {
-        redis::cmd("PUBLISH")
-            .arg(channel)
-            .arg(payload)
-            .query_async::<i64>(&mut self.publisher)
+    /// One pipeline: every `PUBLISH` written at once, one round trip.
+    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+        let mut pipeline = redis::pipe();
+        for Message { channel, payload } in messages {
+            pipeline.cmd("PUBLISH").arg(channel).arg(payload).ignore();
+        }
+        pipeline
+            .query_async::<()>(&mut self.publisher)
             .await
-            .map(drop)
             .map_err(message)
     }
 
@@ -56,11 +63,23 @@ impl RedisLink {
         self.sink.unsubscribe(channels).await.map_err(message)
     }
 
+    /// Every message that has arrived, up to `RECEIVE_BATCH`: a burst wakes
+    /// the relay's task once, not once a message.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: `ReadyChunks` returns a batch from the poll that
+    /// takes it.
     pub(crate) async fn next(&mut self) -> Option<Incoming> {
-        let message = self.stream.next().await?;
-        Some(Incoming::Messages(vec![Message {
-            channel: message.get_channel_name().to_owned(),
-            payload: message.get_payload_bytes().to_vec(),
-        }]))
+        let batch = self.stream.next().await?;
+        Some(Incoming::Messages(
+            batch
+                .into_iter()
+                .map(|message| Message {
+                    channel: message.get_channel_name().to_owned(),
+                    payload: message.get_payload_bytes().to_vec(),
+                })
+                .collect(),
+        ))
     }
 }

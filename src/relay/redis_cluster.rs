@@ -40,25 +40,31 @@ impl RedisClusterLink {
         Ok(Self { connection, pushes })
     }
 
-    pub(crate) async fn publish(&mut self, channel: &str, payload: Vec<u8>) -> Result<()> {
-        redis::cmd("SPUBLISH")
-            .arg(channel)
-            .arg(payload)
-            .query_async::<i64>(&mut self.connection)
-            .await
-            .map(drop)
-            .map_err(message)
+    /// One pipeline for each slot, since a pipeline's commands must share
+    /// one: a round trip for each shard that `messages` reach.
+    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+        for group in by_slot(messages, |message| &message.channel) {
+            let mut pipeline = redis::pipe();
+            for Message { channel, payload } in group {
+                pipeline.cmd("SPUBLISH").arg(channel).arg(payload).ignore();
+            }
+            pipeline
+                .query_async::<()>(&mut self.connection)
+                .await
+                .map_err(message)?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn subscribe(&mut self, channels: Vec<String>) -> Result<()> {
-        for group in by_slot(channels) {
+        for group in by_slot(channels, String::as_str) {
             self.connection.ssubscribe(group).await.map_err(message)?;
         }
         Ok(())
     }
 
     pub(crate) async fn unsubscribe(&mut self, channels: Vec<String>) -> Result<()> {
-        for group in by_slot(channels) {
+        for group in by_slot(channels, String::as_str) {
             self.connection.sunsubscribe(group).await.map_err(message)?;
         }
         Ok(())
@@ -86,16 +92,16 @@ impl RedisClusterLink {
     }
 }
 
-/// `channels` grouped by the hash tag that picks their slot (Redis's rule:
-/// the text between the first `{` and the next `}`, when not empty;
-/// otherwise the whole name).
-fn by_slot(channels: Vec<String>) -> impl Iterator<Item = Vec<String>> {
-    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for channel in channels {
+/// `items` grouped by the hash tag that picks their `channel`'s slot
+/// (Redis's rule: the text between the first `{` and the next `}`, when not
+/// empty; otherwise the whole name), each group in the order given.
+fn by_slot<T>(items: Vec<T>, channel: impl Fn(&T) -> &str) -> impl Iterator<Item = Vec<T>> {
+    let mut groups: BTreeMap<String, Vec<T>> = BTreeMap::new();
+    for item in items {
         groups
-            .entry(hash_tag(&channel).to_owned())
+            .entry(hash_tag(channel(&item)).to_owned())
             .or_default()
-            .push(channel);
+            .push(item);
     }
     groups.into_values()
 }
@@ -122,6 +128,7 @@ mod tests {
             ["{p.1}.key.a", "p.catalog", "{p.1}.key.b", "{p.2}.key.c"]
                 .map(String::from)
                 .to_vec(),
+            String::as_str,
         )
         .collect();
         assert_eq!(

@@ -8,12 +8,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub struct RelayStats {
     /// Events sent to the broker.
     pub published: u64,
+    /// Batches that sent them: events go to the broker in batches of
+    /// whatever is queued (up to 64), each one round trip (on a Redis
+    /// Cluster, one for each shard it reaches). `published / batches` is
+    /// the mean batch.
+    pub batches: u64,
     /// Events from other replicas published into the local hub.
     pub received: u64,
     /// Messages this replica sent that came back to it, ignored.
     pub echo_skipped: u64,
-    /// Events the outbound queue dropped because it was full (the broker
-    /// slow or away).
+    /// Events lost before reaching the broker: dropped by the outbound
+    /// queue because it was full (the broker slow or away), or in a batch
+    /// the broker did not acknowledge in time (counted whole).
     pub outbound_dropped: u64,
     /// Idempotent signals not queued because an identical one was.
     pub outbound_coalesced: u64,
@@ -40,6 +46,7 @@ impl RelayStats {
     pub fn record(&self) {
         use metrics::{counter, gauge};
         counter!("mcp_subscriptions_relay_published_total").absolute(self.published);
+        counter!("mcp_subscriptions_relay_batches_total").absolute(self.batches);
         counter!("mcp_subscriptions_relay_received_total").absolute(self.received);
         counter!("mcp_subscriptions_relay_echo_skipped_total").absolute(self.echo_skipped);
         counter!("mcp_subscriptions_relay_outbound_dropped_total").absolute(self.outbound_dropped);
@@ -58,6 +65,7 @@ impl RelayStats {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) published: AtomicU64,
+    pub(crate) batches: AtomicU64,
     pub(crate) received: AtomicU64,
     pub(crate) echo_skipped: AtomicU64,
     pub(crate) outbound_dropped: AtomicU64,
@@ -71,7 +79,12 @@ pub(crate) struct Counters {
 
 /// One more: counters are read for reports only, so no ordering is needed.
 pub(crate) fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
+    add(counter, 1);
+}
+
+/// `n` more, as [`bump`].
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
 }
 
 impl Counters {
@@ -79,6 +92,7 @@ impl Counters {
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
         RelayStats {
             published: read(&self.published),
+            batches: read(&self.batches),
             received: read(&self.received),
             echo_skipped: read(&self.echo_skipped),
             outbound_dropped: read(&self.outbound_dropped),
