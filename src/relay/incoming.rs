@@ -1,5 +1,10 @@
 //! What a broker connection reads, whichever the broker.
 
+/// Messages a Redis link hands the relay's task in one batch, at most: a
+/// burst wakes the task once, not once a message.
+#[cfg(feature = "redis")]
+pub(crate) const RECEIVE_BATCH: usize = 256;
+
 /// One message on a channel: read from a subscription, or sent.
 #[derive(Debug)]
 pub(crate) struct Message {

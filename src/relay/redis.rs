@@ -7,10 +7,7 @@ use futures_util::StreamExt;
 use futures_util::stream::ReadyChunks;
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 
-use super::incoming::{Incoming, Message, Result};
-
-/// Messages handed to the relay's task in one batch, at most.
-const RECEIVE_BATCH: usize = 256;
+use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
 
 pub(crate) struct RedisLink {
     publisher: MultiplexedConnection,
@@ -63,8 +60,7 @@ impl RedisLink {
         self.sink.unsubscribe(channels).await.map_err(message)
     }
 
-    /// Every message that has arrived, up to `RECEIVE_BATCH`: a burst wakes
-    /// the relay's task once, not once a message.
+    /// Every message that has arrived, up to `RECEIVE_BATCH`.
     ///
     /// # Cancel safety
     ///

@@ -15,13 +15,15 @@ use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::incoming::{Incoming, Message, Result};
+use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
 
 pub(crate) struct RedisClusterLink {
     connection: ClusterConnection,
     /// Unbounded as the client's own queues are: the relay's task reads it
     /// as fast as it reads any connection.
     pushes: mpsc::UnboundedReceiver<PushInfo>,
+    /// The client reported the connection lost.
+    lost: bool,
 }
 
 fn message(e: redis::RedisError) -> String {
@@ -37,7 +39,11 @@ impl RedisClusterLink {
             .build()
             .map_err(message)?;
         let connection = client.get_async_connection().await.map_err(message)?;
-        Ok(Self { connection, pushes })
+        Ok(Self {
+            connection,
+            pushes,
+            lost: false,
+        })
     }
 
     /// One pipeline for each slot, since a pipeline's commands must share
@@ -70,23 +76,44 @@ impl RedisClusterLink {
         Ok(())
     }
 
+    /// Every message that has arrived, up to `RECEIVE_BATCH`; `None` once
+    /// the client reported the connection lost, after the messages before
+    /// that.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: `recv_many` takes nothing unless it returns.
     pub(crate) async fn next(&mut self) -> Option<Incoming> {
+        let mut pushes = Vec::new();
         loop {
-            let push = self.pushes.recv().await?;
-            match push.kind {
-                PushKind::SMessage => {
-                    let mut data = push.data.into_iter();
-                    if let (Some(Value::BulkString(channel)), Some(Value::BulkString(payload))) =
-                        (data.next(), data.next())
-                    {
-                        let channel = String::from_utf8_lossy(&channel).into_owned();
-                        return Some(Incoming::Messages(vec![Message { channel, payload }]));
+            if self.lost || self.pushes.recv_many(&mut pushes, RECEIVE_BATCH).await == 0 {
+                return None;
+            }
+            let mut batch = Vec::new();
+            for push in pushes.drain(..) {
+                match push.kind {
+                    PushKind::SMessage => {
+                        let mut data = push.data.into_iter();
+                        if let (
+                            Some(Value::BulkString(channel)),
+                            Some(Value::BulkString(payload)),
+                        ) = (data.next(), data.next())
+                        {
+                            let channel = String::from_utf8_lossy(&channel).into_owned();
+                            batch.push(Message { channel, payload });
+                        }
                     }
+                    PushKind::Disconnection => {
+                        self.lost = true;
+                        break;
+                    }
+                    // Subscription confirmations, and whatever else the
+                    // client passes on.
+                    _ => {}
                 }
-                PushKind::Disconnection => return None,
-                // Subscription confirmations, and whatever else the client
-                // passes on.
-                _ => {}
+            }
+            if !batch.is_empty() {
+                return Some(Incoming::Messages(batch));
             }
         }
     }
