@@ -63,7 +63,9 @@
 //! messages). On a Redis Cluster each node's messages come on a connection
 //! of their own, so order holds within a shard (the key channels of one
 //! [`RelayOptions::shards`] share a hash slot) and on the catalog channel,
-//! not between them; with one shard it holds between keys too.
+//! not between them; with one shard it holds between keys too. A batch
+//! that spans shards goes one shard at a time, in the order of each
+//! shard's first event in it.
 //!
 //! # At most once, and resyncs
 //!

@@ -15,8 +15,19 @@ pub(crate) struct RedisLink {
     stream: ReadyChunks<PubSubStream>,
 }
 
-fn message(e: redis::RedisError) -> String {
+/// A client error as the relay reports it.
+pub(super) fn message(e: redis::RedisError) -> String {
     e.to_string()
+}
+
+/// `command` (`PUBLISH` or `SPUBLISH`) for each message, in order, in one
+/// pipeline whose replies are ignored.
+pub(super) fn publishes(command: &str, messages: Vec<Message>) -> redis::Pipeline {
+    let mut pipeline = redis::pipe();
+    for Message { channel, payload } in messages {
+        pipeline.cmd(command).arg(channel).arg(payload).ignore();
+    }
+    pipeline
 }
 
 impl RedisLink {
@@ -36,11 +47,7 @@ impl RedisLink {
 
     /// One pipeline: every `PUBLISH` written at once, one round trip.
     pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
-        let mut pipeline = redis::pipe();
-        for Message { channel, payload } in messages {
-            pipeline.cmd("PUBLISH").arg(channel).arg(payload).ignore();
-        }
-        pipeline
+        publishes("PUBLISH", messages)
             .query_async::<()>(&mut self.publisher)
             .await
             .map_err(message)

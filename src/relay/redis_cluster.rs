@@ -8,14 +8,13 @@
 //! `Channels`), one command a group. A connection the client reports lost
 //! ends the link; the relay connects again, subscribes afresh and resyncs.
 
-use std::collections::BTreeMap;
-
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
 use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
+use super::redis::{message, publishes};
 
 pub(crate) struct RedisClusterLink {
     connection: ClusterConnection,
@@ -24,10 +23,6 @@ pub(crate) struct RedisClusterLink {
     pushes: mpsc::UnboundedReceiver<PushInfo>,
     /// The client reported the connection lost.
     lost: bool,
-}
-
-fn message(e: redis::RedisError) -> String {
-    e.to_string()
 }
 
 impl RedisClusterLink {
@@ -50,11 +45,7 @@ impl RedisClusterLink {
     /// one: a round trip for each shard that `messages` reach.
     pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
         for group in by_slot(messages, |message| &message.channel) {
-            let mut pipeline = redis::pipe();
-            for Message { channel, payload } in group {
-                pipeline.cmd("SPUBLISH").arg(channel).arg(payload).ignore();
-            }
-            pipeline
+            publishes("SPUBLISH", group)
                 .query_async::<()>(&mut self.connection)
                 .await
                 .map_err(message)?;
@@ -121,16 +112,24 @@ impl RedisClusterLink {
 
 /// `items` grouped by the hash tag that picks their `channel`'s slot
 /// (Redis's rule: the text between the first `{` and the next `}`, when not
-/// empty; otherwise the whole name), each group in the order given.
-fn by_slot<T>(items: Vec<T>, channel: impl Fn(&T) -> &str) -> impl Iterator<Item = Vec<T>> {
-    let mut groups: BTreeMap<String, Vec<T>> = BTreeMap::new();
+/// empty; otherwise the whole name): the groups in the order of their first
+/// item, each group's items in the order given. Sent in that order, a batch
+/// that spans shards keeps its order wherever it can: an event on one
+/// shard never waits for a later one on another.
+fn by_slot<T>(items: Vec<T>, channel: impl Fn(&T) -> &str) -> Vec<Vec<T>> {
+    let mut tags: Vec<String> = Vec::new();
+    let mut groups: Vec<Vec<T>> = Vec::new();
     for item in items {
-        groups
-            .entry(hash_tag(channel(&item)).to_owned())
-            .or_default()
-            .push(item);
+        let tag = hash_tag(channel(&item));
+        match tags.iter().position(|known| known == tag) {
+            Some(at) => groups[at].push(item),
+            None => {
+                tags.push(tag.to_owned());
+                groups.push(vec![item]);
+            }
+        }
     }
-    groups.into_values()
+    groups
 }
 
 fn hash_tag(channel: &str) -> &str {
@@ -151,19 +150,18 @@ mod tests {
         assert_eq!(hash_tag("{mcp.3}.key.ab"), "mcp.3");
         assert_eq!(hash_tag("mcp.catalog"), "mcp.catalog");
         assert_eq!(hash_tag("a{}b{c}"), "a{}b{c}", "an empty tag is no tag");
-        let groups: Vec<Vec<String>> = by_slot(
+        let groups = by_slot(
             ["{p.1}.key.a", "p.catalog", "{p.1}.key.b", "{p.2}.key.c"]
                 .map(String::from)
                 .to_vec(),
             String::as_str,
-        )
-        .collect();
+        );
         assert_eq!(
             groups,
             [
                 vec!["{p.1}.key.a".to_owned(), "{p.1}.key.b".to_owned()],
-                vec!["{p.2}.key.c".to_owned()],
                 vec!["p.catalog".to_owned()],
+                vec!["{p.2}.key.c".to_owned()],
             ]
         );
     }
