@@ -185,10 +185,7 @@ async fn task_statuses_cross_in_order() {
 /// A's order.
 async fn updates_arrive_in_order(a: &Relay, b: &Relay, hub_b: &Hub) {
     let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
-    let mut filter = Filter::new();
-    for uri in &uris {
-        filter = filter.with_resource(uri);
-    }
+    let filter = uris.iter().fold(Filter::new(), Filter::with_resource);
     let mut on_b = hub_b.listen(&filter).unwrap();
     until("B's key channels", || b.stats().subscribed_keys == 200).await;
     for uri in &uris {
@@ -230,10 +227,10 @@ async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool)
     let (hub_a, hub_b) = (Hub::new(), Hub::new());
     let b = relay(&hub_b);
     let uris: Vec<String> = (0..1_000).map(|i| format!("file:///{i}")).collect();
-    let mut filter = Filter::new().with_tools_list_changed();
-    for uri in &uris {
-        filter = filter.with_resource(uri);
-    }
+    let filter = uris.iter().fold(
+        Filter::new().with_tools_list_changed(),
+        Filter::with_resource,
+    );
     let mut on_b = hub_b.listen(&filter).unwrap();
     until("B's key channels", || b.stats().subscribed_keys == 1_000).await;
 

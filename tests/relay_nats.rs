@@ -93,10 +93,10 @@ async fn order_per_origin_holds_across_subjects() {
     let broker = Broker::nats();
     let ((_hub_a, a), (hub_b, b)) = replicas(&broker).await;
     let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
-    let mut filter = Filter::new().with_tools_list_changed();
-    for uri in &uris {
-        filter = filter.with_resource(uri);
-    }
+    let filter = uris.iter().fold(
+        Filter::new().with_tools_list_changed(),
+        Filter::with_resource,
+    );
     let mut on_b = hub_b.listen(&filter).unwrap();
     until("B's key subjects", || b.stats().subscribed_keys == 200).await;
 
