@@ -7,7 +7,9 @@
 //! only state shared with publishers is the outbound queue (see
 //! `handle.rs`).
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -46,7 +48,12 @@ enum Ended {
 
 /// What the task knows about another replica, from the catalog channel.
 struct Origin {
-    next_seq: u64,
+    /// The catalog sequence number expected next; `None` after this relay
+    /// reconnected, when the next message sets it (the reconnect's own
+    /// resync covers whatever was missed while away).
+    next_seq: Option<u64>,
+    /// The most its heartbeats have said it dropped, kept across this
+    /// relay's reconnects so that a rise while away is seen too.
     dropped: u64,
     last_seen: Instant,
 }
@@ -60,6 +67,9 @@ struct Driver {
     catalog: String,
     /// The keys local listeners watch.
     watched: HashSet<InterestKey>,
+    /// Keys watched since the last subscription flush, to catch up once
+    /// their channels are subscribed.
+    fresh: Vec<InterestKey>,
     /// Watched keys per channel (two keys may share a hashed channel).
     refs: HashMap<String, usize>,
     /// Channels no key needs any more, kept until their grace ends.
@@ -100,6 +110,7 @@ pub(crate) async fn run(
         options,
         watch,
         watched: HashSet::new(),
+        fresh: Vec::new(),
         refs: HashMap::new(),
         grace: HashMap::new(),
         subscribed: HashSet::new(),
@@ -123,19 +134,18 @@ impl Driver {
             if self.stopping() {
                 return;
             }
-            let connecting = timeout(self.options.timeout, Link::connect(&self.broker.kind));
-            let link = tokio::select! {
-                link = connecting => link,
-                () = self.inner.wake.notified() => continue,
+            let (kind, limit) = (self.broker.kind.clone(), self.options.timeout);
+            let connecting = async move { timeout(limit, Link::connect(&kind, limit)).await };
+            let Some(link) = self.undisturbed(connecting).await else {
+                return;
             };
             let Ok(Ok(mut link)) = link else {
                 // Degraded: local delivery goes on; try again after a
                 // jittered, growing wait, unless closed meanwhile.
                 let wait = self.jitter(backoff);
                 backoff = (backoff * 2).min(self.options.backoff_max);
-                tokio::select! {
-                    () = sleep(wait) => {}
-                    () = self.inner.wake.notified() => {}
+                if self.undisturbed(sleep(wait)).await.is_none() {
+                    return;
                 }
                 continue;
             };
@@ -162,6 +172,30 @@ impl Driver {
         }
     }
 
+    /// Runs `work` (a connect attempt or a backoff wait) to its end, or
+    /// `None` once the relay is to stop. Publishing only queues meanwhile,
+    /// so it can neither abort a connect nor hurry a backoff, however
+    /// loaded the replica; interest changes are applied afterwards, and
+    /// subscribed with the rest once connected.
+    async fn undisturbed<T>(&mut self, work: impl Future<Output = T>) -> Option<T> {
+        let mut work = pin!(work);
+        let mut changes = Vec::new();
+        let done = loop {
+            tokio::select! {
+                done = &mut work => break Some(done),
+                change = self.watch.next() => match change {
+                    Some(change) => changes.push(change),
+                    None => break None,
+                },
+                () = self.inner.closing.notified() => break None,
+            }
+        };
+        for change in changes {
+            self.apply(change);
+        }
+        done
+    }
+
     /// Every handle dropped, or the hub completed with nothing left to read.
     fn stopping(&self) -> bool {
         self.inner.is_closed() || (self.watch.is_ended() && self.inner.hub.is_complete())
@@ -170,7 +204,7 @@ impl Driver {
     async fn session(&mut self, link: &mut Link) -> Ended {
         self.drain_interest();
         self.link_down = false;
-        self.origins.clear();
+        self.rejoin_origins();
         if !self.subscribe_all(link).await {
             return Ended::Lost;
         }
@@ -201,7 +235,7 @@ impl Driver {
                             self.link_down = false;
                             self.inner.counters.connected.store(true, Ordering::Relaxed);
                             bump(&self.inner.counters.reconnects);
-                            self.origins.clear();
+                            self.rejoin_origins();
                             self.schedule_resync();
                         }
                     }
@@ -228,6 +262,7 @@ impl Driver {
         match change {
             InterestChange::Watched(key) => {
                 let channel = self.channels.key(&key);
+                self.fresh.push(key.clone());
                 self.watched.insert(key);
                 let refs = self.refs.entry(channel.clone()).or_default();
                 *refs += 1;
@@ -307,12 +342,44 @@ impl Driver {
             }
             self.subscribed.extend(batch.iter().cloned());
         }
+        // Caught up before the count shows the keys subscribed, so that
+        // whoever sees the count finds the catch-up already delivered.
+        self.catch_up(&add);
         let keys = self.subscribed.len().saturating_sub(1) as u64;
         self.inner
             .counters
             .subscribed_keys
             .store(keys, Ordering::Relaxed);
         true
+    }
+
+    /// Tells the listeners of keys whose channels were just subscribed
+    /// that their keys may have changed: they were acknowledged before the
+    /// subscription took effect, and a change published on another replica
+    /// in between went by unheard. A whole resync already due covers them
+    /// instead (after a reconnect). Task statuses are not resent, as in a
+    /// resync.
+    fn catch_up(&mut self, subscribed: &[String]) {
+        let fresh = std::mem::take(&mut self.fresh);
+        if self.resync_at.is_some() || subscribed.is_empty() {
+            return;
+        }
+        let subscribed: HashSet<&String> = subscribed.iter().collect();
+        let uris: Vec<String> = fresh
+            .into_iter()
+            .filter(|key| {
+                self.watched.contains(key) && subscribed.contains(&self.channels.key(key))
+            })
+            .filter_map(|key| match key {
+                InterestKey::Resource(uri) => Some(uri),
+                InterestKey::Extension { .. } => None,
+            })
+            .collect();
+        // Counted first, as a resync is.
+        add(&self.inner.counters.keys_caught_up, uris.len() as u64);
+        for uri in uris {
+            self.inner.hub.publish(Event::resource_updated(uri));
+        }
     }
 
     /// Sends every queued event, up to `SEND_BATCH` at a time in one round
@@ -391,37 +458,72 @@ impl Driver {
             return;
         }
         if channel == self.catalog {
-            let now = Instant::now();
-            let mut lost = false;
-            let origin = self
-                .origins
-                .entry(envelope.origin.clone())
-                .or_insert(Origin {
-                    next_seq: envelope.stamp.seq,
-                    dropped: match envelope.body {
-                        Body::Heartbeat { dropped } => dropped,
-                        Body::Event(_) => 0,
-                    },
-                    last_seen: now,
-                });
-            if envelope.stamp.seq != origin.next_seq {
-                lost = true;
-            }
-            origin.next_seq = envelope.stamp.seq + 1;
-            origin.last_seen = now;
-            if let Body::Heartbeat { dropped } = envelope.body {
-                lost |= dropped > origin.dropped;
-                origin.dropped = origin.dropped.max(dropped);
-            }
-            if lost {
-                bump(&self.inner.counters.sequence_gaps);
-                self.schedule_resync();
-            }
+            self.heard(&envelope);
         }
         if let Body::Event(event) = envelope.body {
             self.inner.hub.publish(event);
             bump(&self.inner.counters.received);
         }
+    }
+
+    /// Notes a catalog message of another replica, and resyncs when it
+    /// shows that messages may have been lost: a replica never heard
+    /// before (a new one, or a restarted process: whatever an earlier
+    /// process held unsent died with it; or one forgotten for its silence,
+    /// which may have published while cut off), a gap in its sequence, or
+    /// a rise in what it says it dropped.
+    fn heard(&mut self, envelope: &Envelope) {
+        let seq = envelope.stamp.seq;
+        let dropped = match envelope.body {
+            Body::Heartbeat { dropped } => Some(dropped),
+            Body::Event(_) => None,
+        };
+        let last_seen = Instant::now();
+        let lost = match self.origins.entry(envelope.origin.clone()) {
+            Entry::Vacant(entry) => {
+                entry.insert(Origin {
+                    next_seq: Some(seq + 1),
+                    dropped: dropped.unwrap_or(0),
+                    last_seen,
+                });
+                bump(&self.inner.counters.replicas_joined);
+                self.count_replicas();
+                true
+            }
+            Entry::Occupied(entry) => {
+                let origin = entry.into_mut();
+                let gap = origin.next_seq.is_some_and(|next| next != seq);
+                let rose = dropped.is_some_and(|dropped| dropped > origin.dropped);
+                origin.next_seq = Some(seq + 1);
+                origin.dropped = origin.dropped.max(dropped.unwrap_or(0));
+                origin.last_seen = last_seen;
+                if gap || rose {
+                    bump(&self.inner.counters.sequence_gaps);
+                }
+                gap || rose
+            }
+        };
+        if lost {
+            self.schedule_resync();
+        }
+    }
+
+    /// This relay is back on the bus: every replica it knew is kept, with
+    /// its silence clock started again (none could be heard while this one
+    /// was away) and its next sequence number taken as it comes.
+    fn rejoin_origins(&mut self) {
+        let now = Instant::now();
+        for origin in self.origins.values_mut() {
+            origin.last_seen = now;
+            origin.next_seq = None;
+        }
+    }
+
+    fn count_replicas(&self) {
+        self.inner
+            .counters
+            .replicas
+            .store(self.origins.len() as u64, Ordering::Relaxed);
     }
 
     async fn on_tick(&mut self, link: &mut Link) -> bool {
@@ -436,13 +538,20 @@ impl Driver {
             self.grace.remove(&channel);
             self.dirty = true;
         }
+        // While the link is down no one can be heard; the clocks start
+        // again when it is back.
         let silent = 3 * self.options.heartbeat;
         let before = self.origins.len();
-        self.origins
-            .retain(|_, origin| now.duration_since(origin.last_seen) < silent);
+        if !self.link_down {
+            self.origins
+                .retain(|_, origin| now.duration_since(origin.last_seen) < silent);
+        }
         if self.origins.len() < before {
             // A replica went quiet: it is gone, or its messages are lost.
+            // It is forgotten, so that if it speaks again (a partition
+            // healed) it is heard as new, and resynced for again.
             bump(&self.inner.counters.sequence_gaps);
+            self.count_replicas();
             self.schedule_resync();
         }
         if self.resync_at.is_some_and(|at| at <= now) {
@@ -478,6 +587,9 @@ impl Driver {
     /// update of each watched URI. Task statuses are not resent: the relay
     /// has no status to send, and the next one arrives as usual.
     fn resync(&mut self) {
+        // Counted first, so that a listener that has the resync finds it
+        // counted.
+        bump(&self.inner.counters.resyncs);
         let hub = &self.inner.hub;
         hub.publish(Event::tools_list_changed());
         hub.publish(Event::prompts_list_changed());
@@ -487,7 +599,6 @@ impl Driver {
                 hub.publish(Event::resource_updated(uri.clone()));
             }
         }
-        bump(&self.inner.counters.resyncs);
     }
 
     /// `wait` give or take a quarter, so replicas do not retry in step.

@@ -27,6 +27,7 @@ impl Drop for Alive {
     fn drop(&mut self) {
         self.0.closed.store(true, Ordering::Release);
         self.0.wake.notify_one();
+        self.0.closing.notify_one();
     }
 }
 
@@ -56,6 +57,7 @@ impl Relay {
             origin: origin_id(),
             outbound: Mutex::new(Outbound::new(options.outbound_capacity)),
             wake: Notify::new(),
+            closing: Notify::new(),
             counters: Counters::default(),
             closed: AtomicBool::new(false),
         });

@@ -1,6 +1,8 @@
 //! One connection to a broker, whichever it is: publish, subscribe and
 //! unsubscribe channels, and read what arrives.
 
+use std::time::Duration;
+
 use super::broker::BrokerKind;
 use super::incoming::{Incoming, Message, Result};
 
@@ -14,20 +16,24 @@ pub(crate) enum Link {
 }
 
 impl Link {
-    pub(crate) async fn connect(broker: &BrokerKind) -> Result<Self> {
+    /// A new connection whose client bounds each operation by `timeout`
+    /// (`RelayOptions::timeout`).
+    pub(crate) async fn connect(broker: &BrokerKind, timeout: Duration) -> Result<Self> {
         match broker {
             #[cfg(feature = "redis")]
-            BrokerKind::Redis(client) => super::redis::RedisLink::connect(client)
+            BrokerKind::Redis(client) => super::redis::RedisLink::connect(client, timeout)
                 .await
                 .map(Self::Redis),
             #[cfg(feature = "redis")]
             BrokerKind::RedisCluster(nodes) => {
-                super::redis_cluster::RedisClusterLink::connect(nodes)
+                super::redis_cluster::RedisClusterLink::connect(nodes, timeout)
                     .await
                     .map(Self::RedisCluster)
             }
             #[cfg(feature = "nats")]
-            BrokerKind::Nats(url) => super::nats::NatsLink::connect(url).await.map(Self::Nats),
+            BrokerKind::Nats(url) => super::nats::NatsLink::connect(url, timeout)
+                .await
+                .map(Self::Nats),
         }
     }
 

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::task::AtomicWaker;
@@ -33,9 +34,13 @@ pub(crate) struct NatsLink {
 }
 
 impl NatsLink {
-    pub(crate) async fn connect(url: &str) -> Result<Self> {
+    /// `timeout` bounds connecting and each request, as the relay's
+    /// other operations are bounded.
+    pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<Self> {
         let (sender, events) = mpsc::channel(EVENTS);
         let client = async_nats::ConnectOptions::new()
+            .connection_timeout(timeout)
+            .request_timeout(Some(timeout))
             .event_callback(move |event| {
                 let sender = sender.clone();
                 async move {

@@ -3,8 +3,11 @@
 //! stream. The stream ending means the connection is gone; the relay
 //! connects again and resubscribes.
 
+use std::time::Duration;
+
 use futures_util::StreamExt;
 use futures_util::stream::ReadyChunks;
+use redis::AsyncConnectionConfig;
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 
 use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
@@ -31,9 +34,15 @@ pub(super) fn publishes(command: &str, messages: Vec<Message>) -> redis::Pipelin
 }
 
 impl RedisLink {
-    pub(crate) async fn connect(client: &redis::Client) -> Result<Self> {
+    /// `timeout` bounds the publisher's connecting and each of its
+    /// replies, in place of the client's own shorter defaults, so that the
+    /// relay's one documented timeout decides when a broker is lost.
+    pub(crate) async fn connect(client: &redis::Client, timeout: Duration) -> Result<Self> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
         let publisher = client
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(&config)
             .await
             .map_err(message)?;
         let (sink, stream) = client.get_async_pubsub().await.map_err(message)?.split();

@@ -8,6 +8,8 @@
 //! `Channels`), one command a group. A connection the client reports lost
 //! ends the link; the relay connects again, subscribes afresh and resyncs.
 
+use std::time::Duration;
+
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, Value};
@@ -26,10 +28,14 @@ pub(crate) struct RedisClusterLink {
 }
 
 impl RedisClusterLink {
-    pub(crate) async fn connect(nodes: &[String]) -> Result<Self> {
+    /// `timeout` bounds connecting to each node and each reply, in place
+    /// of the client's own shorter defaults.
+    pub(crate) async fn connect(nodes: &[String], timeout: Duration) -> Result<Self> {
         let (sender, pushes) = mpsc::unbounded_channel();
         let client = ClusterClientBuilder::new(nodes.to_vec())
             .use_protocol(ProtocolVersion::RESP3)
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
             .push_sender(sender)
             .build()
             .map_err(message)?;

@@ -20,6 +20,10 @@ pub(crate) struct Inner {
     /// keeps a permit when the task is busy, so no wake-up is lost, and it
     /// never blocks a publisher.
     pub(crate) wake: Notify,
+    /// Wakes the task for closing alone: while it connects or backs off it
+    /// waits on this, not on `wake`, so that publishing (which only
+    /// queues) can neither abort a connect nor cut a backoff short.
+    pub(crate) closing: Notify,
     pub(crate) counters: Counters,
     pub(crate) closed: AtomicBool,
 }

@@ -32,6 +32,18 @@ pub struct RelayStats {
     /// Lost messages seen: a gap in an origin's sequence, a rise in what
     /// it dropped, or its heartbeats stopping.
     pub sequence_gaps: u64,
+    /// Other replicas heard for the first time (or heard again after they
+    /// were taken as gone for their silence). Each causes a resync: a
+    /// restarted replica may follow one that died holding changes it never
+    /// sent.
+    pub replicas_joined: u64,
+    /// Updates of watched URIs sent to their local listeners right after
+    /// the URI's channel was subscribed: those listeners were acknowledged
+    /// before the subscription took effect (see the [module](super) docs,
+    /// "At most once, and resyncs").
+    pub keys_caught_up: u64,
+    /// Other replicas heard from now (each within three heartbeats).
+    pub replicas: u64,
     /// Whether the relay is connected to the broker now (`false`:
     /// degraded, local delivery only).
     pub connected: bool,
@@ -55,6 +67,9 @@ impl RelayStats {
         counter!("mcp_subscriptions_relay_reconnects_total").absolute(self.reconnects);
         counter!("mcp_subscriptions_relay_resyncs_total").absolute(self.resyncs);
         counter!("mcp_subscriptions_relay_sequence_gaps_total").absolute(self.sequence_gaps);
+        counter!("mcp_subscriptions_relay_replicas_joined_total").absolute(self.replicas_joined);
+        counter!("mcp_subscriptions_relay_keys_caught_up_total").absolute(self.keys_caught_up);
+        gauge!("mcp_subscriptions_relay_replicas").set(self.replicas as f64);
         gauge!("mcp_subscriptions_relay_outbound_queued").set(self.outbound_queued as f64);
         gauge!("mcp_subscriptions_relay_connected").set(u8::from(self.connected));
         gauge!("mcp_subscriptions_relay_subscribed_keys").set(self.subscribed_keys as f64);
@@ -73,6 +88,9 @@ pub(crate) struct Counters {
     pub(crate) reconnects: AtomicU64,
     pub(crate) resyncs: AtomicU64,
     pub(crate) sequence_gaps: AtomicU64,
+    pub(crate) replicas_joined: AtomicU64,
+    pub(crate) keys_caught_up: AtomicU64,
+    pub(crate) replicas: AtomicU64,
     pub(crate) connected: AtomicBool,
     pub(crate) subscribed_keys: AtomicU64,
 }
@@ -101,6 +119,9 @@ impl Counters {
             reconnects: read(&self.reconnects),
             resyncs: read(&self.resyncs),
             sequence_gaps: read(&self.sequence_gaps),
+            replicas_joined: read(&self.replicas_joined),
+            keys_caught_up: read(&self.keys_caught_up),
+            replicas: read(&self.replicas),
             connected: self.connected.load(Ordering::Relaxed),
             subscribed_keys: read(&self.subscribed_keys),
         }

@@ -6,41 +6,17 @@
 //! On a Redis Cluster, the same through sharded pub/sub (`SSUBSCRIBE`,
 //! checked with `PUBSUB SHARDNUMSUB`).
 
-#![cfg(feature = "redis")]
-
-#[path = "support/broker.rs"]
-mod broker;
-#[path = "support/waiting.rs"]
-mod waiting;
-
 use std::time::{Duration, Instant};
 
-use broker::{Broker, RedisCluster};
-use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
+use mcp_subscriptions::relay::Relay;
 use mcp_subscriptions::{EventKind, Filter, Hub};
-use waiting::{next_event, quiet, until};
 
-/// Short clocks, so faults are seen and mended within a test's patience.
-fn options(prefix: &str) -> RelayOptions {
-    RelayOptions::default()
-        .with_prefix(prefix)
-        .with_heartbeat(Duration::from_millis(200))
-        .with_grace(Duration::from_millis(300))
-        .with_resync_jitter(Duration::from_millis(100))
-        .with_backoff(Duration::from_millis(50), Duration::from_millis(400))
-        .with_timeout(Duration::from_millis(500))
-}
+use crate::broker::{Broker, RedisCluster};
+use crate::replicas::{self, connected, listen_subscribed, options, settled};
+use crate::waiting::{next_event, quiet, until};
 
 fn relay(broker: &Broker, hub: &Hub, prefix: &str) -> Relay {
-    Relay::spawn(
-        hub.clone(),
-        RelayBroker::from_url(&broker.url()).unwrap(),
-        options(prefix),
-    )
-}
-
-fn connected(relay: &Relay) -> bool {
-    relay.stats().connected
+    replicas::relay(&broker.url(), hub, options(prefix))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,7 +27,7 @@ async fn smoke_a_list_change_crosses_replicas_once() {
         relay(&broker, &hub_a, "smoke"),
         relay(&broker, &hub_b, "smoke"),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     let mut on_a = hub_a
         .listen(&Filter::new().with_tools_list_changed())
         .unwrap();
@@ -85,17 +61,15 @@ async fn uri_updates_reach_only_the_replicas_that_watch_them() {
         relay(&broker, &hub_a, "uris"),
         relay(&broker, &hub_b, "uris"),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     // Two catalog subscribers, no key channel yet.
     assert_eq!(
         broker.redis_subscribers("uris.*"),
         [("uris.catalog".to_owned(), 2)]
     );
 
-    let mut on_b = hub_b
-        .listen(&Filter::new().with_resource("file:///b"))
-        .unwrap();
-    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    let mut on_b =
+        listen_subscribed(&hub_b, &b, &Filter::new().with_resource("file:///b"), 1).await;
     let keys = broker.redis_subscribers("uris.key.*");
     assert_eq!(keys.len(), 1);
     assert_eq!(keys[0].1, 1, "only B subscribes the key of file:///b");
@@ -148,7 +122,7 @@ async fn task_statuses_cross_in_order() {
         relay(&broker, &hub_a, "tasks"),
         relay(&broker, &hub_b, "tasks"),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     let mut on_b = hub_b
         .listen(&Filter::new().with_extension(tasks::TASK_IDS, json!(["t1"])))
         .unwrap();
@@ -186,8 +160,7 @@ async fn task_statuses_cross_in_order() {
 async fn updates_arrive_in_order(a: &Relay, b: &Relay, hub_b: &Hub) {
     let uris: Vec<String> = (0..200).map(|i| format!("file:///{i}")).collect();
     let filter = uris.iter().fold(Filter::new(), Filter::with_resource);
-    let mut on_b = hub_b.listen(&filter).unwrap();
-    until("B's key channels", || b.stats().subscribed_keys == 200).await;
+    let mut on_b = listen_subscribed(hub_b, b, &filter, 200).await;
     for uri in &uris {
         a.notify_resource_updated(uri);
     }
@@ -207,7 +180,7 @@ async fn order_per_origin_is_kept() {
         relay(&broker, &hub_a, "order"),
         relay(&broker, &hub_b, "order"),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     updates_arrive_in_order(&a, &b, &hub_b).await;
 }
 
@@ -222,17 +195,17 @@ async fn a_burst_goes_to_the_broker_in_batches() {
 /// 1,000 updates, then a list change, queued on replica A before its task
 /// first runs (the test's one thread is never yielded meanwhile); B's
 /// listener gets them all, `in_order` or not, and A sent them in 16
-/// batches.
+/// batches. (B hearing A for the first time resyncs after them: B's queue
+/// has room for that too.)
 async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool) {
-    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let (hub_a, hub_b) = (Hub::new(), Hub::builder().capacity(4_096).build());
     let b = relay(&hub_b);
     let uris: Vec<String> = (0..1_000).map(|i| format!("file:///{i}")).collect();
     let filter = uris.iter().fold(
         Filter::new().with_tools_list_changed(),
         Filter::with_resource,
     );
-    let mut on_b = hub_b.listen(&filter).unwrap();
-    until("B's key channels", || b.stats().subscribed_keys == 1_000).await;
+    let mut on_b = listen_subscribed(&hub_b, &b, &filter, 1_000).await;
 
     let a = relay(&hub_a);
     for uri in &uris {
@@ -269,18 +242,15 @@ async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
         relay(&broker, &hub_a, "restart"),
         relay(&broker, &hub_b, "restart"),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     let mut on_a = hub_a
         .listen(&Filter::new().with_tools_list_changed())
         .unwrap();
-    let mut on_b = hub_b
-        .listen(
-            &Filter::new()
-                .with_tools_list_changed()
-                .with_resource("file:///r"),
-        )
-        .unwrap();
-    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    let filter = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///r");
+    let mut on_b = listen_subscribed(&hub_b, &b, &filter, 1).await;
+    let resyncs = (a.stats().resyncs, b.stats().resyncs);
 
     broker.kill();
     until("both relays degraded", || !connected(&a) && !connected(&b)).await;
@@ -310,9 +280,9 @@ async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
             .any(|m| m == "notifications/tools/list_changed"),
         "{methods:?}"
     );
-    until("B's resync counted", || b.stats().resyncs >= 1).await;
+    until("B's resync counted", || b.stats().resyncs > resyncs.1).await;
     // Drain A's resync too, then later events flow again.
-    until("A's resync counted", || a.stats().resyncs >= 1).await;
+    until("A's resync counted", || a.stats().resyncs > resyncs.0).await;
     while tokio::time::timeout(Duration::from_millis(100), on_b.next())
         .await
         .is_ok()
@@ -331,15 +301,14 @@ async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
 async fn a_frozen_broker_never_blocks_publishers_and_the_queue_stays_bounded() {
     let broker = Broker::redis();
     let hub_a = Hub::new();
-    let a = Relay::spawn(
-        hub_a.clone(),
-        RelayBroker::from_url(&broker.url()).unwrap(),
+    let a = replicas::relay(
+        &broker.url(),
+        &hub_a,
         options("frozen").with_outbound_capacity(16),
     );
     until("connected", || connected(&a)).await;
-    let mut on_a = hub_a
-        .listen(&Filter::new().with_resource("file:///0"))
-        .unwrap();
+    let mut on_a =
+        listen_subscribed(&hub_a, &a, &Filter::new().with_resource("file:///0"), 1).await;
 
     broker.stop();
     let started = Instant::now();
@@ -379,21 +348,21 @@ async fn a_replica_gone_leaves_the_others_going() {
     let broker = Broker::redis();
     let hubs = [Hub::new(), Hub::new(), Hub::new()];
     let relays: Vec<Relay> = hubs.iter().map(|hub| relay(&broker, hub, "gone")).collect();
-    until("all connected", || relays.iter().all(connected)).await;
+    settled(&relays.iter().collect::<Vec<_>>()).await;
     let mut on_c = hubs[2]
         .listen(&Filter::new().with_prompts_list_changed())
         .unwrap();
 
     let [a, b, c]: [Relay; 3] = relays.try_into().unwrap();
-    // Each relay hears the others' heartbeats.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let resyncs = c.stats().resyncs;
     drop(a);
     // C notices A's heartbeats stopping and resyncs its listeners once.
     assert_eq!(
         next_event(&mut on_c).await.method(),
         "notifications/prompts/list_changed"
     );
-    until("C's resync", || c.stats().resyncs >= 1).await;
+    until("C's resync", || c.stats().resyncs > resyncs).await;
+    assert_eq!(c.stats().replicas, 1, "A is gone, B is heard");
     b.notify_prompts_list_changed();
     until("C received B's change", || c.stats().received >= 1).await;
     assert_eq!(
@@ -404,10 +373,12 @@ async fn a_replica_gone_leaves_the_others_going() {
 
 #[test]
 fn broker_urls() {
-    assert!(RelayBroker::from_url("redis://127.0.0.1:1").is_ok());
-    let cluster = RelayBroker::from_url("redis+cluster://127.0.0.1:1,127.0.0.1:2").unwrap();
+    assert!(mcp_subscriptions::relay::Broker::from_url("redis://127.0.0.1:1").is_ok());
+    let cluster =
+        mcp_subscriptions::relay::Broker::from_url("redis+cluster://127.0.0.1:1,127.0.0.1:2")
+            .unwrap();
     assert_eq!(cluster.url(), "redis+cluster://127.0.0.1:1,127.0.0.1:2");
-    let error = RelayBroker::from_url("amqp://127.0.0.1").unwrap_err();
+    let error = mcp_subscriptions::relay::Broker::from_url("amqp://127.0.0.1").unwrap_err();
     assert!(
         error
             .to_string()
@@ -416,11 +387,7 @@ fn broker_urls() {
 }
 
 fn cluster_relay(cluster: &RedisCluster, hub: &Hub, shards: u16) -> Relay {
-    Relay::spawn(
-        hub.clone(),
-        RelayBroker::from_url(&cluster.url()).unwrap(),
-        options("sharded").with_shards(shards),
-    )
+    replicas::relay(&cluster.url(), hub, options("sharded").with_shards(shards))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -431,20 +398,16 @@ async fn cluster_sharded_channels_reach_only_the_replicas_that_watch_them() {
         cluster_relay(&cluster, &hub_a, 4),
         cluster_relay(&cluster, &hub_b, 4),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     assert_eq!(
         cluster.shard_subscribers("*"),
         [("sharded.catalog".to_owned(), 2)]
     );
 
-    let mut on_b = hub_b
-        .listen(
-            &Filter::new()
-                .with_tools_list_changed()
-                .with_resource("file:///b"),
-        )
-        .unwrap();
-    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    let filter = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("file:///b");
+    let mut on_b = listen_subscribed(&hub_b, &b, &filter, 1).await;
     let channels = cluster.shard_subscribers("*");
     assert_eq!(channels.len(), 2, "{channels:?}");
     assert_eq!(channels[0], ("sharded.catalog".to_owned(), 2));
@@ -497,7 +460,7 @@ async fn cluster_order_per_origin_is_kept_within_a_shard() {
         cluster_relay(&cluster, &hub_a, 1),
         cluster_relay(&cluster, &hub_b, 1),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
+    settled(&[&a, &b]).await;
     updates_arrive_in_order(&a, &b, &hub_b).await;
 }
 
@@ -509,11 +472,9 @@ async fn cluster_restarted_is_reconnected_and_listeners_resynced() {
         cluster_relay(&cluster, &hub_a, 4),
         cluster_relay(&cluster, &hub_b, 4),
     );
-    until("both relays connected", || connected(&a) && connected(&b)).await;
-    let mut on_b = hub_b
-        .listen(&Filter::new().with_resource("file:///r"))
-        .unwrap();
-    until("B's key channel", || b.stats().subscribed_keys == 1).await;
+    settled(&[&a, &b]).await;
+    let mut on_b =
+        listen_subscribed(&hub_b, &b, &Filter::new().with_resource("file:///r"), 1).await;
 
     for node in &mut cluster.nodes {
         node.kill();
