@@ -14,6 +14,7 @@ mod waiting;
 
 mod replicas;
 
+mod chaos;
 #[cfg(feature = "redis")]
 mod faults;
 #[cfg(feature = "nats")]
