@@ -24,13 +24,21 @@ use serde_json::{Value, json};
 use support::example::{HttpServer, call};
 use support::http::{listen, post};
 
-/// Two example servers relayed through `broker`, each relay connected.
+/// Two example servers relayed through `broker`, each relay connected and
+/// hearing the other, and past the resync that hearing a replica first
+/// causes (so that it reaches no stream a test opens).
 async fn replicas(broker: &broker::Broker) -> (HttpServer, HttpServer) {
     let url = broker.url();
     let a = HttpServer::start(&["--relay", &url]).await;
     let b = HttpServer::start(&["--relay", &url]).await;
-    relay_until(&a, "connected", |relay| relay["connected"] == true).await;
-    relay_until(&b, "connected", |relay| relay["connected"] == true).await;
+    for server in [&a, &b] {
+        relay_until(server, "connected, hearing the other, resynced", |relay| {
+            relay["connected"] == true
+                && relay["replicas"] == 1
+                && relay["resyncs"].as_u64() >= Some(1)
+        })
+        .await;
+    }
     (a, b)
 }
 
@@ -101,6 +109,11 @@ async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
     })
     .await;
     assert_eq!(b.stats().await["relay"]["subscribed_keys"], 0);
+    // The key was subscribed after the stream's acknowledgement: A tells
+    // the stream it may have changed meanwhile.
+    let catch_up = stream.next().await.unwrap();
+    assert_eq!(catch_up["params"]["uri"], "file:///watched");
+    assert_eq!(a.stats().await["relay"]["keys_caught_up"], 1);
 
     let client = b.client().await;
     for uri in ["file:///elsewhere", "file:///watched"] {

@@ -123,6 +123,10 @@ impl Replicas {
     pub const LATENCY_URI: &str = "file:///latency";
     /// The publisher's pause between latency events, untimed.
     pub const GAP: Duration = Duration::from_micros(500);
+    /// How long the replicas are left once ready, so that the catch-up of
+    /// every newly subscribed key and the resync for hearing each other
+    /// are over before anything is measured.
+    const SETTLE: Duration = Duration::from_millis(200);
 
     /// Two replicas through the broker at `url`, `uris` watched URIs split
     /// between them, every relay connected and every key subscribed.
@@ -138,10 +142,13 @@ impl Replicas {
             .unwrap();
         let _entered = runtime.enter();
         // Large enough that a round never drops, and no heartbeat inside a
-        // measurement: the counters then count the events alone.
+        // measurement: the counters then count the events alone. The
+        // resync that hearing the other replica first causes comes at once,
+        // before any measurement.
         let options = RelayOptions::default()
             .with_outbound_capacity(4 * uris)
-            .with_heartbeat(Duration::from_secs(3_600));
+            .with_heartbeat(Duration::from_secs(3_600))
+            .with_resync_jitter(Self::SETTLE / 4);
         let hub = || Hub::builder().max_listeners(uris + 1).build();
         let (hub_a, hub_b) = (hub(), hub());
         let relay = |hub: &Hub| {
@@ -166,7 +173,7 @@ impl Replicas {
                 b_uris.push(uri.clone());
             }
         }
-        let (sender, arrivals) = mpsc::unbounded_channel();
+        let (sender, mut arrivals) = mpsc::unbounded_channel();
         for (on_a, hub) in [(true, &hub_a), (false, &hub_b)] {
             let mut listener = hub
                 .listen(&Filter::new().with_resource(Self::LATENCY_URI))
@@ -194,6 +201,8 @@ impl Replicas {
                 && sa.subscribed_keys == keys_a
                 && sb.subscribed_keys == keys_b
         }));
+        runtime.block_on(tokio::time::sleep(Self::SETTLE));
+        while arrivals.try_recv().is_ok() {}
         Self {
             runtime,
             a,

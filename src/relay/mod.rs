@@ -70,16 +70,55 @@
 //! # At most once, and resyncs
 //!
 //! Delivery across replicas is at most once, as in both brokers: nothing
-//! is replayed, and every notification is a cue to refetch anyway. When
-//! the relay has lost messages (it reconnected after the broker went away;
-//! another replica's catalog sequence has a gap, its count of dropped
-//! events rose, or its heartbeats stopped), it sends a resync to its local
-//! listeners after a random delay within [`RelayOptions::resync_jitter`]: a
-//! list change of each kind and an update of each watched URI, each
-//! reaching only the listeners that asked for it. Several causes before the
-//! resync is due make one resync. Streams are never closed to signal a gap.
-//! Task statuses are not resent (the relay holds none); the next status of
-//! a task arrives as usual.
+//! is replayed, and every notification is a cue to refetch anyway. What
+//! the relay promises instead is that no listener is left silently stale:
+//! a listener that watches a key from before a change, published on any
+//! replica, to the end hears of that change after it was made, as the
+//! event itself or as a resync, within a few seconds of the moment the
+//! broker, the replicas and the network between them are all healthy
+//! again. The suite checks exactly that under random broker kills and
+//! freezes, replica kills, partitions and cut connections, on Redis and on
+//! NATS (`tests/relay/chaos.rs`; `MCP_CHAOS_SECS` makes a run longer).
+//!
+//! A resync is sent to the local listeners after a random delay within
+//! [`RelayOptions::resync_jitter`]: a list change of each kind and an
+//! update of each watched URI, each reaching only the listeners that asked
+//! for it. Several causes before it is due make one resync. Streams are
+//! never closed to signal a gap. Each cause covers a schedule:
+//!
+//! - **This relay reconnected** (the broker went away, or stalled past
+//!   [`RelayOptions::timeout`]): whatever was sent meanwhile is lost. The
+//!   replicas it knew are kept across the reconnect, each with its silence
+//!   clock started again, since none could be heard while away.
+//! - **Another replica's catalog sequence has a gap, or its count of
+//!   dropped events rose**: its messages were lost on the way, or its
+//!   outbound queue overflowed while the broker was slow.
+//! - **Another replica went silent** for three heartbeats: it died, or it
+//!   is cut off from the broker and queues what it publishes. It is then
+//!   forgotten.
+//! - **A replica is heard for the first time**: a new replica, a restarted
+//!   process, or one forgotten for its silence that speaks again (a
+//!   partition healed). A replica that died holding changes it could not
+//!   send (cut off, or still reconnecting after a broker restart) leaves
+//!   its listeners' peers stale unless something follows its death: the
+//!   process that takes its place is that something. A replica joining a
+//!   deployment therefore costs its peers' listeners one jittered resync.
+//! - **A listener was acknowledged before its key's channel was
+//!   subscribed**: a change published elsewhere in between went by
+//!   unheard, so once the subscription is confirmed the relay publishes an
+//!   update of each newly subscribed URI to its local listeners at once
+//!   ([`RelayStats::keys_caught_up`]). A listener of a new URI therefore
+//!   gets one update right after its acknowledgement.
+//!
+//! Still at most once, and said here so that no one relies on it:
+//! - Task statuses are not resent by a resync (the relay holds none); the
+//!   next status of a task arrives as usual.
+//! - A replica that dies holding an unsent change, after its peers already
+//!   resynced for its silence, and is never replaced: nothing follows its
+//!   death, so nothing tells its peers.
+//! - A change whose broker message is lost while every clock looks healthy
+//!   (a broker that acknowledges a publish it then drops) is seen only
+//!   through the sequence gap of the origin's next catalog message.
 //!
 //! # Faults
 //!
@@ -87,9 +126,14 @@
 //! ([`RelayStats::connected`] is `false`): local delivery goes on, the
 //! outbound queue holds what it can, and the relay connects again after an
 //! exponential backoff with jitter, then subscribes every channel its
-//! listeners need. A broker operation that takes longer than
-//! [`RelayOptions::timeout`] counts as a lost connection. The NATS client
-//! reconnects by itself; the relay resyncs when it says it is back.
+//! listeners need. Publishing only queues: it never aborts a connect in
+//! flight nor cuts a backoff short, however many publishes a second a
+//! replica takes. [`RelayOptions::timeout`] bounds every broker operation:
+//! it is also the redis client's connection and response timeout (Redis
+//! and Redis Cluster) and the NATS client's connection and request
+//! timeout, so a stall shorter than it is ridden out on the same
+//! connection, and a longer one counts as a lost connection. The NATS
+//! client reconnects by itself; the relay resyncs when it says it is back.
 //!
 //! # Limits
 //!

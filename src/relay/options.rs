@@ -27,8 +27,12 @@ pub struct RelayOptions {
     pub backoff_min: Duration,
     /// The longest wait before connecting again (default 5 s).
     pub backoff_max: Duration,
-    /// The longest a broker operation may take before the connection is
-    /// taken as lost (default 2 s).
+    /// The longest a broker operation (connecting, subscribing, a batch of
+    /// publishes, a heartbeat) may take before the connection is taken as
+    /// lost (default 2 s). It is also the redis client's connection and
+    /// response timeout and the NATS client's connection and request
+    /// timeout, so a broker stall shorter than it never drops a
+    /// connection.
     pub timeout: Duration,
     /// On a Redis Cluster, the hash slots the key channels spread over
     /// (default 16, at least 1): a key's channel is on the slot of its
