@@ -67,9 +67,10 @@ struct Driver {
     catalog: String,
     /// The keys local listeners watch.
     watched: HashSet<InterestKey>,
-    /// Keys watched since the last subscription flush, to catch up once
-    /// their channels are subscribed.
-    fresh: Vec<InterestKey>,
+    /// Keys watched since the last subscription flush and still watched
+    /// (so never more than `watched`), to catch up once their channels
+    /// are subscribed.
+    fresh: HashSet<InterestKey>,
     /// Watched keys per channel (two keys may share a hashed channel).
     refs: HashMap<String, usize>,
     /// Channels no key needs any more, kept until their grace ends.
@@ -110,7 +111,7 @@ pub(crate) async fn run(
         options,
         watch,
         watched: HashSet::new(),
-        fresh: Vec::new(),
+        fresh: HashSet::new(),
         refs: HashMap::new(),
         grace: HashMap::new(),
         subscribed: HashSet::new(),
@@ -262,7 +263,7 @@ impl Driver {
         match change {
             InterestChange::Watched(key) => {
                 let channel = self.channels.key(&key);
-                self.fresh.push(key.clone());
+                self.fresh.insert(key.clone());
                 self.watched.insert(key);
                 let refs = self.refs.entry(channel.clone()).or_default();
                 *refs += 1;
@@ -273,6 +274,7 @@ impl Driver {
             }
             InterestChange::Unwatched(key) => {
                 let channel = self.channels.key(&key);
+                self.fresh.remove(&key);
                 self.watched.remove(&key);
                 if let Some(refs) = self.refs.get_mut(&channel) {
                     *refs -= 1;
@@ -367,9 +369,7 @@ impl Driver {
         let subscribed: HashSet<&String> = subscribed.iter().collect();
         let uris: Vec<String> = fresh
             .into_iter()
-            .filter(|key| {
-                self.watched.contains(key) && subscribed.contains(&self.channels.key(key))
-            })
+            .filter(|key| subscribed.contains(&self.channels.key(key)))
             .filter_map(|key| match key {
                 InterestKey::Resource(uri) => Some(uri),
                 InterestKey::Extension { .. } => None,

@@ -217,6 +217,8 @@ enum Fault {
     BrokerFrozen(Instant),
     ReplicaDead(usize, Instant),
     Partitioned(usize, Instant),
+    /// A partitioned replica dies then, holding what it could not send.
+    Doomed(usize, Instant),
 }
 
 /// What a run found.
@@ -303,6 +305,7 @@ async fn run(chaos: Chaos) -> Outcome {
         tick.tick().await;
         let now = Instant::now();
         // Heal what is due.
+        let mut deaths = Vec::new();
         faults.retain(|fault| match *fault {
             Fault::BrokerDown(until) if until <= now => {
                 broker.restart();
@@ -320,8 +323,17 @@ async fn run(chaos: Chaos) -> Outcome {
                 slots[i].proxy.heal();
                 false
             }
+            Fault::Doomed(i, at) if at <= now => {
+                if slots[i].node.is_some() {
+                    slots[i].kill(&log);
+                    let restart = now + Duration::from_millis(rng.random_range(200..1_500));
+                    deaths.push(Fault::ReplicaDead(i, restart));
+                }
+                false
+            }
             _ => true,
         });
+        faults.extend(deaths);
         // Publish on a live replica.
         let live: Vec<usize> = (0..REPLICAS).filter(|i| slots[*i].node.is_some()).collect();
         if !live.is_empty() {
@@ -336,7 +348,7 @@ async fn run(chaos: Chaos) -> Outcome {
             log.lock().publishes.push(Publish { key, at });
         }
         // Now and then, a new fault.
-        if !chaos.faulty || !rng.random_bool(0.04) {
+        if !chaos.faulty || !rng.random_bool(0.015) {
             continue;
         }
         let heal = now + Duration::from_millis(rng.random_range(200..2_000));
@@ -344,10 +356,15 @@ async fn run(chaos: Chaos) -> Outcome {
             .iter()
             .any(|f| matches!(f, Fault::BrokerDown(_) | Fault::BrokerFrozen(_)));
         let i = rng.random_range(0..REPLICAS);
-        let replica_faulty = faults
+        // A partitioned replica may die, so that what it held unsent dies
+        // with it; a dead one is only started again.
+        let dead = faults
             .iter()
-            .any(|f| matches!(f, Fault::ReplicaDead(j, _) | Fault::Partitioned(j, _) if *j == i));
-        match rng.random_range(0..5) {
+            .any(|f| matches!(f, Fault::ReplicaDead(j, _) if *j == i));
+        let partitioned = faults
+            .iter()
+            .any(|f| matches!(f, Fault::Partitioned(j, _) if *j == i));
+        match rng.random_range(0..6) {
             0 if !broker_faulty => {
                 broker.kill();
                 faults.push(Fault::BrokerDown(heal));
@@ -356,13 +373,20 @@ async fn run(chaos: Chaos) -> Outcome {
                 broker.stop();
                 faults.push(Fault::BrokerFrozen(heal));
             }
-            2 if !replica_faulty => {
+            2 if !dead => {
                 slots[i].kill(&log);
                 faults.push(Fault::ReplicaDead(i, heal));
             }
-            3 if !replica_faulty => {
+            3 if !dead && !partitioned => {
                 slots[i].proxy.hold();
                 faults.push(Fault::Partitioned(i, heal));
+            }
+            // Cut off long enough to be taken as gone, then dead.
+            5 if !dead && !partitioned => {
+                slots[i].proxy.hold();
+                let dies = now + Duration::from_millis(rng.random_range(800..1_500));
+                faults.push(Fault::Doomed(i, dies));
+                faults.push(Fault::Partitioned(i, dies + Duration::from_millis(500)));
             }
             4 => slots[i].proxy.cut(),
             _ => continue,
@@ -377,6 +401,7 @@ async fn run(chaos: Chaos) -> Outcome {
             Fault::BrokerFrozen(_) => broker.resume(),
             Fault::ReplicaDead(i, _) => slots[i].start(&broker, &options, &log),
             Fault::Partitioned(i, _) => slots[i].proxy.heal(),
+            Fault::Doomed(..) => {}
         }
     }
     let healed = Instant::now();
