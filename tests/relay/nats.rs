@@ -10,7 +10,9 @@ use mcp_subscriptions::relay::Relay;
 use mcp_subscriptions::{EventKind, Filter, Hub};
 
 use crate::broker::Broker;
-use crate::replicas::{self, listen_subscribed, options, settled};
+use crate::replicas::{
+    self, list_change_and_watched_update_cross, listen_subscribed, options, settled,
+};
 use crate::waiting::{next_event, until};
 
 fn relay(broker: &Broker, hub: &Hub) -> Relay {
@@ -37,19 +39,7 @@ async fn smoke_events_cross_once_and_only_where_watched() {
         .with_resource("file:///b");
     let mut on_b = listen_subscribed(&hub_b, &b, &filter, 1).await;
 
-    a.notify_tools_list_changed();
-    a.notify_resource_updated("file:///elsewhere");
-    a.notify_resource_updated("file:///b");
-    assert_eq!(
-        next_event(&mut on_b).await.kind(),
-        &EventKind::ToolsListChanged
-    );
-    assert_eq!(
-        next_event(&mut on_b).await.kind(),
-        &EventKind::ResourceUpdated {
-            uri: "file:///b".into()
-        }
-    );
+    list_change_and_watched_update_cross(&a, &mut on_b).await;
     assert_eq!(
         next_event(&mut on_a).await.method(),
         "notifications/tools/list_changed"

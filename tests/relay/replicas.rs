@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
-use mcp_subscriptions::{Filter, Hub, Listener, Next};
+use mcp_subscriptions::{EventKind, Filter, Hub, Listener, Next};
 
-use crate::waiting::until;
+use crate::waiting::{next_event, until};
 
 /// The resync jitter of [`options`].
 pub(crate) const JITTER: Duration = Duration::from_millis(100);
@@ -95,4 +95,20 @@ impl Replica {
     pub(crate) fn kill(self) {
         self.task.abort();
     }
+}
+
+/// A publishes a list change and updates of `file:///elsewhere` and
+/// `file:///b`; `on_b`, B's listener of list changes and `file:///b`, gets
+/// the list change, then the update of `file:///b`.
+pub(crate) async fn list_change_and_watched_update_cross(a: &Relay, on_b: &mut Listener) {
+    a.notify_tools_list_changed();
+    a.notify_resource_updated("file:///elsewhere");
+    a.notify_resource_updated("file:///b");
+    assert_eq!(next_event(on_b).await.kind(), &EventKind::ToolsListChanged);
+    assert_eq!(
+        next_event(on_b).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///b".into()
+        }
+    );
 }
