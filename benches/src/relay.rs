@@ -153,7 +153,7 @@ impl Replicas {
         let (hub_a, hub_b) = (hub(), hub());
         let relay = |hub: &Hub| {
             let broker = Broker::from_url(url).expect("a redis:// URL");
-            Relay::spawn(hub.clone(), broker, options.clone())
+            Relay::spawn(hub.clone(), broker, options.clone()).expect("a new hub has no relay")
         };
         let (a, b) = (relay(&hub_a), relay(&hub_b));
 
@@ -223,7 +223,7 @@ impl Replicas {
             let (mut local, mut remote) = (Vec::new(), Vec::new());
             for _ in 0..events {
                 let sent = Instant::now();
-                a.notify_resource_updated(Self::LATENCY_URI);
+                a.hub().notify_resource_updated(Self::LATENCY_URI);
                 let (mut at_a, mut at_b) = (None, None);
                 while at_a.is_none() || at_b.is_none() {
                     let arrival = tokio::time::timeout(Duration::from_secs(5), arrivals.recv());
@@ -251,7 +251,7 @@ impl Replicas {
             let before = b.stats().received;
             for round in 1..=rounds {
                 for uri in uris {
-                    a.notify_resource_updated(uri.as_str());
+                    a.hub().notify_resource_updated(uri.as_str());
                 }
                 let expected = before + (round * uris.len()) as u64;
                 until("B received the round", || b.stats().received >= expected).await;
@@ -275,7 +275,7 @@ impl Replicas {
             let (published_before, delivered_before) = count();
             for relay in [a, b] {
                 for uri in uris {
-                    relay.notify_resource_updated(uri.as_str());
+                    relay.hub().notify_resource_updated(uri.as_str());
                 }
             }
             let events = 2 * uris.len() as u64;

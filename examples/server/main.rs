@@ -48,7 +48,7 @@ use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Advertise, Capabilities, Event, Hub, ListenService, Overflow, Principal};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use replicas::Publisher;
+use replicas::Replica;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -169,7 +169,7 @@ fn principal_token(value: &str) -> Result<(String, String), String> {
 /// other replicas).
 #[derive(Clone)]
 struct DemoServer {
-    publisher: Publisher,
+    replica: Replica,
     tasks: tasks::Tasks,
     tool_router: ToolRouter<Self>,
 }
@@ -207,9 +207,9 @@ struct BurstArgs {
 
 #[tool_router]
 impl DemoServer {
-    fn new(publisher: Publisher, tasks: tasks::Tasks) -> Self {
+    fn new(replica: Replica, tasks: tasks::Tasks) -> Self {
         Self {
-            publisher,
+            replica,
             tasks,
             tool_router: Self::tool_router(),
         }
@@ -217,19 +217,22 @@ impl DemoServer {
 
     #[tool(description = "Publish notifications/tools/list_changed")]
     fn test_trigger_tool_change(&self) -> String {
-        let report = self.publisher.publish(Event::tools_list_changed());
+        let report = self.replica.hub().publish(Event::tools_list_changed());
         format!("queued for {} listeners", report.queued)
     }
 
     #[tool(description = "Publish notifications/prompts/list_changed")]
     fn test_trigger_prompt_change(&self) -> String {
-        let report = self.publisher.publish(Event::prompts_list_changed());
+        let report = self.replica.hub().publish(Event::prompts_list_changed());
         format!("queued for {} listeners", report.queued)
     }
 
     #[tool(description = "Publish notifications/resources/updated for a URI")]
     fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
-        let report = self.publisher.publish(Event::resource_updated(args.uri));
+        let report = self
+            .replica
+            .hub()
+            .publish(Event::resource_updated(args.uri));
         format!("queued for {} listeners", report.queued)
     }
 
@@ -238,7 +241,8 @@ impl DemoServer {
     )]
     fn test_trigger_custom(&self, Parameters(args): Parameters<CustomArgs>) -> String {
         let report = self
-            .publisher
+            .replica
+            .hub()
             .publish(Event::extension(args.method, args.params, None));
         format!("queued for {} listeners", report.queued)
     }
@@ -247,10 +251,12 @@ impl DemoServer {
         description = "Publish `count` resource updates for a URI as fast as possible; returns at once"
     )]
     fn test_trigger_burst(&self, Parameters(args): Parameters<BurstArgs>) -> String {
-        let publisher = self.publisher.clone();
+        let replica = self.replica.clone();
         std::thread::spawn(move || {
             for _ in 0..args.count {
-                publisher.publish(Event::resource_updated(args.uri.as_str()));
+                replica
+                    .hub()
+                    .publish(Event::resource_updated(args.uri.as_str()));
             }
         });
         format!("publishing {} updates", args.count)
@@ -271,8 +277,7 @@ impl DemoServer {
             .and_then(|parts| parts.extensions.get::<Principal>())
             .cloned();
         let interval = Duration::from_millis(args.interval_ms);
-        self.tasks
-            .start(&self.publisher, owner, args.steps, interval)
+        self.tasks.start(&self.replica, owner, args.steps, interval)
     }
 
     #[tool(description = "Needs the client's sampling capability; refuses with -32021 without it")]
@@ -316,7 +321,7 @@ impl ServerHandler for DemoServer {
         base.prompts = Some(PromptsCapability::default());
         base.resources = Some(ResourcesCapability::default());
         let capabilities = Advertise::new(base)
-            .source(self.publisher.hub())
+            .source(self.replica.hub())
             .build()
             .expect("the hub serves every subscription capability");
         ServerConfig::new(capabilities).with_server_info(server_info())
@@ -356,7 +361,7 @@ impl Shutdown {
 }
 
 async fn serve_http(
-    publisher: Publisher,
+    replica: Replica,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     options: &Options,
@@ -364,8 +369,8 @@ async fn serve_http(
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let keepalive = Duration::from_secs(options.keepalive_secs);
-    let hub = publisher.hub().clone();
-    let server = DemoServer::new(publisher.clone(), tasks);
+    let hub = replica.hub().clone();
+    let server = DemoServer::new(replica.clone(), tasks);
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -377,7 +382,7 @@ async fn serve_http(
     let channels = channel.streams();
     let http = HttpTransport::new(listen, mcp).with_keepalive(keepalive);
     let streams = http.streams();
-    let stats = publisher.clone();
+    let stats = replica.clone();
     let mut mcp_routes = axum::Router::new()
         .route("/mcp", http.into_method_router())
         .route("/mcp/notifications/{channel}", channel.into_method_router());
@@ -391,7 +396,7 @@ async fn serve_http(
         .route(
             "/metrics",
             get(move || async move {
-                publisher.record_metrics();
+                replica.record_metrics();
                 metrics.render()
             }),
         )
@@ -440,7 +445,7 @@ async fn serve_http(
 }
 
 async fn serve_stdio(
-    publisher: Publisher,
+    replica: Replica,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     deadline: Duration,
@@ -449,9 +454,9 @@ async fn serve_stdio(
     eprintln!("serving MCP on stdin/stdout");
     let transport = StdioTransport::stdio(listen);
     let streams = transport.streams();
-    let hub = publisher.hub().clone();
+    let hub = replica.hub().clone();
     let serving = async {
-        let running = DemoServer::new(publisher, tasks).serve(transport).await?;
+        let running = DemoServer::new(replica, tasks).serve(transport).await?;
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     };
@@ -491,7 +496,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_listeners(options.max_subscriptions)
         .capabilities(Capabilities::default().with_extension(mcp_subscriptions::tasks::extension()))
         .build();
-    let publisher = Publisher::new(hub.clone(), options.relay.clone());
+    let replica = Replica::join(hub.clone(), options.relay.clone());
     let tasks = tasks::Tasks::default();
     let mut listen = ListenService::new(hub.clone()).with_server_info(server_info());
     if !options.bearer_tokens.is_empty() {
@@ -502,7 +507,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if options.stdio {
         let deadline = Duration::from_secs(options.shutdown_deadline_secs);
-        let served = serve_stdio(publisher, tasks, listen, deadline, shutdown).await;
+        let served = serve_stdio(replica, tasks, listen, deadline, shutdown).await;
         // tokio's stdin reader is a blocking thread that would hold the
         // runtime's shutdown until the client closes its end.
         if let Err(err) = served {
@@ -511,6 +516,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         std::process::exit(0)
     } else {
-        Ok(serve_http(publisher, tasks, listen, &options, metrics, shutdown).await?)
+        Ok(serve_http(replica, tasks, listen, &options, metrics, shutdown).await?)
     }
 }

@@ -1,14 +1,15 @@
-//! Where the tools publish: into this server's hub, or, with `--relay URL`,
-//! through a relay that also hands each event to the other replicas
-//! through the broker (and publishes theirs into this hub).
+//! This server among its replicas: with `--relay URL`, a relay attached to
+//! its hub hands each event the tools publish to the other replicas
+//! through the broker (and publishes theirs into this hub); the tools
+//! publish through the hub either way.
 //!
 //! `--relay` exists in every build, so that `--help` does not depend on
 //! the features; a build without the feature its URL needs refuses it as
 //! clap refuses any bad value.
 
+use mcp_subscriptions::Hub;
 #[cfg(any(feature = "redis", feature = "nats"))]
 use mcp_subscriptions::relay::{Relay, RelayOptions};
-use mcp_subscriptions::{Event, Hub, PublishReport};
 
 /// The broker `--relay` names.
 #[cfg(any(feature = "redis", feature = "nats"))]
@@ -35,82 +36,74 @@ pub(crate) fn broker(url: &str) -> Result<Broker, String> {
     ))
 }
 
-/// What the tools publish through.
+/// This server among its replicas: its hub, and the relay that joins it
+/// to the others' when there is one. The relay attaches to the hub, so the
+/// tools publish through the hub either way.
 #[derive(Clone)]
-pub(crate) enum Publisher {
-    /// This replica's listeners only.
-    Local(Hub),
-    /// This replica's listeners at once, and every other replica's through
-    /// the broker.
+pub(crate) struct Replica {
+    hub: Hub,
     #[cfg(any(feature = "redis", feature = "nats"))]
-    Relayed(Relay),
+    relay: Option<Relay>,
 }
 
-impl Publisher {
-    /// Publishes into `hub`, through a relay to `broker` when there is one
-    /// (its task spawned on the current runtime).
-    pub(crate) fn new(hub: Hub, broker: Option<Broker>) -> Self {
+impl Replica {
+    /// `hub`, joined through a relay to `broker` when there is one (its
+    /// task spawned on the current runtime).
+    pub(crate) fn join(hub: Hub, broker: Option<Broker>) -> Self {
         match broker {
-            None => Self::Local(hub),
+            None => Self {
+                hub,
+                #[cfg(any(feature = "redis", feature = "nats"))]
+                relay: None,
+            },
             #[cfg(any(feature = "redis", feature = "nats"))]
-            Some(broker) => Self::Relayed(Relay::spawn(hub, broker, RelayOptions::default())),
+            Some(broker) => {
+                let relay = Relay::spawn(hub.clone(), broker, RelayOptions::default())
+                    .expect("a new hub has no relay");
+                Self {
+                    hub,
+                    relay: Some(relay),
+                }
+            }
             #[cfg(not(any(feature = "redis", feature = "nats")))]
             Some(never) => match never {},
         }
     }
 
-    /// Publishes `event` here, and to the other replicas when relayed.
-    pub(crate) fn publish(&self, event: Event) -> PublishReport {
-        match self {
-            Self::Local(hub) => hub.publish(event),
-            #[cfg(any(feature = "redis", feature = "nats"))]
-            Self::Relayed(relay) => relay.publish(event),
-        }
-    }
-
-    /// The local hub.
+    /// The hub, to publish through and serve from.
     pub(crate) fn hub(&self) -> &Hub {
-        match self {
-            Self::Local(hub) => hub,
-            #[cfg(any(feature = "redis", feature = "nats"))]
-            Self::Relayed(relay) => relay.hub(),
-        }
+        &self.hub
     }
 
     /// This replica's id on the bus, when relayed: task ids carry it, so
     /// that two replicas never start tasks of the same id.
-    pub(crate) fn replica(&self) -> Option<&str> {
-        match self {
-            Self::Local(_) => None,
-            #[cfg(any(feature = "redis", feature = "nats"))]
-            Self::Relayed(relay) => Some(relay.origin()),
+    pub(crate) fn origin(&self) -> Option<&str> {
+        #[cfg(any(feature = "redis", feature = "nats"))]
+        if let Some(relay) = &self.relay {
+            return Some(relay.origin());
         }
+        None
     }
 
     /// The hub's statistics as JSON, with the relay's under `relay` when
     /// there is one.
     pub(crate) fn stats(&self) -> serde_json::Value {
-        let hub = serde_json::to_value(self.hub().stats()).expect("stats serialize");
-        match self {
-            Self::Local(_) => hub,
-            #[cfg(any(feature = "redis", feature = "nats"))]
-            Self::Relayed(relay) => {
-                let mut stats = hub;
-                let relay = serde_json::to_value(relay.stats()).expect("stats serialize");
-                if let Some(object) = stats.as_object_mut() {
-                    object.insert("relay".to_owned(), relay);
-                }
-                stats
-            }
+        #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(unused_mut))]
+        let mut stats = serde_json::to_value(self.hub.stats()).expect("stats serialize");
+        #[cfg(any(feature = "redis", feature = "nats"))]
+        if let (Some(relay), Some(object)) = (&self.relay, stats.as_object_mut()) {
+            let relay = serde_json::to_value(relay.stats()).expect("stats serialize");
+            object.insert("relay".to_owned(), relay);
         }
+        stats
     }
 
     /// Records the hub's counters, and the relay's, to the `metrics`
     /// recorder.
     pub(crate) fn record_metrics(&self) {
-        self.hub().record_metrics();
+        self.hub.record_metrics();
         #[cfg(any(feature = "redis", feature = "nats"))]
-        if let Self::Relayed(relay) = self {
+        if let Some(relay) = &self.relay {
             relay.record_metrics();
         }
     }

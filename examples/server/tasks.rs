@@ -1,6 +1,6 @@
 //! The tasks the `test_start_task` tool runs: each works through its steps
-//! and publishes every status change (through the relay, when there is
-//! one), and remembers who started it, for the authorizer.
+//! and publishes every status change through the hub (and its relay, when
+//! there is one), and remembers who started it, for the authorizer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +12,7 @@ use mcp_subscriptions::{Principal, tasks};
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::json;
 
-use crate::replicas::Publisher;
+use crate::replicas::Replica;
 
 /// The tasks started so far, with the principal that started each (none
 /// when the server runs without bearer tokens, or over stdio).
@@ -29,13 +29,13 @@ impl Tasks {
     /// so that replicas never start two tasks of one id.
     pub(crate) fn start(
         &self,
-        publisher: &Publisher,
+        replica: &Replica,
         owner: Option<Principal>,
         steps: u32,
         interval: Duration,
     ) -> String {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = match publisher.replica() {
+        let id = match replica.origin() {
             Some(replica) => format!("task-{replica}-{n}"),
             None => format!("task-{n}"),
         };
@@ -44,19 +44,21 @@ impl Tasks {
             .expect("no panic while holding the owners")
             .insert(id.clone(), owner);
         let created = now();
-        let (publisher, task_id) = (publisher.clone(), id.clone());
+        let (replica, task_id) = (replica.clone(), id.clone());
         tokio::spawn(async move {
             for step in 1..=steps {
                 let mut task = Task::new(&task_id, TaskStatus::Working, &created, now());
                 task.status_message = Some(format!("step {step} of {steps}"));
-                publisher.publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
+                replica
+                    .hub()
+                    .publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
                 tokio::time::sleep(interval).await;
             }
             let task = Task::new(&task_id, TaskStatus::Completed, &created, now());
             let result =
                 json!({"content": [{"type": "text", "text": format!("{steps} steps done")}]});
             let result = result.as_object().cloned().unwrap_or_default();
-            publisher.publish(tasks::event(&DetailedTask::new(
+            replica.hub().publish(tasks::event(&DetailedTask::new(
                 task,
                 TaskPayload::Completed { result },
             )));

@@ -9,6 +9,7 @@ use std::task::Waker;
 
 use super::config::Config;
 use super::entry::Entry;
+use super::forward::Forward;
 use super::id::ListenerId;
 use super::inbox::Inbox;
 use super::index::Target;
@@ -218,12 +219,51 @@ impl Hub {
     }
 
     /// Delivers `event` to every listener whose granted filter matches it,
-    /// each under its own overflow policy, and reports what happened.
+    /// each under its own overflow policy, and reports what happened. With
+    /// a [relay](crate::relay) attached, the event is then queued for the
+    /// other replicas too (the report is this hub's).
     ///
     /// Never blocks on a listener and never awaits: a full queue applies its
     /// policy instead of waiting. The only waits are for the short locks a
     /// concurrent open, close or push holds.
     pub fn publish(&self, event: Event) -> PublishReport {
+        // Relaxed: attaching is not ordered with publishes on other
+        // threads anyway; the lock below hands over the attachment itself.
+        if self.shared.forwarding.load(Ordering::Relaxed) {
+            let forward = self.shared.forward.read().clone();
+            if let Some(forward) = forward {
+                let report = self.publish_here(event.clone());
+                forward.forward(event);
+                return report;
+            }
+        }
+        self.publish_here(event)
+    }
+
+    /// Attaches `forward`, unless something is attached already.
+    // Only the relay attaches (features `redis`, `nats`).
+    #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(dead_code))]
+    pub(crate) fn attach(&self, forward: std::sync::Arc<dyn Forward>) -> bool {
+        let mut slot = self.shared.forward.write();
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(forward);
+        self.shared.forwarding.store(true, Ordering::Relaxed);
+        true
+    }
+
+    /// Detaches what [`attach`](Self::attach) attached.
+    #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(dead_code))]
+    pub(crate) fn detach(&self) {
+        self.shared.forwarding.store(false, Ordering::Relaxed);
+        self.shared.forward.write().take();
+    }
+
+    /// [`publish`](Self::publish) to this hub's listeners alone: what a
+    /// relay publishes of other replicas' events, which must not go back
+    /// out.
+    pub(crate) fn publish_here(&self, event: Event) -> PublishReport {
         self.shared.published.fetch_add(1, Ordering::Relaxed);
         if event.succession().is_some() {
             self.shared.successions.store(true, Ordering::Relaxed);

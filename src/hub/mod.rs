@@ -32,6 +32,7 @@ mod budget;
 mod builder;
 mod config;
 mod entry;
+mod forward;
 mod handle;
 mod id;
 mod inbox;
@@ -49,6 +50,8 @@ mod succession;
 
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
+#[cfg(any(feature = "redis", feature = "nats"))]
+pub(crate) use forward::Forward;
 pub use handle::Hub;
 pub use id::ListenerId;
 pub use interest::{InterestChange, InterestKey, InterestWatch};

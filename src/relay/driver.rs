@@ -378,7 +378,7 @@ impl Driver {
         // Counted first, as a resync is.
         add(&self.inner.counters.keys_caught_up, uris.len() as u64);
         for uri in uris {
-            self.inner.hub.publish(Event::resource_updated(uri));
+            self.inner.hub.publish_here(Event::resource_updated(uri));
         }
     }
 
@@ -461,7 +461,7 @@ impl Driver {
             self.heard(&envelope);
         }
         if let Body::Event(event) = envelope.body {
-            self.inner.hub.publish(event);
+            self.inner.hub.publish_here(event);
             bump(&self.inner.counters.received);
         }
     }
@@ -591,12 +591,12 @@ impl Driver {
         // counted.
         bump(&self.inner.counters.resyncs);
         let hub = &self.inner.hub;
-        hub.publish(Event::tools_list_changed());
-        hub.publish(Event::prompts_list_changed());
-        hub.publish(Event::resources_list_changed());
+        hub.publish_here(Event::tools_list_changed());
+        hub.publish_here(Event::prompts_list_changed());
+        hub.publish_here(Event::resources_list_changed());
         for key in &self.watched {
             if let InterestKey::Resource(uri) = key {
-                hub.publish(Event::resource_updated(uri.clone()));
+                hub.publish_here(Event::resource_updated(uri.clone()));
             }
         }
     }

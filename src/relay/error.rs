@@ -1,8 +1,10 @@
-//! The relay's one error: a broker it cannot be joined to.
+//! The relay's one error: a broker it cannot be joined to, or a hub that
+//! already has a relay.
 
 use std::fmt;
 
-/// Why [`Broker::from_url`](super::Broker::from_url) refused a URL.
+/// Why [`Broker::from_url`](super::Broker::from_url) refused a URL, or
+/// [`Relay::new`](super::Relay::new) a hub.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RelayError {
@@ -16,6 +18,8 @@ pub enum RelayError {
         /// What the client said.
         reason: String,
     },
+    /// The hub already has a relay attached: a hub publishes through one.
+    AlreadyAttached,
 }
 
 impl fmt::Display for RelayError {
@@ -26,6 +30,7 @@ impl fmt::Display for RelayError {
                 "no relay for {url} (redis:// needs feature `redis`, nats:// feature `nats`)"
             ),
             Self::InvalidUrl { url, reason } => write!(f, "invalid broker url {url}: {reason}"),
+            Self::AlreadyAttached => f.write_str("the hub already has a relay attached"),
         }
     }
 }

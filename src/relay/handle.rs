@@ -1,4 +1,5 @@
-//! The `Relay` handle: publishing, and the task that runs it.
+//! The `Relay` handle, what a hub forwards to it, and the task that runs
+//! it.
 
 use std::fmt;
 use std::future::Future;
@@ -13,47 +14,63 @@ use tokio::sync::Notify;
 
 use super::broker::Broker;
 use super::driver;
+use super::error::RelayError;
 use super::options::RelayOptions;
 use super::outbound::{Outbound, Pushed};
 use super::shared::Inner;
 use super::stats::{Counters, RelayStats, bump};
 use crate::event::Event;
-use crate::hub::{Hub, PublishReport};
+use crate::hub::{Forward, Hub};
 
-/// Closes the relay when the last handle goes.
+/// Closes the relay, and detaches it from its hub, when the last handle
+/// goes.
 struct Alive(Arc<Inner>);
 
 impl Drop for Alive {
     fn drop(&mut self) {
+        // Also breaks the cycle hub -> relay -> hub.
+        self.0.hub.detach();
         self.0.closed.store(true, Ordering::Release);
         self.0.wake.notify_one();
         self.0.closing.notify_one();
     }
 }
 
-/// Joins a local [`Hub`] to the other replicas' through a broker: what is
-/// published through it reaches this replica's listeners at once and the
-/// other replicas' through the broker. See the [module](super) docs.
+/// Joins a local [`Hub`] to the other replicas' through a broker: while
+/// it runs, what is published through the hub ([`Hub::publish`], every
+/// `notify_*`, `notify_task`) reaches this replica's listeners at once and
+/// the other replicas' through the broker. See the [module](super) docs.
 ///
-/// Cheap to clone; the relay's task ends when the last handle is dropped
-/// or the hub completes.
+/// Cheap to clone. The relay runs while a handle lives: its task ends, and
+/// the hub publishes to its own listeners alone again, when the last
+/// handle is dropped or the hub completes.
 #[derive(Clone)]
+#[must_use = "the relay stops when its last handle is dropped"]
 pub struct Relay {
     inner: Arc<Inner>,
     _alive: Arc<Alive>,
 }
 
 impl Relay {
-    /// A relay for `hub` through `broker`, and the task that runs it, for
-    /// any tokio runtime to drive (it uses tokio's timers and, for NATS,
-    /// spawns). [`spawn`](Self::spawn) spawns it for you.
+    /// A relay attached to `hub` through `broker`, and the task that runs
+    /// it, for any tokio runtime to drive (it uses tokio's timers and, for
+    /// NATS, spawns). [`spawn`](Self::spawn) spawns it for you.
     ///
     /// The hub's interest is watched from here on, so no listener opened
-    /// after this call is missed, however late the task starts.
-    pub fn new(hub: Hub, broker: Broker, options: RelayOptions) -> (Self, RelayTask) {
+    /// after this call is missed, however late the task starts; events
+    /// published before the task runs wait in its outbound queue.
+    ///
+    /// # Errors
+    ///
+    /// [`RelayError::AlreadyAttached`] when `hub` already has a relay.
+    pub fn new(
+        hub: Hub,
+        broker: Broker,
+        options: RelayOptions,
+    ) -> Result<(Self, RelayTask), RelayError> {
         let watch = hub.watch_interest();
         let inner = Arc::new(Inner {
-            hub,
+            hub: hub.clone(),
             origin: origin_id(),
             outbound: Mutex::new(Outbound::new(options.outbound_capacity)),
             wake: Notify::new(),
@@ -61,65 +78,31 @@ impl Relay {
             counters: Counters::default(),
             closed: AtomicBool::new(false),
         });
+        if !hub.attach(inner.clone()) {
+            return Err(RelayError::AlreadyAttached);
+        }
         let task = RelayTask(Box::pin(driver::run(inner.clone(), broker, options, watch)));
         let relay = Self {
             _alive: Arc::new(Alive(inner.clone())),
             inner,
         };
-        (relay, task)
+        Ok((relay, task))
     }
 
     /// [`new`](Self::new), with the task spawned on the current tokio
     /// runtime.
     ///
+    /// # Errors
+    ///
+    /// [`RelayError::AlreadyAttached`] when `hub` already has a relay.
+    ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
-    pub fn spawn(hub: Hub, broker: Broker, options: RelayOptions) -> Self {
-        let (relay, task) = Self::new(hub, broker, options);
+    pub fn spawn(hub: Hub, broker: Broker, options: RelayOptions) -> Result<Self, RelayError> {
+        let (relay, task) = Self::new(hub, broker, options)?;
         tokio::spawn(task);
-        relay
-    }
-
-    /// Publishes `event` into the local hub, then queues it for the other
-    /// replicas, and returns what the local publish did.
-    ///
-    /// Never blocks and never awaits, whatever the broker is doing: a full
-    /// outbound queue drops its oldest event (counted in
-    /// [`RelayStats::outbound_dropped`]).
-    pub fn publish(&self, event: Event) -> PublishReport {
-        let report = self.inner.hub.publish(event.clone());
-        let pushed = self.inner.outbound.lock().push(event);
-        match pushed {
-            Pushed::Queued => {}
-            Pushed::DroppedOldest => bump(&self.inner.counters.outbound_dropped),
-            Pushed::Coalesced => bump(&self.inner.counters.outbound_coalesced),
-        }
-        if pushed != Pushed::Coalesced {
-            self.inner.wake.notify_one();
-        }
-        report
-    }
-
-    /// Publishes `notifications/tools/list_changed` on every replica.
-    pub fn notify_tools_list_changed(&self) -> PublishReport {
-        self.publish(Event::tools_list_changed())
-    }
-
-    /// Publishes `notifications/prompts/list_changed` on every replica.
-    pub fn notify_prompts_list_changed(&self) -> PublishReport {
-        self.publish(Event::prompts_list_changed())
-    }
-
-    /// Publishes `notifications/resources/list_changed` on every replica.
-    pub fn notify_resources_list_changed(&self) -> PublishReport {
-        self.publish(Event::resources_list_changed())
-    }
-
-    /// Publishes `notifications/resources/updated` for `uri` on every
-    /// replica whose listeners watch it.
-    pub fn notify_resource_updated(&self, uri: impl Into<String>) -> PublishReport {
-        self.publish(Event::resource_updated(uri))
+        Ok(relay)
     }
 
     /// The local hub.
@@ -143,6 +126,24 @@ impl Relay {
     #[cfg(feature = "metrics")]
     pub fn record_metrics(&self) {
         self.stats().record();
+    }
+}
+
+/// What the hub hands the relay: each event published through it, pushed
+/// onto the outbound queue under a short lock. Never blocks and never
+/// awaits, whatever the broker is doing: a full queue drops its oldest
+/// event (counted in [`RelayStats::outbound_dropped`]).
+impl Forward for Inner {
+    fn forward(&self, event: Event) {
+        let pushed = self.outbound.lock().push(event);
+        match pushed {
+            Pushed::Queued => {}
+            Pushed::DroppedOldest => bump(&self.counters.outbound_dropped),
+            Pushed::Coalesced => bump(&self.counters.outbound_coalesced),
+        }
+        if pushed != Pushed::Coalesced {
+            self.wake.notify_one();
+        }
     }
 }
 

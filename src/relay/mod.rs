@@ -4,11 +4,13 @@
 //! (feature `redis`), or core NATS (feature `nats`).
 //!
 //! A listen stream lands on replica A; the catalog changes on replica B.
-//! Without a relay, A's listener never hears of it. With one on each
-//! replica, B publishes through its [`Relay`]: B's own listeners get the
-//! event at once from B's hub, exactly as [`Hub::publish`](crate::Hub::publish)
-//! delivers, and the relay's task sends it to the broker; A's relay
-//! receives it and publishes it into A's hub.
+//! Without a relay, A's listener never hears of it. With one attached to
+//! each replica's hub, B publishes as it always does, through its hub:
+//! B's own listeners get the event at once, exactly as
+//! [`Hub::publish`](crate::Hub::publish) delivers, and the hub hands it to
+//! the relay, whose task sends it to the broker; A's relay receives it and
+//! publishes it into A's hub (to A's listeners alone: it does not go back
+//! out).
 //!
 //! ```no_run
 //! use mcp_subscriptions::relay::{Broker, Relay, RelayOptions};
@@ -16,16 +18,24 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let hub = Hub::new();
-//! let relay = Relay::spawn(hub.clone(), Broker::from_url("redis://127.0.0.1:6379")?, RelayOptions::default());
-//! // Serve listen streams from `hub`; publish through the relay:
-//! relay.notify_tools_list_changed();
+//! let broker = Broker::from_url("redis://127.0.0.1:6379")?;
+//! // Attached to the hub while `relay` lives.
+//! let relay = Relay::spawn(hub.clone(), broker, RelayOptions::default())?;
+//! // Serve listen streams from `hub`; publish through it, as without a relay:
+//! hub.notify_tools_list_changed();
+//! # drop(relay);
 //! # Ok(()) }
 //! ```
 //!
+//! A hub has one relay at most, and the relay runs while a handle of it
+//! lives: dropping the last one detaches it, and the hub publishes to its
+//! own listeners alone again.
+//!
 //! # Never waiting for the broker
 //!
-//! [`Relay::publish`] publishes into the local hub, pushes the event onto a
-//! bounded outbound queue under a short lock, and returns. The relay's task
+//! [`Hub::publish`](crate::Hub::publish) delivers to the local listeners,
+//! then pushes the event onto the relay's bounded outbound queue under a
+//! short lock, and returns. The relay's task
 //! sends from that queue, whatever it holds (up to 64 events) in one round
 //! trip: a pipeline of `PUBLISH`es on Redis, one for each shard reached on
 //! a Redis Cluster, the client's own buffered writes on NATS. A broker

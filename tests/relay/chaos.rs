@@ -135,13 +135,6 @@ impl Node {
         }
     }
 
-    fn publish(&self, event: Event) {
-        match self {
-            Node::Relayed(replica) => replica.relay.publish(event),
-            Node::Alone(hub) => hub.publish(event),
-        };
-    }
-
     fn relay(&self) -> Option<&Relay> {
         match self {
             Node::Relayed(replica) => Some(&replica.relay),
@@ -344,7 +337,7 @@ async fn run(chaos: Chaos) -> Outcome {
                 Key::Uri(rng.random_range(0..URIS))
             };
             let at = Instant::now();
-            slot.node.as_ref().unwrap().publish(key.event());
+            slot.node.as_ref().unwrap().hub().publish(key.event());
             log.lock().publishes.push(Publish { key, at });
         }
         // Now and then, a new fault.

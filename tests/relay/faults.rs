@@ -52,7 +52,7 @@ async fn a_replica_dying_partitioned_with_a_change_is_followed_by_a_resync() {
     let resyncs = a.relay.stats().resyncs;
     quiet(&mut on_a, Duration::from_millis(300)).await;
 
-    assert_eq!(b.relay.notify_tools_list_changed().queued, 1);
+    assert_eq!(b.hub.notify_tools_list_changed().queued, 1);
     assert_eq!(
         next_event(&mut on_b).await.kind(),
         &EventKind::ToolsListChanged
@@ -101,7 +101,7 @@ async fn a_replica_dying_before_it_reconnects_is_resynced_for() {
     drain(&mut on_a);
     let resyncs = a.relay.stats().resyncs;
 
-    b.relay.notify_tools_list_changed();
+    b.hub.notify_tools_list_changed();
     b.kill();
     assert_eq!(
         next_event(&mut on_a).await.kind(),
@@ -135,7 +135,7 @@ async fn publishing_neither_aborts_nor_hurries_reconnecting() {
             let mut i = 0_u64;
             while publishing.load(Ordering::Relaxed) {
                 tick.tick().await;
-                relay.notify_resource_updated(format!("file:///{i}"));
+                relay.hub().notify_resource_updated(format!("file:///{i}"));
                 i += 1;
             }
         })
@@ -193,7 +193,7 @@ async fn the_timeout_bounds_broker_operations() {
         let before = a.relay.stats();
         broker.stop();
         // Something to send while frozen: the publish waits for its reply.
-        a.relay.notify_tools_list_changed();
+        a.hub.notify_tools_list_changed();
         tokio::time::sleep(Duration::from_millis(freeze)).await;
         broker.resume();
         if lost {
@@ -243,7 +243,7 @@ async fn a_change_between_acknowledgement_and_subscription_is_caught_up() {
         .hub
         .listen(&Filter::new().with_resource("file:///x"))
         .unwrap();
-    b.relay.notify_resource_updated("file:///x");
+    b.hub.notify_resource_updated("file:///x");
     assert_eq!(
         next_event(&mut on_a).await.kind(),
         &EventKind::ResourceUpdated {

@@ -70,10 +70,10 @@ async fn order_per_origin_holds_across_subjects() {
 
     let mut expected = Vec::new();
     for (i, uri) in uris.iter().enumerate() {
-        a.notify_resource_updated(uri);
+        a.hub().notify_resource_updated(uri);
         expected.push(EventKind::ResourceUpdated { uri: uri.clone() });
         if i == 99 {
-            a.notify_tools_list_changed();
+            a.hub().notify_tools_list_changed();
             expected.push(EventKind::ToolsListChanged);
         }
     }
@@ -96,7 +96,7 @@ async fn a_restarted_server_is_reconnected_and_listeners_resynced() {
     broker.kill();
     until("degraded", || !b.stats().connected).await;
     assert_eq!(
-        a.notify_tools_list_changed().queued,
+        a.hub().notify_tools_list_changed().queued,
         1,
         "local delivery goes on"
     );
@@ -120,7 +120,7 @@ async fn a_restarted_server_is_reconnected_and_listeners_resynced() {
     .await;
     // Later events flow.
     let before = b.stats().received;
-    a.notify_resource_updated("file:///r");
+    a.hub().notify_resource_updated("file:///r");
     until("B received the later update", || {
         b.stats().received > before
     })

@@ -37,7 +37,7 @@ async fn smoke_a_list_change_crosses_replicas_once() {
         .listen(&Filter::new().with_tools_list_changed())
         .unwrap();
 
-    let report = a.notify_tools_list_changed();
+    let report = a.hub().notify_tools_list_changed();
     assert_eq!(report.queued, 1, "local delivery happens in publish");
     assert_eq!(
         next_event(&mut on_b).await.method(),
@@ -77,8 +77,8 @@ async fn uri_updates_reach_only_the_replicas_that_watch_them() {
     assert_eq!(keys[0].1, 1, "only B subscribes the key of file:///b");
     assert_eq!(a.stats().subscribed_keys, 0);
 
-    a.notify_resource_updated("file:///elsewhere");
-    a.notify_resource_updated("file:///b");
+    a.hub().notify_resource_updated("file:///elsewhere");
+    a.hub().notify_resource_updated("file:///b");
     let event = next_event(&mut on_b).await;
     assert_eq!(
         event.kind(),
@@ -137,7 +137,8 @@ async fn task_statuses_cross_in_order() {
             "2026-12-01T10:00:00Z",
             format!("2026-12-01T10:00:{second:02}Z"),
         );
-        a.publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
+        a.hub()
+            .publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
     }
     // Each status that arrives is newer than the one before; the last is
     // the last published.
@@ -164,7 +165,7 @@ async fn updates_arrive_in_order(a: &Relay, b: &Relay, hub_b: &Hub) {
     let filter = uris.iter().fold(Filter::new(), Filter::with_resource);
     let mut on_b = listen_subscribed(hub_b, b, &filter, 200).await;
     for uri in &uris {
-        a.notify_resource_updated(uri);
+        a.hub().notify_resource_updated(uri);
     }
     for uri in &uris {
         assert_eq!(
@@ -220,9 +221,9 @@ async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool)
 
     let a = relay(&hub_a);
     for uri in &uris {
-        a.notify_resource_updated(uri);
+        a.hub().notify_resource_updated(uri);
     }
-    a.notify_tools_list_changed();
+    a.hub().notify_tools_list_changed();
     assert_eq!(a.stats().outbound_queued, 1_001);
     let mut expected: Vec<EventKind> = uris
         .iter()
@@ -276,7 +277,7 @@ async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
     broker.kill();
     until("both relays degraded", || !connected(&a) && !connected(&b)).await;
     // Local delivery is unaffected.
-    assert_eq!(a.notify_tools_list_changed().queued, 1);
+    assert_eq!(a.hub().notify_tools_list_changed().queued, 1);
     assert_eq!(
         next_event(&mut on_a).await.method(),
         "notifications/tools/list_changed"
@@ -309,7 +310,7 @@ async fn a_restarted_broker_is_reconnected_and_listeners_resynced() {
         .is_ok()
     {}
     until("B's key channel again", || b.stats().subscribed_keys == 1).await;
-    a.notify_resource_updated("file:///r");
+    a.hub().notify_resource_updated("file:///r");
     assert_eq!(
         next_event(&mut on_b).await.kind(),
         &EventKind::ResourceUpdated {
@@ -336,7 +337,9 @@ async fn a_frozen_broker_never_blocks_publishers_and_the_queue_stays_bounded() {
     let mut slowest = Duration::ZERO;
     for i in 0..10_000 {
         let one = Instant::now();
-        let report = a.notify_resource_updated(format!("file:///{}", i % 100));
+        let report = a
+            .hub()
+            .notify_resource_updated(format!("file:///{}", i % 100));
         slowest = slowest.max(one.elapsed());
         assert_eq!(report.matched, usize::from(i % 100 == 0));
     }
@@ -384,11 +387,37 @@ async fn a_replica_gone_leaves_the_others_going() {
     );
     until("C's resync", || c.stats().resyncs > resyncs).await;
     assert_eq!(c.stats().replicas, 1, "A is gone, B is heard");
-    b.notify_prompts_list_changed();
+    b.hub().notify_prompts_list_changed();
     until("C received B's change", || c.stats().received >= 1).await;
     assert_eq!(
         next_event(&mut on_c).await.method(),
         "notifications/prompts/list_changed"
+    );
+}
+
+/// A hub publishes through one relay at most, and through none once the
+/// relay's last handle is gone.
+#[tokio::test]
+async fn a_hub_has_one_relay_while_its_handles_live() {
+    let broker = Broker::redis();
+    let hub = Hub::new();
+    let first = relay(&broker, &hub, "attach");
+    let url = mcp_subscriptions::relay::Broker::from_url(&broker.url()).unwrap();
+    let second = Relay::new(hub.clone(), url.clone(), options("attach"));
+    assert_eq!(
+        second.unwrap_err(),
+        mcp_subscriptions::relay::RelayError::AlreadyAttached
+    );
+    until("connected", || connected(&first)).await;
+    hub.notify_tools_list_changed();
+    until("sent through the relay", || first.stats().published == 1).await;
+    drop(first);
+    let (again, _task) = Relay::new(hub.clone(), url, options("attach")).unwrap();
+    hub.notify_tools_list_changed();
+    assert_eq!(
+        again.stats().outbound_queued,
+        1,
+        "forwarded to the new relay alone"
     );
 }
 
@@ -508,7 +537,7 @@ async fn cluster_restarted_is_reconnected_and_listeners_resynced() {
     );
     assert!(b.stats().reconnects >= 1 && b.stats().resyncs >= 1);
     // Later events flow.
-    a.notify_resource_updated("file:///r");
+    a.hub().notify_resource_updated("file:///r");
     assert_eq!(
         next_event(&mut on_b).await.kind(),
         &EventKind::ResourceUpdated {

@@ -24,7 +24,7 @@ pub(crate) fn options(prefix: &str) -> RelayOptions {
 
 /// A relay for `hub` through the broker at `url`, spawned.
 pub(crate) fn relay(url: &str, hub: &Hub, options: RelayOptions) -> Relay {
-    Relay::spawn(hub.clone(), RelayBroker::from_url(url).unwrap(), options)
+    Relay::spawn(hub.clone(), RelayBroker::from_url(url).unwrap(), options).unwrap()
 }
 
 pub(crate) fn connected(relay: &Relay) -> bool {
@@ -84,7 +84,8 @@ pub(crate) struct Replica {
 impl Replica {
     pub(crate) fn start(url: &str, options: RelayOptions) -> Self {
         let hub = Hub::new();
-        let (relay, task) = Relay::new(hub.clone(), RelayBroker::from_url(url).unwrap(), options);
+        let (relay, task) =
+            Relay::new(hub.clone(), RelayBroker::from_url(url).unwrap(), options).unwrap();
         Self {
             hub,
             relay,
@@ -101,9 +102,9 @@ impl Replica {
 /// `file:///b`; `on_b`, B's listener of list changes and `file:///b`, gets
 /// the list change, then the update of `file:///b`.
 pub(crate) async fn list_change_and_watched_update_cross(a: &Relay, on_b: &mut Listener) {
-    a.notify_tools_list_changed();
-    a.notify_resource_updated("file:///elsewhere");
-    a.notify_resource_updated("file:///b");
+    a.hub().notify_tools_list_changed();
+    a.hub().notify_resource_updated("file:///elsewhere");
+    a.hub().notify_resource_updated("file:///b");
     assert_eq!(next_event(on_b).await.kind(), &EventKind::ToolsListChanged);
     assert_eq!(
         next_event(on_b).await.kind(),
