@@ -26,6 +26,8 @@
 // (see ARCHITECTURE.md, and `tests/layers.rs`, which checks it).
 //
 // The wire and the vocabulary: no transport, no runtime.
+#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
+mod backoff;
 mod counts;
 mod error;
 mod event;

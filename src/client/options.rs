@@ -1,13 +1,12 @@
 //! What a subscription is opened with: its buffer, its patience, and
 //! whether it listens again.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, Implementation};
 
+use crate::backoff::Backoff;
 use crate::overflow::Overflow;
 
 /// The default buffer capacity: events held between the transport and the
@@ -101,19 +100,11 @@ impl Relisten {
     /// from `initial` up to `max`. Half the bound at least, so a crowd of
     /// clients spreads out without any of them hammering the server.
     pub fn delay(&self, attempt: u32) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(31);
-        let bound = self
-            .initial
-            .saturating_mul(1 << doublings)
-            .min(self.max)
-            .max(Duration::from_millis(1));
-        let half = bound / 2;
-        let spread = u64::try_from((bound - half).as_nanos()).unwrap_or(u64::MAX);
-        // Randomness from the standard library's per-process hash keys: no
-        // extra dependency for a jitter.
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u32(attempt);
-        half + Duration::from_nanos(hasher.finish() % spread.max(1))
+        Backoff {
+            initial: self.initial,
+            max: self.max,
+        }
+        .delay(attempt)
     }
 }
 
@@ -211,23 +202,5 @@ impl SubscribeOptions {
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_within_its_bounds_with_jitter() {
-        let relisten = Relisten::new(Duration::from_millis(100), Duration::from_secs(1));
-        for attempt in 1..40 {
-            let bound = Duration::from_millis(100 * (1u64 << (attempt - 1).min(20)))
-                .min(Duration::from_secs(1));
-            let delay = relisten.delay(attempt);
-            assert!(delay >= bound / 2 && delay <= bound, "{attempt}: {delay:?}");
-        }
-        let delays: std::collections::HashSet<_> = (0..20).map(|_| relisten.delay(5)).collect();
-        assert!(delays.len() > 1, "jittered");
     }
 }

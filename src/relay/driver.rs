@@ -23,6 +23,7 @@ use super::link::Link;
 use super::options::RelayOptions;
 use super::shared::Inner;
 use super::stats::{add, bump};
+use crate::backoff::{Backoff, random_below};
 use crate::event::Event;
 use crate::hub::{InterestChange, InterestKey, InterestWatch};
 
@@ -88,7 +89,6 @@ struct Driver {
     resync_at: Option<Instant>,
     /// NATS reconnects by itself; this is whether it says it is down.
     link_down: bool,
-    random: u64,
 }
 
 pub(crate) async fn run(
@@ -102,7 +102,6 @@ pub(crate) async fn run(
     } else {
         Channels::new(&options.prefix)
     };
-    let random = u64::from_str_radix(&inner.origin, 16).unwrap_or(1) | 1;
     let mut driver = Driver {
         catalog: channels.catalog(),
         channels,
@@ -122,14 +121,18 @@ pub(crate) async fn run(
         next_heartbeat: Instant::now(),
         resync_at: None,
         link_down: false,
-        random,
     };
     driver.run().await;
 }
 
 impl Driver {
     async fn run(&mut self) {
-        let mut backoff = self.options.backoff_min;
+        let backoff = Backoff {
+            initial: self.options.backoff_min,
+            max: self.options.backoff_max,
+        };
+        // Failed connects in a row.
+        let mut failed = 0;
         let mut connected_before = false;
         loop {
             if self.stopping() {
@@ -143,14 +146,17 @@ impl Driver {
             let Ok(Ok(mut link)) = link else {
                 // Degraded: local delivery goes on; try again after a
                 // jittered, growing wait, unless closed meanwhile.
-                let wait = self.jitter(backoff);
-                backoff = (backoff * 2).min(self.options.backoff_max);
-                if self.undisturbed(sleep(wait)).await.is_none() {
+                failed += 1;
+                if self
+                    .undisturbed(sleep(backoff.delay(failed)))
+                    .await
+                    .is_none()
+                {
                     return;
                 }
                 continue;
             };
-            backoff = self.options.backoff_min;
+            failed = 0;
             if connected_before {
                 bump(&self.inner.counters.reconnects);
                 // Whatever was sent while we were away is lost.
@@ -577,7 +583,7 @@ impl Driver {
     /// is already due (resyncs coalesce).
     fn schedule_resync(&mut self) {
         if self.resync_at.is_none() {
-            let delay = self.random_below(self.options.resync_jitter);
+            let delay = random_below(self.options.resync_jitter);
             self.resync_at = Some(Instant::now() + delay);
         }
     }
@@ -598,24 +604,6 @@ impl Driver {
             if let InterestKey::Resource(uri) = key {
                 hub.publish_here(Event::resource_updated(uri.clone()));
             }
-        }
-    }
-
-    /// `wait` give or take a quarter, so replicas do not retry in step.
-    fn jitter(&mut self, wait: Duration) -> Duration {
-        wait * 3 / 4 + self.random_below(wait / 2)
-    }
-
-    /// A duration in `[0, limit)` (xorshift: no cryptography needed).
-    fn random_below(&mut self, limit: Duration) -> Duration {
-        self.random ^= self.random << 13;
-        self.random ^= self.random >> 7;
-        self.random ^= self.random << 17;
-        let nanos = limit.as_nanos() as u64;
-        if nanos == 0 {
-            Duration::ZERO
-        } else {
-            Duration::from_nanos(self.random % nanos)
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +18,7 @@ use super::options::RelayOptions;
 use super::outbound::{Outbound, Pushed};
 use super::shared::Inner;
 use super::stats::{Counters, RelayStats, bump};
+use crate::backoff::random_u64;
 use crate::event::Event;
 use crate::hub::{Forward, Hub};
 
@@ -175,16 +175,7 @@ impl fmt::Debug for RelayTask {
     }
 }
 
-/// 64 random bits, in hex: std's per-process random hash keys, mixed with
-/// the time and the process id so that two relays in one process differ.
+/// A replica's id on the bus: 64 random bits, in hex.
 fn origin_id() -> String {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
-    hasher.write_u32(std::process::id());
-    format!("{:016x}", hasher.finish())
+    format!("{:016x}", random_u64())
 }

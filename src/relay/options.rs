@@ -22,8 +22,10 @@ pub struct RelayOptions {
     /// A resync is sent after a random delay up to this (default 1 s), so
     /// that replicas reconnecting together do not all send theirs at once.
     pub resync_jitter: Duration,
-    /// The first wait before connecting again (default 100 ms); doubled up
-    /// to [`backoff_max`](Self::backoff_max), each wait with jitter.
+    /// The bound of the first wait before connecting again (default
+    /// 100 ms); doubled up
+    /// to [`backoff_max`](Self::backoff_max); each wait is drawn between
+    /// half its bound and the bound, as the client's re-listening is.
     pub backoff_min: Duration,
     /// The longest wait before connecting again (default 5 s).
     pub backoff_max: Duration,
