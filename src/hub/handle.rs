@@ -220,8 +220,9 @@ impl Hub {
 
     /// Delivers `event` to every listener whose granted filter matches it,
     /// each under its own overflow policy, and reports what happened. With
-    /// a [relay](crate::relay) attached, the event is then queued for the
-    /// other replicas too (the report is this hub's).
+    /// a relay attached (module `relay`, features `redis` and `nats`), the
+    /// event is then queued for the other replicas too (the report is this
+    /// hub's).
     ///
     /// Never blocks on a listener and never awaits: a full queue applies its
     /// policy instead of waiting. The only waits are for the short locks a
