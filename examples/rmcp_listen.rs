@@ -1,6 +1,6 @@
 //! A server written with rmcp alone (none of this crate): rmcp 3.11's own
 //! `subscriptions/listen` handler, which publishes on a timer. The interop
-//! tests (`tests/interop.rs`) point the crate's client at it.
+//! tests (`tests/client/interop.rs`) point the crate's client at it.
 //!
 //! ```sh
 //! cargo run --example rmcp_listen            # MCP on stdin and stdout

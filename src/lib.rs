@@ -23,7 +23,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The layers, bottom up; a module imports only from its own layer or below
-// (see ARCHITECTURE.md, and `tests/layers.rs`, which checks it).
+// (see ARCHITECTURE.md, and `tests/hub/layers.rs`, which checks it).
 //
 // The wire and the vocabulary: no transport, no runtime.
 #[cfg(any(feature = "client", feature = "redis", feature = "nats"))]

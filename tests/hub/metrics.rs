@@ -2,11 +2,9 @@
 
 #![cfg(feature = "metrics")]
 
-mod support;
-
+use crate::support::tools_listener;
 use mcp_subscriptions::{CloseReason, Hub};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use support::tools_listener;
 
 /// A metric's name, labels and value.
 type Recorded = (String, Vec<(String, String)>, DebugValue);

@@ -13,17 +13,15 @@
     feature = "tasks"
 ))]
 
-mod support;
-
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::example::{HttpServer, binary, call};
 use mcp_subscriptions::client::{
     BufferPolicy, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions, Subscription,
 };
 use mcp_subscriptions::{EventKind, Filter, Hub, Overflow};
 use serde_json::json;
-use support::example::{HttpServer, binary, call};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WAIT: Duration = Duration::from_secs(10);

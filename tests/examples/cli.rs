@@ -10,12 +10,10 @@
     feature = "tasks"
 ))]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
-use support::example::binary;
+use crate::support::example::binary;
 
 /// Every environment variable the server reads, so that the caller's own
 /// settings cannot leak into a test.

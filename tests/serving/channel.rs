@@ -9,15 +9,13 @@
     feature = "tasks"
 ))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::example::{HttpServer, call};
 use futures_util::{SinkExt, StreamExt};
 use mcp_subscriptions::channel::Frame;
 use rmcp::model::ServerNotification;
 use serde_json::json;
-use support::example::{HttpServer, call};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 

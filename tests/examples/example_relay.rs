@@ -12,22 +12,17 @@
     feature = "tasks"
 ))]
 
-mod support;
-
-#[path = "support/broker.rs"]
-mod broker;
-
 use std::time::Duration;
 
+use crate::support::example::{HttpServer, call};
+use crate::support::http::{listen, post};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use support::example::{HttpServer, call};
-use support::http::{listen, post};
 
 /// Two example servers relayed through `broker`, each relay connected and
 /// hearing the other, and past the resync that hearing a replica first
 /// causes (so that it reaches no stream a test opens).
-async fn replicas(broker: &broker::Broker) -> (HttpServer, HttpServer) {
+async fn replicas(broker: &crate::broker::Broker) -> (HttpServer, HttpServer) {
     let url = broker.url();
     let a = HttpServer::start(&["--relay", &url]).await;
     let b = HttpServer::start(&["--relay", &url]).await;
@@ -60,7 +55,7 @@ async fn relay_until(server: &HttpServer, what: &str, holds: impl Fn(&Value) -> 
 }
 
 /// Listens on A for list changes, triggers one on B, and sees it arrive.
-async fn a_list_change_crosses(broker: broker::Broker) {
+async fn a_list_change_crosses(broker: crate::broker::Broker) {
     let (a, b) = replicas(&broker).await;
     let body = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
     let mut stream = post(&a.base, &body, &[]).await;
@@ -82,18 +77,18 @@ async fn a_list_change_crosses(broker: broker::Broker) {
 
 #[tokio::test]
 async fn smoke_a_list_change_on_b_reaches_a_listener_on_a_over_redis() {
-    a_list_change_crosses(broker::Broker::redis()).await;
+    a_list_change_crosses(crate::broker::Broker::redis()).await;
 }
 
 #[cfg(feature = "nats")]
 #[tokio::test]
 async fn a_list_change_on_b_reaches_a_listener_on_a_over_nats() {
-    a_list_change_crosses(broker::Broker::nats()).await;
+    a_list_change_crosses(crate::broker::Broker::nats()).await;
 }
 
 #[tokio::test]
 async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
-    let broker = broker::Broker::redis();
+    let broker = crate::broker::Broker::redis();
     let (a, b) = replicas(&broker).await;
     let body = listen(
         json!("r"),
@@ -129,7 +124,7 @@ async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
 
 #[tokio::test]
 async fn a_task_started_on_b_is_followed_to_its_end_on_a() {
-    let broker = broker::Broker::redis();
+    let broker = crate::broker::Broker::redis();
     let (a, b) = replicas(&broker).await;
     let client = b.client().await;
     let arguments = json!({"steps": 20, "interval_ms": 50});

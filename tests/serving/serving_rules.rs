@@ -1,4 +1,4 @@
-//! The serving rules of PROTOCOL.md section 3, each proved with a
+//! The serving rules of `ListenStream` (its numbered docs), each proved with a
 //! hand-written source that misbehaves: it returns events nobody asked for,
 //! fails, panics, closes underneath, or blocks forever.
 

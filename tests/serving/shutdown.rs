@@ -4,21 +4,19 @@
 
 #![cfg(all(feature = "stdio", feature = "http", feature = "tasks"))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::http::{listen, post, serve};
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Event, Hub, ListenService, Streams};
 use serde_json::json;
-use support::http::{listen, post, serve};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// A stdio transport for `hub` whose output pipe is `width` bytes wide.
-fn stdio(hub: &Hub, width: usize) -> (Streams, support::stdio::Pipe) {
+fn stdio(hub: &Hub, width: usize) -> (Streams, crate::support::stdio::Pipe) {
     let service = ListenService::new(hub.clone());
-    support::stdio::serve(width, |input, output| {
+    crate::support::stdio::serve(width, |input, output| {
         StdioTransport::new(service, input, output)
     })
 }
@@ -125,7 +123,7 @@ async fn http_serve_stops_accepting_ends_streams_closes_idle_connections_and_ret
     let addr = tcp.local_addr().unwrap();
     let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
     let completing = hub.clone();
-    let app = support::http::app(ListenService::new(hub.clone()));
+    let app = crate::support::http::app(ListenService::new(hub.clone()));
     let served = tokio::spawn(mcp_subscriptions::http::serve(tcp, app, async move {
         let _ = stopping.await;
         completing.complete();

@@ -5,10 +5,9 @@
 
 #![cfg(all(feature = "http", feature = "stdio", feature = "tasks"))]
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use crate::support::http::{app, listen, post, serve};
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
 use mcp_subscriptions::stdio::StdioTransport;
@@ -19,7 +18,6 @@ use mcp_subscriptions::{
 };
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::{Value, json};
-use support::http::{app, listen, post, serve};
 
 const TASKS: &str = tasks::EXTENSION_ID;
 
@@ -293,7 +291,7 @@ fn progress_and_log_notifications_never_reach_a_listen_stream() {
 async fn over_stdio_a_stream_follows_its_tasks() {
     let hub = tasks_hub();
     let service = ListenService::new(hub.clone());
-    let (_, mut pipe) = support::stdio::serve(64 * 1024, |input, output| {
+    let (_, mut pipe) = crate::support::stdio::serve(64 * 1024, |input, output| {
         StdioTransport::new(service, input, output)
     });
     pipe.send(&listen(json!("no-caps"), json!({"taskIds": ["t1"]}), &[]))

@@ -3,16 +3,14 @@
 
 #![cfg(all(feature = "http", feature = "stdio", feature = "tasks"))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::http::{app, listen, post, serve};
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, OpenError, Principal};
 use serde_json::{Value, json};
-use support::http::{app, listen, post, serve};
 
 /// Each principal may watch the tools list and its own resources,
 /// `file:///<principal>/...`; a request without a principal is refused.
@@ -103,7 +101,7 @@ async fn over_http_a_refusal_comes_before_any_acknowledgement() {
 async fn over_stdio_the_connection_is_served_as_its_principal() {
     let hub = Hub::new();
     let service = ListenService::new(hub.clone()).with_authorizer(own_resources);
-    let (_, mut pipe) = support::stdio::serve(64 * 1024, |input, output| {
+    let (_, mut pipe) = crate::support::stdio::serve(64 * 1024, |input, output| {
         StdioTransport::new(service, input, output).with_principal(Principal::new("alice"))
     });
     pipe.send(&listen(json!("s"), asks_for_both(), &[])).await;

@@ -13,15 +13,13 @@
 
 #![cfg(all(feature = "client", feature = "stdio", feature = "http"))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::interop::Server;
 use mcp_subscriptions::client::{
     Item, StdioClient, SubscribeError, SubscribeOptions, Subscription,
 };
 use mcp_subscriptions::{EventKind, Filter};
-use support::interop::Server;
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -1,18 +1,16 @@
 //! The hub's behaviour as a user sees it: routing, overflow, completion,
 //! cleanup and the three ways of reading.
 
-mod support;
-
 use std::thread;
 use std::time::Duration;
 
+use crate::support::{drain, event, tools_listener, uri};
 use futures_core::Stream;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, Filter, Hub, ListenParamsError, Next, OpenContext, OpenError,
     Overflow, StreamError,
 };
 use serde_json::json;
-use support::{drain, event, tools_listener, uri};
 
 #[test]
 fn smoke_publish_listen_read_stats() {

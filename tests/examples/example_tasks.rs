@@ -10,13 +10,11 @@
     feature = "tasks"
 ))]
 
-mod support;
-
+use crate::support::example::{HttpServer, call, request_meta};
+use crate::support::http::{listen, post};
 use futures_util::StreamExt;
 use mcp_subscriptions::channel::Frame;
 use serde_json::{Value, json};
-use support::example::{HttpServer, call, request_meta};
-use support::http::{listen, post};
 
 const TASKS: &str = mcp_subscriptions::tasks::EXTENSION_ID;
 
@@ -32,7 +30,7 @@ fn start_task(steps: u32) -> Value {
 
 /// Reads a stream's task statuses until the terminal one: (status,
 /// lastUpdatedAt) each.
-async fn statuses(stream: &mut support::http::Answer) -> Vec<(String, String)> {
+async fn statuses(stream: &mut crate::support::http::Answer) -> Vec<(String, String)> {
     let mut seen = Vec::new();
     while let Some(message) = stream.next().await {
         assert_eq!(message["method"], "notifications/tasks", "{message}");

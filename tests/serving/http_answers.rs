@@ -10,10 +10,8 @@
     feature = "tasks"
 ))]
 
-mod support;
-
+use crate::support::example::HttpServer;
 use serde_json::{Value, json};
-use support::example::HttpServer;
 
 /// One raw request: `method` with `body` and `headers`; the status, the
 /// content type and the body as JSON.

@@ -9,16 +9,14 @@
     feature = "tasks"
 ))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::example::{
+    HttpServer, call, http_request, listen_request, raw_http, request_meta, send_raw, stdio_client,
+};
 use rmcp::model::{ServerNotification, SubscriptionFilter};
 use rmcp::service::{ServiceError, SubscriptionEnd};
 use serde_json::json;
-use support::example::{
-    HttpServer, call, http_request, listen_request, raw_http, request_meta, send_raw, stdio_client,
-};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -10,14 +10,12 @@
     feature = "tasks"
 ))]
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::example::{http_request, listen_request, send_raw};
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Hub, ListenService};
 use serde_json::json;
-use support::example::{http_request, listen_request, send_raw};
 use tokio::io::AsyncReadExt;
 
 #[tokio::test]
@@ -73,7 +71,7 @@ async fn serve_answers_a_head_over_8_kib_with_431_and_goes_on() {
     let hub = Hub::new();
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap().to_string();
-    let app = support::http::app(ListenService::new(hub.clone()));
+    let app = crate::support::http::app(ListenService::new(hub.clone()));
     tokio::spawn(mcp_subscriptions::http::serve(
         tcp,
         app,

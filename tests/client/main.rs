@@ -1,0 +1,10 @@
+//! The client: against the crate's own example server, against servers
+//! that break the protocol on purpose, and against servers no one here
+//! wrote (the TypeScript and Python SDKs, rmcp).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod client;
+mod client_misbehaving;
+mod interop;

@@ -1,0 +1,13 @@
+//! The example server run as a real process: its command line, rmcp's own
+//! client against it, its tasks, and two replicas joined by `--relay`
+//! through a real broker.
+
+#[path = "../support/broker.rs"]
+mod broker;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli;
+mod example_relay;
+mod example_server;
+mod example_tasks;

@@ -1,0 +1,15 @@
+//! Serving listen streams: the serving rules proved by sources that
+//! misbehave, authorization, extensions and request context, graceful
+//! shutdown, the Streamable HTTP transport and its answers to bad input,
+//! and the notification channel.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod authorization;
+mod channel;
+mod extensions;
+mod http_answers;
+mod http_transport;
+mod serving_rules;
+mod shutdown;
