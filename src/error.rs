@@ -20,20 +20,6 @@ use crate::wire::response::error_response;
 /// tell it from a source failure and simply listen again).
 pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
 
-/// The JSON-RPC error code of a request that needs a client capability the
-/// client did not declare (MCP 2026-07-28): a filter field of an extension
-/// the client did not declare, for one.
-pub const CAPABILITY_REQUIRED_ERROR_CODE: ErrorCode = ErrorCode(-32021);
-
-/// The JSON-RPC error code of a request whose `MCP-Protocol-Version` or
-/// `Mcp-Method` header disagrees with its body (MCP 2026-07-28).
-pub const HEADER_MISMATCH_ERROR_CODE: ErrorCode = ErrorCode(-32020);
-
-/// The JSON-RPC error code of a request made under a protocol version the
-/// server does not support (MCP 2026-07-28); its data says
-/// `{supported, requested}`.
-pub const UNSUPPORTED_VERSION_ERROR_CODE: ErrorCode = ErrorCode(-32022);
-
 /// Why a message posted to the MCP endpoint was refused before anything
 /// looked at what it asks: it is not JSON, not a JSON-RPC message, or its
 /// headers disagree with it.
@@ -98,8 +84,8 @@ impl RequestError {
     }
 
     /// The JSON-RPC error: `-32700` (parse error), `-32600` (invalid
-    /// request), [`HEADER_MISMATCH_ERROR_CODE`], or
-    /// [`UNSUPPORTED_VERSION_ERROR_CODE`] with
+    /// request), `ErrorCode::HEADER_MISMATCH` (-32020), or
+    /// `ErrorCode::UNSUPPORTED_PROTOCOL_VERSION` (-32022) with
     /// `data: {"supported": [...], "requested": "..."}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
@@ -108,13 +94,13 @@ impl RequestError {
                 ErrorData::new(ErrorCode::INVALID_REQUEST, self.to_string(), None)
             }
             Self::HeaderMismatch { .. } => {
-                ErrorData::new(HEADER_MISMATCH_ERROR_CODE, self.to_string(), None)
+                ErrorData::new(ErrorCode::HEADER_MISMATCH, self.to_string(), None)
             }
             Self::UnsupportedVersion {
                 requested,
                 supported,
             } => ErrorData::new(
-                UNSUPPORTED_VERSION_ERROR_CODE,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
                 Some(json!({ "supported": supported, "requested": requested })),
             ),
@@ -275,7 +261,7 @@ impl OpenError {
     /// [`PrincipalLimitReached`](Self::PrincipalLimitReached) are `-32603`
     /// with the exact message `Subscription limit reached` that the protocol
     /// names; [`CapabilityRequired`](Self::CapabilityRequired) is
-    /// [`CAPABILITY_REQUIRED_ERROR_CODE`] with
+    /// `ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY` (-32021) with
     /// `data: {"requiredCapabilities": {"extensions": {"<id>": {}}}}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
@@ -291,7 +277,7 @@ impl OpenError {
                 Some(json!({ "limit": limit, "scope": "principal" })),
             ),
             Self::CapabilityRequired { extension } => ErrorData::new(
-                CAPABILITY_REQUIRED_ERROR_CODE,
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!("Missing required client capability: extension {extension}"),
                 Some(json!({ "requiredCapabilities": { "extensions": { extension: {} } } })),
             ),

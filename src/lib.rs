@@ -63,9 +63,8 @@ mod transport;
 pub use context::{OpenContext, Principal, TransportKind};
 pub use counts::Counts;
 pub use error::{
-    AdvertiseError, CAPABILITY_REQUIRED_ERROR_CODE, HEADER_MISMATCH_ERROR_CODE, ListenParamsError,
-    OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal, RequestError, StreamError,
-    UNSUPPORTED_VERSION_ERROR_CODE,
+    AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
+    RequestError, StreamError,
 };
 pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};

@@ -27,10 +27,9 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 /// close once its response is done, and returns when all have.
 ///
 /// It does what `axum::serve(listener, router).with_graceful_shutdown(..)`
-/// does, WebSocket upgrades included (the notification channel), for half
-/// the memory per held listen stream (about 11.5 KiB of server
-/// resident memory per idle stream at 10,000 streams, against about 23
-/// KiB; `BENCHMARKS.md`, held streams):
+/// does, WebSocket upgrades included (the notification channel), for about
+/// half the memory per held listen stream (the figures are in
+/// `BENCHMARKS.md`, held streams):
 ///
 /// - hyper's HTTP/1 builder serves each connection directly. `axum::serve`
 ///   detects the protocol first and hands hyper the bytes it peeked, after
@@ -73,8 +72,8 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
             match listener.accept().await {
                 Ok((socket, _)) => {
                     // Built here, not inside its task: held streams
-                    // measured about 1 KiB less resident memory each when
-                    // the buffers are allocated before the task is.
+                    // measured less resident memory each when the buffers
+                    // are allocated before the task is (`BENCHMARKS.md`).
                     let connection = http1::Builder::new()
                         .writev(false)
                         .max_buf_size(BUFFER)
