@@ -10,9 +10,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, Filter, Hub, ListenService, Next, OpenContext, OpenError,
-    Opened, Source, SourceHandle,
+    Capabilities, CloseReason, Event, Filter, Hub, ListenService, Next, OpenContext, Opened,
+    Source, SourceHandle,
 };
 use rmcp::model::RequestId;
 use serde_json::{Value, json};

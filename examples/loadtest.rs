@@ -50,7 +50,7 @@ struct Options {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
+        default_value_t = mcp_subscriptions::hub::DEFAULT_CAPACITY,
         value_parser = cli::at_least_one
     )]
     capacity: usize,

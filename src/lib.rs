@@ -29,7 +29,7 @@
 #[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 mod backoff;
 mod counts;
-mod error;
+pub mod error;
 mod event;
 mod filter;
 mod overflow;
@@ -38,7 +38,7 @@ mod wire;
 // The interface a stream is served from (and what it learns about the
 // request), and the hub that implements it.
 mod context;
-mod hub;
+pub mod hub;
 mod source;
 // The transport-agnostic driver of one stream.
 mod serve;
@@ -61,18 +61,9 @@ pub mod tasks;
 mod transport;
 
 pub use context::{OpenContext, Principal, TransportKind};
-pub use counts::Counts;
-pub use error::{
-    AdvertiseError, ListenParamsError, OVERFLOW_ERROR_CODE, OpenError, ParseOverflowError, Refusal,
-    RequestError, StreamError,
-};
 pub use event::{Event, EventKind, Selector, Succession};
 pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
-pub use hub::{
-    ClosedCounts, DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES, Hub,
-    HubBuilder, HubStats, InterestChange, InterestKey, InterestWatch, Listener, ListenerId,
-    ListenerStats, NextItem, PublishReport,
-};
+pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
 pub use serve::{Advertise, Authorize, ListenService, ListenStream};
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};

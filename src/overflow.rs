@@ -19,7 +19,7 @@ pub enum Overflow {
     #[default]
     DropOldest,
     /// End the listener's stream with
-    /// [`StreamError::Overflow`](crate::StreamError::Overflow), which says how
+    /// [`StreamError::Overflow`](crate::error::StreamError::Overflow), which says how
     /// many events were lost, discard what it held and free its slot. The
     /// client can tell this from a graceful end and listen again.
     Disconnect,

@@ -103,9 +103,8 @@ impl<H> Opened<H> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_subscriptions::{
-///     CloseReason, Event, Filter, Next, OpenContext, OpenError, Opened, Source, SourceHandle,
-/// };
+/// use mcp_subscriptions::{CloseReason, Event, Filter, Next, OpenContext, Opened, Source, SourceHandle};
+/// use mcp_subscriptions::error::OpenError;
 ///
 /// struct Once;
 /// struct Pending(Option<Event>);

@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use mcp_subscriptions::{Filter, OpenContext, OpenError, Principal, tasks};
+use mcp_subscriptions::error::OpenError;
+use mcp_subscriptions::{Filter, OpenContext, Principal, tasks};
 use rmcp::model::ErrorData;
 use serde_json::Value;
 

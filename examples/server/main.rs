@@ -95,7 +95,7 @@ struct Options {
         long,
         env = "MCP_SUBSCRIPTIONS_CAPACITY",
         value_name = "N",
-        default_value_t = mcp_subscriptions::DEFAULT_CAPACITY,
+        default_value_t = mcp_subscriptions::hub::DEFAULT_CAPACITY,
         value_parser = cli::at_least_one
     )]
     capacity: usize,
@@ -113,7 +113,7 @@ struct Options {
         long,
         env = "MCP_SUBSCRIPTIONS_MAX_SUBSCRIPTIONS",
         value_name = "N",
-        default_value_t = mcp_subscriptions::DEFAULT_MAX_LISTENERS
+        default_value_t = mcp_subscriptions::hub::DEFAULT_MAX_LISTENERS
     )]
     max_subscriptions: usize,
     /// Seconds a graceful shutdown waits for every stream's last message

@@ -27,7 +27,8 @@ impl Filter {
     /// [`from_notifications`](Self::from_notifications)).
     ///
     /// ```
-    /// use mcp_subscriptions::{Filter, ListenParamsError};
+    /// use mcp_subscriptions::Filter;
+    /// use mcp_subscriptions::error::ListenParamsError;
     /// use serde_json::json;
     ///
     /// let params = json!({"notifications": {"toolsListChanged": true}});

@@ -25,7 +25,7 @@ pub struct HubBuilder {
 
 impl HubBuilder {
     /// Each listener's queue capacity, unless it asks for its own
-    /// (default [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY)). Queues grow on demand up to it.
+    /// (default [`DEFAULT_CAPACITY`](crate::hub::DEFAULT_CAPACITY)). Queues grow on demand up to it.
     ///
     /// # Panics
     ///
@@ -50,7 +50,7 @@ impl HubBuilder {
         self
     }
 
-    /// The most listeners open at once (default [`DEFAULT_MAX_LISTENERS`](crate::DEFAULT_MAX_LISTENERS));
+    /// The most listeners open at once (default [`DEFAULT_MAX_LISTENERS`](crate::hub::DEFAULT_MAX_LISTENERS));
     /// one more is refused with `-32603` `Subscription limit reached`.
     pub fn max_listeners(mut self, max_listeners: usize) -> Self {
         self.config.max_listeners = max_listeners;
@@ -72,7 +72,7 @@ impl HubBuilder {
 
     /// The most bytes (the rendered size of its events) each listener's
     /// queue holds, unless it asks for its own (default
-    /// [`DEFAULT_MAX_QUEUED_BYTES`](crate::DEFAULT_MAX_QUEUED_BYTES)). A
+    /// [`DEFAULT_MAX_QUEUED_BYTES`](crate::hub::DEFAULT_MAX_QUEUED_BYTES)). A
     /// push that would exceed it applies the listener's overflow policy, as
     /// a full queue does; an event larger than the bound is still queued,
     /// alone.

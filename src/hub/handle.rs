@@ -125,8 +125,8 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// A hub with every default: capacity [`DEFAULT_CAPACITY`](crate::DEFAULT_CAPACITY) per listener,
-    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`](crate::DEFAULT_MAX_LISTENERS) listeners
+    /// A hub with every default: capacity [`DEFAULT_CAPACITY`](crate::hub::DEFAULT_CAPACITY) per listener,
+    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`](crate::hub::DEFAULT_MAX_LISTENERS) listeners
     /// and [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS) URIs each, and every
     /// core capability advertised.
     pub fn new() -> Self {

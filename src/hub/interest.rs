@@ -230,7 +230,9 @@ impl Interest {
 /// has been read.
 ///
 /// ```
-/// use mcp_subscriptions::{Filter, Hub, InterestChange, InterestKey};
+/// use mcp_subscriptions::{Filter, Hub};
+/// use mcp_subscriptions::hub::InterestChange;
+/// use mcp_subscriptions::hub::InterestKey;
 ///
 /// let hub = Hub::new();
 /// let watch = hub.watch_interest();

@@ -48,6 +48,7 @@ mod shared;
 mod stats;
 mod succession;
 
+pub use crate::counts::Counts;
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
 #[cfg(any(feature = "redis", feature = "nats"))]

@@ -18,6 +18,6 @@ pub struct PublishReport {
     pub coalesced: usize,
     /// Listeners disconnected because it did not fit
     /// ([`Disconnect`](crate::Overflow::Disconnect)); each lost everything
-    /// it held, as [`HubStats::events_dropped`](crate::HubStats) counts.
+    /// it held, as [`HubStats::events_dropped`](crate::hub::HubStats) counts.
     pub disconnected: usize,
 }

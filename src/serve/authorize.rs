@@ -20,7 +20,8 @@ use crate::filter::Filter;
 /// Any `Fn(&OpenContext, &Filter) -> Result<Filter, OpenError>` is one.
 ///
 /// ```
-/// use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, OpenError};
+/// use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext};
+/// use mcp_subscriptions::error::OpenError;
 ///
 /// // Each principal may watch only the resources under its own folder.
 /// let service = ListenService::new(Hub::new()).with_authorizer(

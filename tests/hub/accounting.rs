@@ -5,9 +5,11 @@
 
 use std::collections::VecDeque;
 
+use mcp_subscriptions::error::StreamError;
+use mcp_subscriptions::hub::ListenerStats;
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Listener, ListenerStats,
-    Next, OpenContext, Overflow, PublishReport, Selector, StreamError,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Listener, Next,
+    OpenContext, Overflow, PublishReport, Selector,
 };
 use proptest::prelude::*;
 use serde_json::json;

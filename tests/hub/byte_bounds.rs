@@ -106,7 +106,7 @@ fn a_strict_listener_over_its_byte_bound_is_disconnected() {
         matches!(
             ends.first(),
             Some(mcp_subscriptions::Next::Failed(
-                mcp_subscriptions::StreamError::Overflow { .. }
+                mcp_subscriptions::error::StreamError::Overflow { .. }
             ))
         ),
         "{ends:?}"

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use crate::support::{drain, event, tools_listener, uri};
 use futures_core::Stream;
+use mcp_subscriptions::error::ListenParamsError;
+use mcp_subscriptions::error::OpenError;
+use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, Filter, Hub, ListenParamsError, Next, OpenContext, OpenError,
-    Overflow, StreamError,
+    Capabilities, CloseReason, Event, Filter, Hub, Next, OpenContext, Overflow,
 };
 use serde_json::json;
 
@@ -83,7 +85,7 @@ fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
         unreachable!()
     };
     let data = err.to_error_data();
-    assert_eq!(data.code, mcp_subscriptions::OVERFLOW_ERROR_CODE);
+    assert_eq!(data.code, mcp_subscriptions::error::OVERFLOW_ERROR_CODE);
     assert_eq!(data.data, Some(json!({"reason": "overflow", "dropped": 3})));
     assert_eq!(listener.try_next(), Some(Next::Closed));
 
@@ -595,7 +597,7 @@ fn listeners_alike_each_keep_their_own_pace_bound_and_counts() {
             .chain((0..2).map(|_| Next::Event(Event::resource_updated("file:///a"))))
             .collect::<Vec<_>>()
     );
-    let figures = |stats: mcp_subscriptions::ListenerStats| {
+    let figures = |stats: mcp_subscriptions::hub::ListenerStats| {
         assert!(stats.events.is_balanced(), "{stats:?}");
         let e = stats.events;
         (

@@ -2,14 +2,16 @@
 
 use std::time::Duration;
 
-use mcp_subscriptions::{Filter, Hub, InterestChange, InterestKey, Overflow};
+use mcp_subscriptions::hub::InterestChange;
+use mcp_subscriptions::hub::InterestKey;
+use mcp_subscriptions::{Filter, Hub, Overflow};
 use serde_json::json;
 
 fn uri(uri: &str) -> InterestKey {
     InterestKey::Resource(uri.to_owned())
 }
 
-fn drain(watch: &mcp_subscriptions::InterestWatch) -> Vec<InterestChange> {
+fn drain(watch: &mcp_subscriptions::hub::InterestWatch) -> Vec<InterestChange> {
     std::iter::from_fn(|| watch.try_next()).collect()
 }
 

@@ -1,6 +1,8 @@
 //! Handles and futures can cross threads: checked at compile time.
 
-use mcp_subscriptions::{Event, Filter, Hub, HubStats, Listener, NextItem, SourceHandle};
+use mcp_subscriptions::hub::HubStats;
+use mcp_subscriptions::hub::NextItem;
+use mcp_subscriptions::{Event, Filter, Hub, Listener, SourceHandle};
 
 fn assert_send_sync<T: Send + Sync>() {}
 

@@ -3,8 +3,9 @@
 use std::thread;
 use std::time::Duration;
 
+use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::{
-    CloseReason, Event, Filter, Hub, Next, OpenContext, OpenError, Opened, Source, SourceHandle,
+    CloseReason, Event, Filter, Hub, Next, OpenContext, Opened, Source, SourceHandle,
 };
 
 #[test]

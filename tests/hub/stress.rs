@@ -7,9 +7,11 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+use mcp_subscriptions::error::StreamError;
+use mcp_subscriptions::hub::ListenerStats;
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListenerStats, Next,
-    OpenContext, Overflow, Selector, StreamError,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Next, OpenContext,
+    Overflow, Selector,
 };
 use serde_json::{Map, json};
 

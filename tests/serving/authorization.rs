@@ -8,8 +8,9 @@ use std::time::Duration;
 use crate::support::http::{app, listen, post, serve};
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
+use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, OpenError, Principal};
+use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, Principal};
 use serde_json::{Value, json};
 
 /// Each principal may watch the tools list and its own resources,

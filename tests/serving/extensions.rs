@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use crate::support::http::{app, listen, post, serve};
 use axum::extract::Request;
 use axum::middleware::Next as Middleware;
+use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::tasks::{self, TASK_IDS};
 use mcp_subscriptions::{
-    Capabilities, Filter, Hub, ListenService, Listener, Next, OpenContext, OpenError, Opened,
-    Overflow, Principal, Selector, Source, TransportKind,
+    Capabilities, Filter, Hub, ListenService, Listener, Next, OpenContext, Opened, Overflow,
+    Principal, Selector, Source, TransportKind,
 };
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::{Value, json};

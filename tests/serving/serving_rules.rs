@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_subscriptions::error::OpenError;
+use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::{
-    CloseReason, Event, Filter, ListenService, Next, OpenContext, OpenError, Opened, Source,
-    SourceHandle, StreamError,
+    CloseReason, Event, Filter, ListenService, Next, OpenContext, Opened, Source, SourceHandle,
 };
 use rmcp::model::{ErrorCode, ErrorData, RequestId};
 use serde_json::{Value, json};
