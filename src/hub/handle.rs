@@ -9,7 +9,8 @@ use std::task::Waker;
 
 use super::config::Config;
 use super::entry::Entry;
-use super::forward::Forward;
+#[cfg(any(feature = "redis", feature = "nats"))]
+use super::forward::Door;
 use super::id::ListenerId;
 use super::inbox::Inbox;
 use super::index::Target;
@@ -228,37 +229,18 @@ impl Hub {
     /// policy instead of waiting. The only waits are for the short locks a
     /// concurrent open, close or push holds.
     pub fn publish(&self, event: Event) -> PublishReport {
-        // Relaxed: attaching is not ordered with publishes on other
-        // threads anyway; the lock below hands over the attachment itself.
-        if self.shared.forwarding.load(Ordering::Relaxed) {
-            let forward = self.shared.forward.read().clone();
-            if let Some(forward) = forward {
-                let report = self.publish_here(event.clone());
-                forward.forward(event);
-                return report;
-            }
-        }
-        self.publish_here(event)
+        let Some(forward) = self.shared.door.forward() else {
+            return self.publish_here(event);
+        };
+        let report = self.publish_here(event.clone());
+        forward.forward(event);
+        report
     }
 
-    /// Attaches `forward`, unless something is attached already.
-    // Only the relay attaches (features `redis`, `nats`).
-    #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(dead_code))]
-    pub(crate) fn attach(&self, forward: std::sync::Arc<dyn Forward>) -> bool {
-        let mut slot = self.shared.forward.write();
-        if slot.is_some() {
-            return false;
-        }
-        *slot = Some(forward);
-        self.shared.forwarding.store(true, Ordering::Relaxed);
-        true
-    }
-
-    /// Detaches what [`attach`](Self::attach) attached.
-    #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(dead_code))]
-    pub(crate) fn detach(&self) {
-        self.shared.forwarding.store(false, Ordering::Relaxed);
-        self.shared.forward.write().take();
+    /// Where a relay attaches.
+    #[cfg(any(feature = "redis", feature = "nats"))]
+    pub(crate) fn door(&self) -> &Door {
+        &self.shared.door
     }
 
     /// [`publish`](Self::publish) to this hub's listeners alone: what a

@@ -2,7 +2,7 @@
 
 use super::budget::Budget;
 use super::config::Config;
-use super::forward::Forward;
+use super::forward::Door;
 use super::id::ListenerId;
 use super::registry::Registry;
 use super::stats::Retirement;
@@ -23,10 +23,7 @@ pub(crate) struct Shared {
     /// Live `Hub` handles; the last one dropped completes the hub.
     pub(crate) handles: AtomicUsize,
     /// What each published event is forwarded to (a relay), if anything.
-    /// Read once a publish, and only when `forwarding` says there is
-    /// something: a hub without a relay pays one relaxed load.
-    pub(crate) forward: RwLock<Option<std::sync::Arc<dyn Forward>>>,
-    pub(crate) forwarding: AtomicBool,
+    pub(crate) door: Door,
 }
 
 impl Shared {
@@ -41,8 +38,7 @@ impl Shared {
             published: AtomicU64::new(0),
             successions: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
-            forward: RwLock::new(None),
-            forwarding: AtomicBool::new(false),
+            door: Door::new(),
         }
     }
 

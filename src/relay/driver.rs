@@ -7,7 +7,6 @@
 //! only state shared with publishers is the outbound queue (see
 //! `handle.rs`).
 
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::pin::pin;
 use std::sync::Arc;
@@ -21,6 +20,7 @@ use super::envelope::{self, Body, Channels, Envelope, Stamp};
 use super::incoming::{Incoming, Message};
 use super::link::Link;
 use super::options::RelayOptions;
+use super::origins::{Heard, Origins};
 use super::shared::Inner;
 use super::stats::{add, bump};
 use crate::backoff::{Backoff, random_below};
@@ -45,18 +45,6 @@ enum Ended {
     Lost,
     /// Every handle dropped, or the hub completed: stop.
     Stop,
-}
-
-/// What the task knows about another replica, from the catalog channel.
-struct Origin {
-    /// The catalog sequence number expected next; `None` after this relay
-    /// reconnected, when the next message sets it (the reconnect's own
-    /// resync covers whatever was missed while away).
-    next_seq: Option<u64>,
-    /// The most its heartbeats have said it dropped, kept across this
-    /// relay's reconnects so that a rise while away is seen too.
-    dropped: u64,
-    last_seen: Instant,
 }
 
 struct Driver {
@@ -84,7 +72,7 @@ struct Driver {
     seq: u64,
     /// This replica's messages so far, on every channel.
     order: u64,
-    origins: HashMap<String, Origin>,
+    origins: Origins,
     next_heartbeat: Instant,
     resync_at: Option<Instant>,
     /// NATS reconnects by itself; this is whether it says it is down.
@@ -117,7 +105,7 @@ pub(crate) async fn run(
         dirty: false,
         seq: 0,
         order: 0,
-        origins: HashMap::new(),
+        origins: Origins::default(),
         next_heartbeat: Instant::now(),
         resync_at: None,
         link_down: false,
@@ -211,7 +199,7 @@ impl Driver {
     async fn session(&mut self, link: &mut Link) -> Ended {
         self.drain_interest();
         self.link_down = false;
-        self.rejoin_origins();
+        self.origins.rejoin(Instant::now());
         if !self.subscribe_all(link).await {
             return Ended::Lost;
         }
@@ -242,7 +230,7 @@ impl Driver {
                             self.link_down = false;
                             self.inner.counters.connected.store(true, Ordering::Relaxed);
                             bump(&self.inner.counters.reconnects);
-                            self.rejoin_origins();
+                            self.origins.rejoin(Instant::now());
                             self.schedule_resync();
                         }
                     }
@@ -473,56 +461,27 @@ impl Driver {
     }
 
     /// Notes a catalog message of another replica, and resyncs when it
-    /// shows that messages may have been lost: a replica never heard
-    /// before (a new one, or a restarted process: whatever an earlier
-    /// process held unsent died with it; or one forgotten for its silence,
-    /// which may have published while cut off), a gap in its sequence, or
-    /// a rise in what it says it dropped.
+    /// shows that messages may have been lost (see `origins.rs`).
     fn heard(&mut self, envelope: &Envelope) {
-        let seq = envelope.stamp.seq;
         let dropped = match envelope.body {
             Body::Heartbeat { dropped } => Some(dropped),
             Body::Event(_) => None,
         };
-        let last_seen = Instant::now();
-        let lost = match self.origins.entry(envelope.origin.clone()) {
-            Entry::Vacant(entry) => {
-                entry.insert(Origin {
-                    next_seq: Some(seq + 1),
-                    dropped: dropped.unwrap_or(0),
-                    last_seen,
-                });
+        let heard = self.origins.heard(
+            &envelope.origin,
+            envelope.stamp.seq,
+            dropped,
+            Instant::now(),
+        );
+        match heard {
+            Heard::Known => return,
+            Heard::Joined => {
                 bump(&self.inner.counters.replicas_joined);
                 self.count_replicas();
-                true
             }
-            Entry::Occupied(entry) => {
-                let origin = entry.into_mut();
-                let gap = origin.next_seq.is_some_and(|next| next != seq);
-                let rose = dropped.is_some_and(|dropped| dropped > origin.dropped);
-                origin.next_seq = Some(seq + 1);
-                origin.dropped = origin.dropped.max(dropped.unwrap_or(0));
-                origin.last_seen = last_seen;
-                if gap || rose {
-                    bump(&self.inner.counters.sequence_gaps);
-                }
-                gap || rose
-            }
-        };
-        if lost {
-            self.schedule_resync();
+            Heard::Lost => bump(&self.inner.counters.sequence_gaps),
         }
-    }
-
-    /// This relay is back on the bus: every replica it knew is kept, with
-    /// its silence clock started again (none could be heard while this one
-    /// was away) and its next sequence number taken as it comes.
-    fn rejoin_origins(&mut self) {
-        let now = Instant::now();
-        for origin in self.origins.values_mut() {
-            origin.last_seen = now;
-            origin.next_seq = None;
-        }
+        self.schedule_resync();
     }
 
     fn count_replicas(&self) {
@@ -547,12 +506,7 @@ impl Driver {
         // While the link is down no one can be heard; the clocks start
         // again when it is back.
         let silent = 3 * self.options.heartbeat;
-        let before = self.origins.len();
-        if !self.link_down {
-            self.origins
-                .retain(|_, origin| now.duration_since(origin.last_seen) < silent);
-        }
-        if self.origins.len() < before {
+        if !self.link_down && self.origins.forget_silent(now, silent) > 0 {
             // A replica went quiet: it is gone, or its messages are lost.
             // It is forgotten, so that if it speaks again (a partition
             // healed) it is heard as new, and resynced for again.

@@ -29,7 +29,7 @@ struct Alive(Arc<Inner>);
 impl Drop for Alive {
     fn drop(&mut self) {
         // Also breaks the cycle hub -> relay -> hub.
-        self.0.hub.detach();
+        self.0.hub.door().detach();
         self.0.closed.store(true, Ordering::Release);
         self.0.wake.notify_one();
         self.0.closing.notify_one();
@@ -78,7 +78,7 @@ impl Relay {
             counters: Counters::default(),
             closed: AtomicBool::new(false),
         });
-        if !hub.attach(inner.clone()) {
+        if !hub.door().attach(inner.clone()) {
             return Err(RelayError::AlreadyAttached);
         }
         let task = RelayTask(Box::pin(driver::run(inner.clone(), broker, options, watch)));

@@ -173,6 +173,7 @@ mod link;
 #[cfg(feature = "nats")]
 mod nats;
 mod options;
+mod origins;
 mod outbound;
 #[cfg(feature = "redis")]
 mod redis;
