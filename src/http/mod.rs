@@ -20,6 +20,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
+// Public for the fuzz crate alone (`fuzz/src/lib.rs` drives the front
+// door's classification, which every HTTP body and stdio line goes
+// through); not part of the API, so hidden from the docs.
+#[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
 pub use serve::serve;
 

@@ -19,7 +19,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-/// The classification every line goes through, the same as over HTTP.
+// The classification every line goes through, the same as over HTTP.
+// Hidden, as `http`'s is (the fuzz crate drives it); re-exported here too
+// so that a build with `stdio` alone still has a public path to the types
+// it names.
+#[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
 
 use crate::context::{OpenContext, Principal, TransportKind};
