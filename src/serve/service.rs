@@ -165,14 +165,14 @@ impl<S: Source> ListenService<S> {
         if let Err(err) = context.read_meta(meta) {
             return Err(refuse(&context, err.to_error_data()));
         }
-        context.subscription_id = Some(id.clone());
-        self.open_filter(context.clone(), &requested)
+        self.open_filter(context.clone(), id.clone(), &requested)
             .map_err(|err| refuse(&context, err.to_error_data()))
     }
 
-    /// Opens a stream for an already parsed filter, under the admission
-    /// checks from the second on. The stream's id is the context's
-    /// [`subscription_id`](OpenContext::subscription_id) (`0` when unset).
+    /// Opens the stream of listen request `id` for an already parsed
+    /// filter, under the admission checks from the second on; the source
+    /// sees `id` as the context's
+    /// [`subscription_id`](OpenContext::subscription_id).
     ///
     /// # Errors
     ///
@@ -180,12 +180,13 @@ impl<S: Source> ListenService<S> {
     /// failed.
     pub fn open_filter(
         &self,
-        context: OpenContext,
+        mut context: OpenContext,
+        id: RequestId,
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
+        context.subscription_id = Some(id.clone());
         let (opened, slot) = self.admit(&context, requested)?;
         trace_opened(&context, &opened.granted);
-        let id = context.subscription_id.unwrap_or(RequestId::Number(0));
         Ok(ListenStream::new(
             opened.handle,
             id,

@@ -591,3 +591,27 @@ async fn over_stdio_receiving_is_cancel_safe_and_bad_input_gets_an_answer() {
     }
     assert_eq!(source.closed(), [CloseReason::Disconnected]);
 }
+
+/// Rule 4 for a filter parsed by the caller: the stream's id is the one
+/// given, stamped verbatim (no default id stands in for it).
+#[tokio::test]
+async fn rule_4_open_filter_stamps_the_id_it_is_given() {
+    let service = ListenService::new(mcp_subscriptions::Hub::new());
+    let id = RequestId::String("parsed-elsewhere".into());
+    let mut stream = service
+        .open_filter(
+            OpenContext::default(),
+            id,
+            &Filter::new().with_tools_list_changed(),
+        )
+        .unwrap();
+    let ack = tokio::time::timeout(Duration::from_secs(5), stream.next_message())
+        .await
+        .unwrap()
+        .unwrap();
+    let ack: Value = serde_json::from_slice(&ack.to_vec()).unwrap();
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "parsed-elsewhere"
+    );
+}
