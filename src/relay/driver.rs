@@ -17,7 +17,7 @@ use tokio::time::{Instant, MissedTickBehavior, sleep, timeout};
 
 use super::broker::Broker;
 use super::envelope::{self, Body, Channels, Envelope, Stamp};
-use super::incoming::{Incoming, Message};
+use super::incoming::{BusMessage, LinkEvent};
 use super::link::Link;
 use super::options::RelayOptions;
 use super::origins::{Heard, Origins};
@@ -220,12 +220,12 @@ impl Driver {
                     None => return Ended::Stop,
                 },
                 incoming = link.next() => match incoming {
-                    Some(Incoming::Messages(batch)) => self.receive(batch),
-                    Some(Incoming::Down) => {
+                    Some(LinkEvent::Messages(batch)) => self.receive(batch),
+                    Some(LinkEvent::Down) => {
                         self.link_down = true;
                         self.inner.counters.connected.store(false, Ordering::Relaxed);
                     }
-                    Some(Incoming::Up) => {
+                    Some(LinkEvent::Up) => {
                         if self.link_down {
                             self.link_down = false;
                             self.inner.counters.connected.store(true, Ordering::Relaxed);
@@ -401,13 +401,13 @@ impl Driver {
 
     /// An event as the message that carries it: on its key's channel, or
     /// on the catalog channel when it has no key.
-    fn message(&mut self, event: &Event) -> Message {
+    fn message(&mut self, event: &Event) -> BusMessage {
         let (channel, catalog) = match envelope::route(event) {
             Some(key) => (self.channels.key(&key), false),
             None => (self.catalog.clone(), true),
         };
         let stamp = self.stamp(catalog);
-        Message {
+        BusMessage {
             channel,
             payload: envelope::encode_event(&self.inner.origin, stamp, event),
         }
@@ -425,7 +425,7 @@ impl Driver {
         }
     }
 
-    async fn send(&self, link: &mut Link, messages: Vec<Message>) -> bool {
+    async fn send(&self, link: &mut Link, messages: Vec<BusMessage>) -> bool {
         matches!(
             timeout(self.options.timeout, link.publish(messages)).await,
             Ok(Ok(()))
@@ -433,8 +433,8 @@ impl Driver {
     }
 
     /// Publishes a batch into the hub, each origin's messages in the order
-    /// it sent them (see `Incoming::Messages`).
-    fn receive(&mut self, batch: Vec<Message>) {
+    /// it sent them (see `LinkEvent::Messages`).
+    fn receive(&mut self, batch: Vec<BusMessage>) {
         let mut envelopes: Vec<(String, Envelope)> = batch
             .into_iter()
             .filter_map(|m| Some((m.channel, envelope::decode(&m.payload)?)))
@@ -522,7 +522,7 @@ impl Driver {
             self.next_heartbeat = now + self.options.heartbeat;
             let stamp = self.stamp(true);
             let dropped = self.inner.counters.outbound_dropped.load(Ordering::Relaxed);
-            let heartbeat = Message {
+            let heartbeat = BusMessage {
                 channel: self.catalog.clone(),
                 payload: envelope::encode_heartbeat(&self.inner.origin, stamp, dropped),
             };

@@ -7,20 +7,20 @@ pub(crate) const RECEIVE_BATCH: usize = 256;
 
 /// One message on a channel: read from a subscription, or sent.
 #[derive(Debug)]
-pub(crate) struct Message {
+pub(crate) struct BusMessage {
     pub(crate) channel: String,
     pub(crate) payload: Vec<u8>,
 }
 
 /// What a connection reads.
 #[derive(Debug)]
-pub(crate) enum Incoming {
+pub(crate) enum LinkEvent {
     /// Messages that arrived on subscribed channels. Whatever the
     /// connection read before any of them is in this batch or an earlier
     /// one, so sorting a batch by each origin's order restores the order
     /// the broker delivered them in, even when the client hands each
     /// subscription its messages apart (NATS).
-    Messages(Vec<Message>),
+    Messages(Vec<BusMessage>),
     /// The client lost its connection and is making it again itself
     /// (NATS); messages sent meanwhile are lost.
     // Only the NATS client reconnects by itself.

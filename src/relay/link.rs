@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::broker::BrokerKind;
-use super::incoming::{Incoming, Message, Result};
+use super::incoming::{BusMessage, LinkEvent, Result};
 
 pub(crate) enum Link {
     #[cfg(feature = "redis")]
@@ -39,7 +39,7 @@ impl Link {
 
     /// Sends `messages` in one round trip where the broker allows it, each
     /// channel's in order.
-    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+    pub(crate) async fn publish(&mut self, messages: Vec<BusMessage>) -> Result<()> {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.publish(messages).await,
@@ -77,7 +77,7 @@ impl Link {
     /// # Cancel safety
     ///
     /// Cancel-safe: nothing is taken unless it is returned.
-    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+    pub(crate) async fn next(&mut self) -> Option<LinkEvent> {
         match self {
             #[cfg(feature = "redis")]
             Self::Redis(link) => link.next().await,

@@ -1,6 +1,6 @@
 //! Core NATS (feature `nats`). The client reconnects and resubscribes by
 //! itself; it tells the relay when its connection goes and comes back
-//! (`Incoming::Down`, `Incoming::Up`), so the relay can resync.
+//! (`LinkEvent::Down`, `LinkEvent::Up`), so the relay can resync.
 //!
 //! The client reads every subject from one socket, in the order the server
 //! delivers them, but hands each subscription its messages on a queue of
@@ -22,7 +22,7 @@ use futures_util::task::AtomicWaker;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use super::incoming::{Incoming, Message, Result};
+use super::incoming::{BusMessage, LinkEvent, Result};
 
 /// Connection events waiting for the relay's task.
 const EVENTS: usize = 16;
@@ -30,7 +30,7 @@ const EVENTS: usize = 16;
 pub(crate) struct NatsLink {
     client: async_nats::Client,
     subscriptions: Subscriptions,
-    events: mpsc::Receiver<Incoming>,
+    events: mpsc::Receiver<LinkEvent>,
 }
 
 impl NatsLink {
@@ -45,8 +45,8 @@ impl NatsLink {
                 let sender = sender.clone();
                 async move {
                     let incoming = match event {
-                        async_nats::Event::Disconnected => Incoming::Down,
-                        async_nats::Event::Connected => Incoming::Up,
+                        async_nats::Event::Disconnected => LinkEvent::Down,
+                        async_nats::Event::Connected => LinkEvent::Up,
                         _ => return,
                     };
                     // The relay may be gone; nothing to tell then.
@@ -65,8 +65,8 @@ impl NatsLink {
 
     /// The client writes what it is handed in the background, batching
     /// writes itself: handing each message over is enough.
-    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
-        for Message { channel, payload } in messages {
+    pub(crate) async fn publish(&mut self, messages: Vec<BusMessage>) -> Result<()> {
+        for BusMessage { channel, payload } in messages {
             self.client
                 .publish(channel, payload.into())
                 .await
@@ -103,7 +103,7 @@ impl NatsLink {
     /// # Cancel safety
     ///
     /// Cancel-safe: a batch is returned from the poll that takes it.
-    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+    pub(crate) async fn next(&mut self) -> Option<LinkEvent> {
         // Unconstrained: tokio's budget could make a queue that holds
         // messages look empty, and a batch would then miss them.
         tokio::task::unconstrained(poll_fn(|cx| {
@@ -183,7 +183,7 @@ impl Subscriptions {
 
     /// Every message any subscription holds, taken until none holds one;
     /// `Ready(None)` once a subscription ended (the client is gone).
-    fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<Incoming>> {
+    fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<LinkEvent>> {
         if self.ended {
             return Poll::Ready(None);
         }
@@ -201,7 +201,7 @@ impl Subscriptions {
                 let mut cx = Context::from_waker(&subscription.waker);
                 loop {
                     match subscription.subscriber.poll_next_unpin(&mut cx) {
-                        Poll::Ready(Some(message)) => batch.push(Message {
+                        Poll::Ready(Some(message)) => batch.push(BusMessage {
                             channel: message.subject.to_string(),
                             payload: message.payload.to_vec(),
                         }),
@@ -215,7 +215,7 @@ impl Subscriptions {
             }
         }
         if !batch.is_empty() {
-            Poll::Ready(Some(Incoming::Messages(batch)))
+            Poll::Ready(Some(LinkEvent::Messages(batch)))
         } else if self.ended {
             Poll::Ready(None)
         } else {

@@ -10,7 +10,7 @@ use futures_util::stream::ReadyChunks;
 use redis::AsyncConnectionConfig;
 use redis::aio::{MultiplexedConnection, PubSubSink, PubSubStream};
 
-use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
+use super::incoming::{BusMessage, LinkEvent, RECEIVE_BATCH, Result};
 
 pub(crate) struct RedisLink {
     publisher: MultiplexedConnection,
@@ -25,9 +25,9 @@ pub(super) fn message(e: redis::RedisError) -> String {
 
 /// `command` (`PUBLISH` or `SPUBLISH`) for each message, in order, in one
 /// pipeline whose replies are ignored.
-pub(super) fn publishes(command: &str, messages: Vec<Message>) -> redis::Pipeline {
+pub(super) fn publishes(command: &str, messages: Vec<BusMessage>) -> redis::Pipeline {
     let mut pipeline = redis::pipe();
-    for Message { channel, payload } in messages {
+    for BusMessage { channel, payload } in messages {
         pipeline.cmd(command).arg(channel).arg(payload).ignore();
     }
     pipeline
@@ -55,7 +55,7 @@ impl RedisLink {
     }
 
     /// One pipeline: every `PUBLISH` written at once, one round trip.
-    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+    pub(crate) async fn publish(&mut self, messages: Vec<BusMessage>) -> Result<()> {
         publishes("PUBLISH", messages)
             .query_async::<()>(&mut self.publisher)
             .await
@@ -82,12 +82,12 @@ impl RedisLink {
     ///
     /// Cancel-safe: `ReadyChunks` returns a batch from the poll that
     /// takes it.
-    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+    pub(crate) async fn next(&mut self) -> Option<LinkEvent> {
         let batch = self.stream.next().await?;
-        Some(Incoming::Messages(
+        Some(LinkEvent::Messages(
             batch
                 .into_iter()
-                .map(|message| Message {
+                .map(|message| BusMessage {
                     channel: message.get_channel_name().to_owned(),
                     payload: message.get_payload_bytes().to_vec(),
                 })

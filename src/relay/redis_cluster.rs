@@ -15,7 +15,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, Value};
 use tokio::sync::mpsc;
 
-use super::incoming::{Incoming, Message, RECEIVE_BATCH, Result};
+use super::incoming::{BusMessage, LinkEvent, RECEIVE_BATCH, Result};
 use super::redis::{message, publishes};
 
 pub(crate) struct RedisClusterLink {
@@ -49,7 +49,7 @@ impl RedisClusterLink {
 
     /// One pipeline for each slot, since a pipeline's commands must share
     /// one: a round trip for each shard that `messages` reach.
-    pub(crate) async fn publish(&mut self, messages: Vec<Message>) -> Result<()> {
+    pub(crate) async fn publish(&mut self, messages: Vec<BusMessage>) -> Result<()> {
         for group in by_slot(messages, |message| &message.channel) {
             publishes("SPUBLISH", group)
                 .query_async::<()>(&mut self.connection)
@@ -80,7 +80,7 @@ impl RedisClusterLink {
     /// # Cancel safety
     ///
     /// Cancel-safe: `recv_many` takes nothing unless it returns.
-    pub(crate) async fn next(&mut self) -> Option<Incoming> {
+    pub(crate) async fn next(&mut self) -> Option<LinkEvent> {
         let mut pushes = Vec::new();
         loop {
             if self.lost || self.pushes.recv_many(&mut pushes, RECEIVE_BATCH).await == 0 {
@@ -97,7 +97,7 @@ impl RedisClusterLink {
                         ) = (data.next(), data.next())
                         {
                             let channel = String::from_utf8_lossy(&channel).into_owned();
-                            batch.push(Message { channel, payload });
+                            batch.push(BusMessage { channel, payload });
                         }
                     }
                     PushKind::Disconnection => {
@@ -110,7 +110,7 @@ impl RedisClusterLink {
                 }
             }
             if !batch.is_empty() {
-                return Some(Incoming::Messages(batch));
+                return Some(LinkEvent::Messages(batch));
             }
         }
     }
