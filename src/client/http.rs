@@ -11,10 +11,10 @@ use rmcp::model::{ErrorData, RequestId};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use super::error::{ProtocolError, SubscribeError};
+use super::error::SubscribeError;
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, PROTOCOL_VERSION, Step, arrival, listen_request};
+use super::protocol::{Expect, PROTOCOL_VERSION, Step, acknowledged, arrival, listen_request};
 use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
@@ -97,16 +97,8 @@ impl Connect for Http {
                 events: Box::pin(SseStream::from_bytes_stream(response.bytes_stream())),
                 expect: Expect::new(&id, requested),
             };
-            match feed.step().await {
-                Ok(Step::Acknowledged(granted)) => Ok((granted, Box::new(feed) as Box<dyn Feed>)),
-                Ok(Step::End(End::Failed(error))) => Err(SubscribeError::Refused(error)),
-                Ok(_) => Err(ProtocolError::BeforeAcknowledgement {
-                    what: "a notification".into(),
-                }
-                .into()),
-                Err(End::Protocol(err)) => Err(err.into()),
-                Err(_) => Err(SubscribeError::Closed),
-            }
+            let first = feed.step().await;
+            acknowledged(first, feed)
         }
         .boxed()
     }

@@ -6,10 +6,10 @@
 use rmcp::model::{ErrorData, RequestId};
 use serde_json::{Map, Value, json};
 
-use super::error::ProtocolError;
+use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::pump::Arrival;
+use super::pump::{Arrival, Feed};
 use crate::event::{Event, EventKind};
 use crate::filter::Filter;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
@@ -60,6 +60,25 @@ pub(super) enum Step {
     End(End),
     /// Nothing for this stream (a request from the server, a keep-alive).
     Skip,
+}
+
+/// What the first step of a new stream makes of it, on every transport:
+/// the grant and the stream once acknowledged; the server's refusal; or a
+/// protocol error when anything else came first.
+pub(super) fn acknowledged<F: Feed + 'static>(
+    first: Result<Step, End>,
+    feed: F,
+) -> Result<(Filter, Box<dyn Feed>), SubscribeError> {
+    match first {
+        Ok(Step::Acknowledged(granted)) => Ok((granted, Box::new(feed))),
+        Ok(Step::End(End::Failed(error))) => Err(SubscribeError::Refused(error)),
+        Ok(_) => Err(ProtocolError::BeforeAcknowledgement {
+            what: "a notification".into(),
+        }
+        .into()),
+        Err(End::Protocol(err)) => Err(err.into()),
+        Err(_) => Err(SubscribeError::Closed),
+    }
 }
 
 /// What a step read after the acknowledgement brings the pump: an event, or

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, Step, arrival, cancelled, listen_request, meta};
+use super::protocol::{Expect, Step, acknowledged, arrival, cancelled, listen_request, meta};
 use super::pump::{Arrival, Connect, Feed, Opening};
 use super::subscription::Subscription;
 use crate::filter::Filter;
@@ -350,16 +350,8 @@ impl Connect for StdioClient {
             if !connection.send(&listen_request(&id, requested, options)) {
                 return Err(SubscribeError::Closed);
             }
-            match feed.step().await {
-                Ok(Step::Acknowledged(granted)) => Ok((granted, Box::new(feed) as Box<dyn Feed>)),
-                Ok(Step::End(End::Failed(error))) => Err(SubscribeError::Refused(error)),
-                Ok(_) => Err(ProtocolError::BeforeAcknowledgement {
-                    what: "a notification".into(),
-                }
-                .into()),
-                Err(End::Protocol(err)) => Err(err.into()),
-                Err(_) => Err(SubscribeError::Closed),
-            }
+            let first = feed.step().await;
+            acknowledged(first, feed)
         }
         .boxed()
     }
