@@ -31,6 +31,12 @@ pub(crate) struct NatsLink {
     client: async_nats::Client,
     subscriptions: Subscriptions,
     events: mpsc::Receiver<LinkEvent>,
+    /// A subject of this connection's own, and its subscription: a
+    /// message sent there and received back is a round trip through the
+    /// server, which handles a connection's commands in order (`flush`
+    /// only writes them to the socket).
+    /// Boxed: a subscriber is large, and a link is moved around whole.
+    probe: (String, Box<async_nats::Subscriber>),
 }
 
 impl NatsLink {
@@ -56,10 +62,16 @@ impl NatsLink {
             .connect(url)
             .await
             .map_err(|e| e.to_string())?;
+        let subject = client.new_inbox();
+        let probe = client
+            .subscribe(subject.clone())
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             client,
             subscriptions: Subscriptions::default(),
             events,
+            probe: (subject, Box::new(probe)),
         })
     }
 
@@ -88,8 +100,17 @@ impl NatsLink {
             self.subscriptions.insert(subject, subscriber);
         }
         // A round trip, so that the server has every subscription before
-        // this returns (as Redis confirms each one).
-        self.client.flush().await.map_err(|e| e.to_string())
+        // this returns (as Redis confirms each one): the relay tells
+        // listeners acknowledged before it to catch up from that moment.
+        let (subject, probe) = &mut self.probe;
+        self.client
+            .publish(subject.clone(), bytes::Bytes::new())
+            .await
+            .map_err(|e| e.to_string())?;
+        match probe.next().await {
+            Some(_) => Ok(()),
+            None => Err("the connection closed".to_owned()),
+        }
     }
 
     /// Dropping a subscriber unsubscribes it.

@@ -126,3 +126,34 @@ async fn a_restarted_server_is_reconnected_and_listeners_resynced() {
     })
     .await;
 }
+
+/// A listener's key subject counts as subscribed, and its catch-up is
+/// sent, only once the server has the subscription: with A 300 ms away,
+/// an update B publishes right after A says so still reaches A. (`flush`
+/// alone only writes the subscription to the socket: B's update used to
+/// beat it to the server and go by unheard.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_subject_counts_as_subscribed_once_the_server_has_it() {
+    let broker = Broker::nats();
+    let proxy = crate::proxy::Proxy::start(broker.port);
+    let (hub_a, hub_b) = (Hub::new(), Hub::new());
+    let a = replicas::relay(
+        &format!("nats://127.0.0.1:{}", proxy.port),
+        &hub_a,
+        options("mcp-subscriptions").with_timeout(Duration::from_secs(5)),
+    );
+    let b = relay(&broker, &hub_b);
+    settled(&[&a, &b]).await;
+    proxy.delay(Duration::from_millis(300));
+
+    let mut on_a =
+        listen_subscribed(&hub_a, &a, &Filter::new().with_resource("file:///x"), 1).await;
+    b.hub().notify_resource_updated("file:///x");
+    assert_eq!(
+        next_event(&mut on_a).await.kind(),
+        &EventKind::ResourceUpdated {
+            uri: "file:///x".into()
+        }
+    );
+    until("B's update received by A", || a.stats().received == 1).await;
+}
