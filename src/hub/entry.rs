@@ -27,10 +27,20 @@ impl Entry {
             lag: snap.lag,
             max_queue_depth: snap.max_depth,
             queued_bytes: snap.bytes as u64,
-            max_queued_bytes: snap.max_bytes,
-            capacity: snap.capacity,
-            overflow: snap.overflow,
-            coalesce: snap.coalesce,
+            max_queued_bytes: snap.settings.max_bytes,
+            capacity: snap.settings.capacity,
+            overflow: snap.settings.overflow,
+            coalesce: snap.settings.coalesce,
+        }
+    }
+}
+
+impl Drop for Entry {
+    /// A seat is given back once both the registry and the listener are
+    /// done with its entry.
+    fn drop(&mut self) {
+        if let Inbox::Seat(lane, seat) = &self.inbox {
+            lane.release(*seat);
         }
     }
 }

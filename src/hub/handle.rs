@@ -1,8 +1,6 @@
 //! The `Hub` handle: opening listeners, publishing, completing, and reading
 //! the counters.
 
-use std::borrow::Cow;
-use std::cell::Cell;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::task::Waker;
@@ -12,32 +10,21 @@ use super::entry::Entry;
 #[cfg(any(feature = "redis", feature = "nats"))]
 use super::forward::Door;
 use super::id::ListenerId;
-use super::inbox::Inbox;
-use super::index::Target;
 use super::interest::InterestWatch;
 use super::lane::LaneKey;
 use super::listener::Listener;
-use super::queue::{Pushed, Queue, Waiter};
+use super::queue::Queue;
+use super::reader::Settings;
 use super::report::PublishReport;
 use super::shared::Shared;
-use super::stats::{HubStats, ListenerStats, Retirement};
+use super::stats::{HubStats, ListenerStats};
 use crate::context::OpenContext;
 use crate::error::{ListenParamsError, OpenError};
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::filter::{Capabilities, Filter};
 use crate::overflow::Overflow;
 use crate::source::{Opened, Source};
 use crate::sync::{Arc, Ordering};
-
-thread_local! {
-    /// The readers a publish wakes, kept for this thread's next publish, so
-    /// that waking many costs no allocation each time.
-    static WAITERS: Cell<Vec<Waiter>> = const { Cell::new(Vec::new()) };
-}
-
-/// The most waiters a thread keeps room for between publishes; a larger
-/// buffer (after a publish that woke more) is freed.
-const KEPT_WAITERS: usize = 4_096;
 
 /// The subscription hub: publish changes, and every listener whose filter
 /// matches gets them in its own bounded queue.
@@ -71,10 +58,10 @@ const KEPT_WAITERS: usize = 4_096;
 /// event to the push. These keep a queue of their own: a listener that
 /// disconnects on overflow, coalesces, counts against a
 /// [hub-wide byte bound](crate::HubBuilder::max_hub_queued_bytes), or asks
-/// for extension events or everything; and every listener opened after an
-/// event with a [`Succession`](crate::Succession) was published (the
-/// listeners already sharing a ring it reaches get queues of their own
-/// then, holding what they had yet to read).
+/// for extension events or everything; and every listener, once an event
+/// with a [`Succession`](crate::Succession) is about to reach a shared ring
+/// (the listeners sharing rings then move to queues of their own, holding
+/// what they had yet to read).
 ///
 /// # Why locks and not an actor task
 ///
@@ -176,19 +163,13 @@ impl Hub {
             .into());
         }
         let filter = requested.narrow(&config.capabilities);
-        let capacity = context.capacity.map_or(config.capacity, NonZeroUsize::get);
-        let overflow = context.overflow.unwrap_or(config.overflow);
-        let coalesce = context.coalesce.unwrap_or(config.coalesce);
-        let max_bytes = context.max_queued_bytes.unwrap_or(config.max_queued_bytes);
-        let lane = LaneKey::of(
-            &filter,
-            capacity,
-            overflow,
-            coalesce,
-            max_bytes,
-            self.shared.budget.is_some(),
-        )
-        .filter(|_| !self.shared.successions.load(Ordering::Relaxed));
+        let settings = Settings {
+            capacity: context.capacity.map_or(config.capacity, NonZeroUsize::get),
+            max_bytes: context.max_queued_bytes.unwrap_or(config.max_queued_bytes),
+            overflow: context.overflow.unwrap_or(config.overflow),
+            coalesce: context.coalesce.unwrap_or(config.coalesce),
+        };
+        let lane = LaneKey::of(&filter, settings, self.shared.budget.is_some());
         let mut registry = self.shared.registry.write();
         if registry.completed {
             return Err(OpenError::Completed);
@@ -198,16 +179,11 @@ impl Hub {
                 limit: config.max_listeners,
             });
         }
-        let queue = || {
-            Queue::new(capacity, overflow, coalesce)
-                .with_byte_bounds(max_bytes, self.shared.budget.clone())
-        };
-        let (inbox, unpaired) = match lane {
-            Some(lane) => registry.place(lane, &filter, queue),
-            None => (Inbox::Own(Box::new(queue())), None),
-        };
+        let id = ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let queue = || Queue::new(id, settings, self.shared.budget.clone());
+        let (inbox, unpaired) = registry.place(lane, &filter, queue);
         let entry = Arc::new(Entry {
-            id: ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed)),
+            id,
             filter,
             inbox,
             unpaired,
@@ -247,98 +223,7 @@ impl Hub {
     /// relay publishes of other replicas' events, which must not go back
     /// out.
     pub(crate) fn publish_here(&self, event: Event) -> PublishReport {
-        self.shared.published.fetch_add(1, Ordering::Relaxed);
-        if event.succession().is_some() {
-            self.shared.successions.store(true, Ordering::Relaxed);
-        }
-        let routed = self.routed_kind(event.kind());
-        // Pushes tallied by outcome (one increment each, in the loop that
-        // runs once per listener), turned into the report after it.
-        let mut tally = [0; Pushed::COUNT];
-        let mut overflowed = Vec::new();
-        let mut waiters = WAITERS.take();
-        {
-            // A read lock: publishers run side by side, and only opening,
-            // closing and completing (all brief) exclude them.
-            let registry = self.shared.registry.read();
-            for target in registry.index.matches(&routed).into_iter().flatten() {
-                match target {
-                    Target::Listener(entry) => {
-                        let Inbox::Own(queue) = &entry.inbox else {
-                            unreachable!("only listeners with their own queue are indexed")
-                        };
-                        let (pushed, waiter) = queue.push(&event);
-                        tally[pushed as usize] += 1;
-                        waiters.extend(waiter);
-                        if pushed == Pushed::Disconnected {
-                            overflowed.push(entry.id);
-                        }
-                    }
-                    Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
-                }
-            }
-        }
-        let count = |pushed: Pushed| tally[pushed as usize];
-        let report = PublishReport {
-            matched: tally.iter().sum::<usize>() - count(Pushed::NotOpen),
-            queued: count(Pushed::Queued) + count(Pushed::DroppedOldest),
-            evicted: count(Pushed::DroppedOldest),
-            coalesced: count(Pushed::Coalesced),
-            disconnected: count(Pushed::Disconnected),
-        };
-        // Readers are woken with no lock held: waking runs executor code,
-        // which may drop a task owning a listener, and that takes the lock.
-        for waiter in waiters.drain(..) {
-            waiter.wake();
-        }
-        if waiters.capacity() <= KEPT_WAITERS {
-            WAITERS.set(waiters);
-        }
-        // Retiring needs the write lock, so it waits until the read lock is
-        // released; the failed queues take no events in between.
-        if !overflowed.is_empty() {
-            let mut registry = self.shared.registry.write();
-            let retired: Vec<_> = overflowed
-                .into_iter()
-                .filter_map(|id| registry.retire(id, Retirement::Overflow))
-                .collect();
-            let watchers = registry.interest.take_wakers();
-            drop(registry);
-            watchers.into_iter().for_each(Waker::wake);
-            for retired in retired {
-                tracing::warn!(
-                    target: "mcp_subscriptions",
-                    listener = retired.id.as_u64(),
-                    dropped = retired.events.dropped,
-                    "listener disconnected for overflow"
-                );
-                retired.trace();
-            }
-        }
-        report
-    }
-
-    /// The kind `kind` is routed as: an extension notification whose
-    /// extension does not list its method reaches only match-everything
-    /// listeners (channels), never a listen stream, as if it had no selector.
-    fn routed_kind<'a>(&self, kind: &'a EventKind) -> Cow<'a, EventKind> {
-        match kind {
-            EventKind::Extension {
-                method,
-                selector: Some(selector),
-            } if !self
-                .shared
-                .config
-                .capabilities
-                .routes(method, selector.field()) =>
-            {
-                Cow::Owned(EventKind::Extension {
-                    method: method.clone(),
-                    selector: None,
-                })
-            }
-            _ => Cow::Borrowed(kind),
-        }
+        self.shared.publish_here(event)
     }
 
     /// Publishes `notifications/tools/list_changed`.
@@ -543,6 +428,8 @@ impl Source for Hub {
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
     use super::*;
+    use crate::event::EventKind;
+    use crate::source::Next;
 
     /// How many pushes a publish of `kind` makes: one per target the
     /// index routes it to.
@@ -587,11 +474,43 @@ mod tests {
     }
 
     #[test]
-    fn after_a_succession_new_listeners_get_queues_of_their_own() {
+    fn a_succession_about_to_reach_a_lane_moves_its_members_to_queues_of_their_own() {
         let hub = Hub::new();
         let tools = Filter::new().with_tools_list_changed();
-        hub.publish(Event::tools_list_changed().with_succession(crate::Succession::new("k", 1)));
-        let _listeners: Vec<_> = (0..3).map(|_| hub.listen(&tools).unwrap()).collect();
-        assert_eq!(targets(&hub, &EventKind::ToolsListChanged), 3);
+        let kind = EventKind::ToolsListChanged;
+        let mut members: Vec<_> = (0..3).map(|_| hub.listen(&tools).unwrap()).collect();
+        let versioned =
+            |event: Event, version| event.with_succession(crate::Succession::new("k", version));
+        // A succession that reaches no lane (a task's status) leaves lanes be.
+        hub.publish(versioned(Event::resource_updated("elsewhere"), 1));
+        assert_eq!(targets(&hub, &kind), 2, "a queue and a lane");
+        hub.notify_tools_list_changed();
+        assert_eq!(
+            hub.publish(versioned(Event::tools_list_changed(), 1))
+                .queued,
+            3
+        );
+        assert_eq!(targets(&hub, &kind), 3, "a queue each");
+        // Each queue keeps a succession's memory: version 2 replaces 1.
+        assert_eq!(
+            hub.publish(versioned(Event::tools_list_changed(), 2))
+                .queued,
+            3
+        );
+        for member in &mut members {
+            let mut versions = Vec::new();
+            while let Some(Next::Event(event)) = member.try_next() {
+                versions.push(event.succession().map(|s| s.version()));
+            }
+            assert_eq!(versions, [None, Some(2)]);
+        }
+        // Listeners alike opened later keep queues of their own too.
+        let _late: Vec<_> = (0..2).map(|_| hub.listen(&tools).unwrap()).collect();
+        assert_eq!(targets(&hub, &kind), 5);
+        let stats = hub.stats();
+        assert!(stats.events.is_balanced(), "{:?}", stats.events);
+        assert_eq!(stats.events.coalesced, 3);
+        drop(members);
+        assert_eq!(hub.stats().listeners_active, 2);
     }
 }

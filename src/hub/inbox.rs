@@ -1,84 +1,76 @@
 //! Where a listener's events wait: its own queue, or a seat in a lane it
 //! shares with listeners whose queues would be alike.
+//!
+//! A seat can move out of its lane into a queue of its own (see `lane`).
+//! An operation on a moved seat is done on its queue; a listener that
+//! finds its seat moved reads the queue directly from then on
+//! ([`Inbox::pop_or_register`] tells it where).
 
 use super::lane::Lane;
-use super::queue::{Queue, QueueSnapshot, Waiter};
+use super::queue::Queue;
+use super::reader::{Snapshot, Waiter};
 use crate::source::Next;
 use crate::sync::Arc;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Inbox {
-    /// Boxed, so that a listener in a lane does not carry a queue's room.
-    Own(Box<Queue>),
-    Seat(Seat),
-}
-
-/// A member's place in a lane, given back when the listener's entry goes.
-#[derive(Debug)]
-pub(crate) struct Seat {
-    pub(crate) lane: Arc<Lane>,
-    index: usize,
-}
-
-impl Seat {
-    pub(crate) fn join(lane: Arc<Lane>) -> Self {
-        let index = lane.join();
-        Self { lane, index }
-    }
-}
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        self.lane.release(self.index);
-    }
+    Own(Arc<Queue>),
+    /// A lane, and the member's seat number in it.
+    Seat(Arc<Lane>, usize),
 }
 
 impl Inbox {
     /// Takes the next item, or, when there is none yet, lets `register`
-    /// install a waiter (see [`Queue::pop_or_register`]).
+    /// install a waiter (see [`Reader::pop_or_register`]); the queue a seat
+    /// moved to, if it moved, for the caller to read instead.
+    ///
+    /// [`Reader::pop_or_register`]: super::reader::Reader::pop_or_register
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Option<Next> {
+    ) -> Result<Option<Next>, Arc<Queue>> {
         match self {
-            Self::Own(queue) => queue.pop_or_register(register),
-            Self::Seat(seat) => seat.lane.pop_or_register(seat.index, register),
+            Self::Own(queue) => Ok(queue.pop_or_register(register)),
+            Self::Seat(lane, seat) => lane.pop_or_register(*seat, register),
         }
     }
 
     /// Removes a waiter that gave up.
     pub(crate) fn forget_waiter(&self) {
-        match self {
-            Self::Own(queue) => queue.forget_waiter(),
-            Self::Seat(seat) => seat.lane.forget_waiter(seat.index),
-        }
+        self.visit(Queue::forget_waiter, Lane::forget_waiter);
     }
 
     /// Stops taking events; the reader drains, then gets `Complete`.
     /// Returns the waiter to wake once no lock is held.
     pub(crate) fn complete(&self) -> Option<Waiter> {
-        match self {
-            Self::Own(queue) => queue.complete(),
-            Self::Seat(seat) => seat.lane.complete(seat.index),
-        }
+        self.visit(Queue::complete, Lane::complete)
     }
 
     /// Ends it, discarding what it holds, and wakes its reader. Idempotent.
     pub(crate) fn close(&self) {
-        let waiter = match self {
-            Self::Own(queue) => queue.stop(),
-            Self::Seat(seat) => seat.lane.stop(seat.index),
-        };
-        if let Some(waiter) = waiter {
+        if let Some(waiter) = self.visit(Queue::stop, Lane::stop) {
             waiter.wake();
         }
     }
 
-    pub(crate) fn snapshot(&self) -> QueueSnapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.visit(Queue::snapshot, Lane::snapshot)
+    }
+
+    /// `on_queue` for a queue of its own, `on_seat` for a seat, and
+    /// `on_queue` again on the queue a seat moved to.
+    fn visit<T>(
+        &self,
+        on_queue: impl FnOnce(&Queue) -> T,
+        on_seat: impl FnOnce(&Lane, usize) -> Result<T, Arc<Queue>>,
+    ) -> T {
         match self {
-            Self::Own(queue) => queue.snapshot(),
-            Self::Seat(seat) => seat.lane.snapshot(seat.index),
+            Self::Own(queue) => on_queue(queue),
+            Self::Seat(lane, seat) => match on_seat(lane, *seat) {
+                Ok(done) => done,
+                Err(moved) => on_queue(&moved),
+            },
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The routing index: which listeners an event reaches, found without
-//! looking at the others. What it holds are targets: a listener with its
-//! own queue, or a lane its members share (reached once for all of them).
+//! looking at the others. What it holds are targets: a listener's own
+//! queue, or a lane its members share (reached once for all of them).
 //!
 //! One bucket per list-changed kind, a map from URI to bucket for resource
 //! updates, a map per extension field (from key to bucket, plus the
@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
-use super::entry::Entry;
 use super::lane::Lane;
+use super::queue::Queue;
 use crate::event::EventKind;
 use crate::filter::Filter;
 use crate::sync::Arc;
@@ -20,8 +20,8 @@ use crate::sync::Arc;
 /// What a publish pushes into.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
-    /// A listener with its own queue.
-    Listener(Arc<Entry>),
+    /// A listener's own queue.
+    Queue(Arc<Queue>),
     Lane(Arc<Lane>),
 }
 
@@ -32,7 +32,7 @@ type TargetId = usize;
 impl Target {
     fn id(&self) -> TargetId {
         match self {
-            Self::Listener(entry) => Arc::as_ptr(entry) as usize,
+            Self::Queue(queue) => Arc::as_ptr(queue) as usize,
             Self::Lane(lane) => Arc::as_ptr(lane) as usize,
         }
     }
@@ -225,25 +225,26 @@ mod tests {
     use crate::event::Selector;
     use crate::filter::Filter;
     use crate::hub::id::ListenerId;
-    use crate::hub::inbox::Inbox;
-    use crate::hub::queue::Queue;
+    use crate::hub::reader::Settings;
     use crate::overflow::Overflow;
 
-    fn entry(id: u64, filter: Filter) -> Arc<Entry> {
-        Arc::new(Entry {
-            id: ListenerId(id),
-            filter,
-            inbox: Inbox::Own(Box::new(Queue::new(1, Overflow::DropOldest, false))),
-            unpaired: None,
-        })
+    /// Listener `id`'s queue, and the filter it is routed by.
+    fn entry(id: u64, filter: Filter) -> (Arc<Queue>, Filter) {
+        let settings = Settings {
+            capacity: 1,
+            max_bytes: usize::MAX,
+            overflow: Overflow::DropOldest,
+            coalesce: false,
+        };
+        (Arc::new(Queue::new(ListenerId(id), settings, None)), filter)
     }
 
-    fn insert(index: &mut Index, entry: &Arc<Entry>) {
-        index.insert(&Target::Listener(entry.clone()), &entry.filter);
+    fn insert(index: &mut Index, (queue, filter): &(Arc<Queue>, Filter)) {
+        index.insert(&Target::Queue(queue.clone()), filter);
     }
 
-    fn remove(index: &mut Index, entry: &Arc<Entry>) {
-        index.remove(&Target::Listener(entry.clone()), &entry.filter);
+    fn remove(index: &mut Index, (queue, filter): &(Arc<Queue>, Filter)) {
+        index.remove(&Target::Queue(queue.clone()), filter);
     }
 
     fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
@@ -252,8 +253,8 @@ mod tests {
             .into_iter()
             .flatten()
             .map(|target| match target {
-                Target::Listener(entry) => entry.id.0,
-                Target::Lane(_) => unreachable!("the test indexes listeners only"),
+                Target::Queue(queue) => queue.id().0,
+                Target::Lane(_) => panic!("the test indexes queues only"),
             })
             .collect();
         ids.sort_unstable();

@@ -4,40 +4,44 @@
 //! (drop-oldest, no coalescing, one capacity and one byte bound, no
 //! hub-wide byte budget) would each hold the same events in the same order.
 //! A lane holds them once, in a [`Ring`], and each member, a seat, keeps
-//! only its position in it. A publish into a lane is one push, however
-//! many members it has, and a member's reader finds for itself what
-//! eviction cost it, as `broadcast` receivers do. The ring counts members
-//! per position, so a publish still reports exactly how many lost an event,
-//! and each seat's counts come out as its own queue would have kept them.
+//! its [`Reader`] and its position in the ring. A publish into a lane is
+//! one push, however many members it has, and a member's reader finds for
+//! itself what eviction cost it, as `broadcast` receivers do. The ring
+//! counts members per position, so a publish still reports exactly how
+//! many lost an event, and each seat's counts come out as its own queue
+//! would have kept them.
 //!
 //! The registry opens a lane for the second listener alike; the first keeps
 //! a queue of its own, so a listener alike to no other pays for no lane.
 //!
-//! # Splitting
+//! # Moving out
 //!
 //! A [succession](crate::Succession) needs each member's own memory of
-//! what it took and what it holds. The first event with a succession that
-//! reaches a lane splits it: each seat gets its own queue holding what it
-//! had yet to read, with its counts and its reader's waiter, and the lane
-//! pushes every later event into those queues.
+//! what it took and what it holds, which a ring shared by all cannot keep.
+//! Before the first event with a succession reaches a lane, the registry
+//! moves every member out ([`Lane::move_out`]): each gets a queue of its
+//! own holding what it had yet to read, with its reader as it was, and the
+//! index routes to those queues instead of the lane. A member's reader
+//! finds its seat moved at its next read and reads its queue from then on.
 
 use std::collections::VecDeque;
 
-use super::queue::{Handover, Phase, Pushed, Queue, QueueSnapshot, Waiter};
-use super::ring::Ring;
-use crate::counts::Counts;
+use super::bounded::Pushed;
+use super::id::ListenerId;
+use super::queue::Queue;
+use super::reader::{Reader, Settings, Snapshot, Waiter};
+use super::ring::{Cursor, InRing, Ring};
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::overflow::Overflow;
 use crate::source::Next;
-use crate::sync::Mutex;
+use crate::sync::{Arc, Mutex};
 
 /// What makes listeners' queues alike: their settings and what their
 /// filters route.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct LaneKey {
-    capacity: usize,
-    max_bytes: usize,
+    settings: Settings,
     /// Tools, prompts and resources list changes.
     lists: [bool; 3],
     /// Sorted, so the order a request named them in does not matter.
@@ -45,35 +49,27 @@ pub(crate) struct LaneKey {
 }
 
 impl LaneKey {
-    /// The lane a listener with `filter` and these queue settings joins;
-    /// `None` when its queue must be its own: it coalesces, disconnects on
-    /// overflow, counts against a hub-wide byte budget, or takes extension
-    /// events or everything.
-    pub(crate) fn of(
-        filter: &Filter,
-        capacity: usize,
-        overflow: Overflow,
-        coalesce: bool,
-        max_bytes: usize,
-        budgeted: bool,
-    ) -> Option<Self> {
-        if coalesce
+    /// The lane a listener with `filter` and `settings` joins; `None` when
+    /// its queue must be its own: it coalesces, disconnects on overflow,
+    /// counts against a hub-wide byte budget, or takes extension events or
+    /// everything.
+    pub(crate) fn of(filter: &Filter, settings: Settings, budgeted: bool) -> Option<Self> {
+        if settings.coalesce
             || budgeted
-            || overflow != Overflow::DropOldest
+            || settings.overflow != Overflow::DropOldest
             || filter.is_everything()
             || !filter.extensions().is_empty()
         {
             return None;
         }
-        Some(Self::new(filter, capacity, max_bytes))
+        Some(Self::new(filter, settings))
     }
 
-    fn new(filter: &Filter, capacity: usize, max_bytes: usize) -> Self {
+    fn new(filter: &Filter, settings: Settings) -> Self {
         let mut uris: Vec<String> = filter.resource_subscriptions().map(str::to_owned).collect();
         uris.sort_unstable();
         Self {
-            capacity,
-            max_bytes,
+            settings,
             lists: [
                 filter.tools_list_changed(),
                 filter.prompts_list_changed(),
@@ -88,18 +84,16 @@ impl LaneKey {
 /// the index, the routing): a lane holds only what a queue would.
 #[derive(Debug)]
 pub(crate) struct Lane {
-    capacity: usize,
-    max_bytes: usize,
+    settings: Settings,
     state: Mutex<State>,
 }
 
 #[derive(Debug)]
 struct State {
-    /// `None` once the lane has split.
-    ring: Option<Ring>,
+    ring: Ring,
     /// Indexed by seat number; a slot is free again once its listener's
     /// entry is dropped.
-    seats: Vec<Option<Seat>>,
+    slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// Seats that registered a waiter since the last publish (a seat is
     /// listed once, however often its reader registers).
@@ -107,61 +101,29 @@ struct State {
 }
 
 #[derive(Debug)]
-enum Seat {
-    Shared(Cursor),
-    /// Its own queue, since the lane split (boxed: most lanes never do).
-    Own(Box<Queue>),
+enum Slot {
+    Seat(Seat),
+    /// Moved out to a queue of its own (see the module docs).
+    Moved(Arc<Queue>),
 }
 
-/// A member's place in the ring and its counts.
+/// A member: its reader and its place in the ring.
 #[derive(Debug)]
-struct Cursor {
-    /// The position of the next event it reads, unless eviction moved it
-    /// on (see [`Ring::position`]).
-    next: u64,
-    /// Where it joined, and where it left: it matched every event between.
-    start: u64,
-    end: Option<u64>,
-    delivered: u64,
-    dropped: u64,
-    discarded: u64,
-    /// Events lost to eviction that its reader has not been told about.
-    lag: u64,
-    max_depth: u64,
-    phase: SeatPhase,
-    waiter: Option<Waiter>,
+struct Seat {
+    reader: Reader,
+    cursor: Cursor,
+    /// In the lane's waiting list.
     listed: bool,
-}
-
-/// Where a member is in its life (a queue's [`Phase`], less the failure
-/// that drop-oldest never has), in a byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SeatPhase {
-    Open,
-    /// The hub completed: read what is left, then `Complete`.
-    Completing,
-    /// `Complete` was read, or it closed: every read gets `Closed`.
-    Ended,
-}
-
-impl From<SeatPhase> for Phase {
-    fn from(phase: SeatPhase) -> Self {
-        match phase {
-            SeatPhase::Open => Self::Open,
-            SeatPhase::Completing => Self::Completing,
-            SeatPhase::Ended => Self::Ended,
-        }
-    }
 }
 
 impl Lane {
     pub(crate) fn new(key: &LaneKey) -> Self {
+        let settings = key.settings;
         Self {
-            capacity: key.capacity,
-            max_bytes: key.max_bytes,
+            settings,
             state: Mutex::new(State {
-                ring: Some(Ring::new(key.capacity, key.max_bytes)),
-                seats: Vec::new(),
+                ring: Ring::new(settings.capacity, settings.max_bytes),
+                slots: Vec::new(),
                 free: Vec::new(),
                 waiting: Vec::new(),
             }),
@@ -170,81 +132,58 @@ impl Lane {
 
     /// Its key, given a member's `filter`.
     pub(crate) fn key(&self, filter: &Filter) -> LaneKey {
-        LaneKey::new(filter, self.capacity, self.max_bytes)
+        LaneKey::new(filter, self.settings)
     }
 
     /// A new member, reading from the next event on; returns its seat.
     pub(crate) fn join(&self) -> usize {
         let mut state = self.state.lock();
-        let seat = match &mut state.ring {
-            Some(ring) => {
-                let at = ring.join();
-                Seat::Shared(Cursor {
-                    next: at,
-                    start: at,
-                    end: None,
-                    delivered: 0,
-                    dropped: 0,
-                    discarded: 0,
-                    lag: 0,
-                    max_depth: 0,
-                    phase: SeatPhase::Open,
-                    waiter: None,
-                    listed: false,
-                })
-            }
-            None => Seat::Own(Box::new(
-                Queue::new(self.capacity, Overflow::DropOldest, false)
-                    .with_byte_bounds(self.max_bytes, None),
-            )),
-        };
+        let at = state.ring.join();
+        let seat = Slot::Seat(Seat {
+            reader: Reader::new(),
+            cursor: Cursor {
+                next: at,
+                start: at,
+                end: None,
+            },
+            listed: false,
+        });
         if let Some(index) = state.free.pop() {
-            state.seats[index] = Some(seat);
+            state.slots[index] = Some(seat);
             return index;
         }
         // Doubling from one, not four: most lanes have one member.
-        let seats = &mut state.seats;
-        if seats.len() == seats.capacity() {
-            seats.reserve_exact(seats.len().max(1));
+        let slots = &mut state.slots;
+        if slots.len() == slots.capacity() {
+            slots.reserve_exact(slots.len().max(1));
         }
-        seats.push(Some(seat));
-        seats.len() - 1
+        slots.push(Some(seat));
+        slots.len() - 1
     }
 
     /// Offers `event` to every member, tallying each member's outcome as
     /// its own queue's push would, and collecting the waiters to wake.
+    /// Events with a succession never reach a lane (see the module docs).
     pub(crate) fn push(
         &self,
         event: &Event,
         tally: &mut [usize; Pushed::COUNT],
         waiters: &mut Vec<Waiter>,
     ) {
+        debug_assert!(event.succession().is_none(), "a lane takes no successions");
         let mut state = self.state.lock();
-        if event.succession().is_some() {
-            state.split(self.capacity, self.max_bytes);
-        }
         let State {
             ring,
-            seats,
+            slots,
             waiting,
             ..
         } = &mut *state;
-        let Some(ring) = ring else {
-            for seat in seats.iter().flatten() {
-                if let Seat::Own(queue) = seat {
-                    let (pushed, waiter) = queue.push(event);
-                    tally[pushed as usize] += 1;
-                    waiters.extend(waiter);
-                }
-            }
-            return;
-        };
         if ring.evicts_bytes_for(event) {
             // Each member's deepest is noted as its reader would find it,
             // so a queue shrunk by the byte bound must be noted before.
-            for seat in seats.iter_mut().flatten() {
-                if let Seat::Shared(cursor) = seat {
-                    cursor.note_depth(ring);
+            for slot in slots.iter_mut().flatten() {
+                if let Slot::Seat(seat) = slot {
+                    seat.cursor.note_depth(ring, &mut seat.reader);
                 }
             }
         }
@@ -253,237 +192,137 @@ impl Lane {
         tally[Pushed::Queued as usize] += members - lost;
         tally[Pushed::DroppedOldest as usize] += lost;
         for index in waiting.drain(..) {
-            if let Some(Some(Seat::Shared(cursor))) = seats.get_mut(index) {
-                cursor.listed = false;
-                waiters.extend(cursor.waiter.take());
+            if let Some(Some(Slot::Seat(seat))) = slots.get_mut(index) {
+                seat.listed = false;
+                waiters.extend(seat.reader.waiter.take());
             }
         }
     }
 
-    /// As [`Queue::pop_or_register`], for the member at `seat`.
+    /// As [`Reader::pop_or_register`], for the member at `seat`; the queue
+    /// it moved to, if it moved out.
     #[inline]
     pub(crate) fn pop_or_register(
         &self,
         seat: usize,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Option<Next> {
+    ) -> Result<Option<Next>, Arc<Queue>> {
         let mut state = self.state.lock();
         let State {
             ring,
-            seats,
+            slots,
             waiting,
             ..
         } = &mut *state;
-        match seat_mut(seats, seat) {
-            Seat::Shared(cursor) => {
-                let next = cursor.pop(ring.as_mut().expect("a split lane has no shared seat"));
-                if next.is_none() {
-                    register(&mut cursor.waiter);
-                    if cursor.waiter.is_some() && !std::mem::replace(&mut cursor.listed, true) {
-                        waiting.push(seat);
-                    }
-                }
-                next
-            }
-            Seat::Own(queue) => queue.pop_or_register(register),
+        let member = match slot_mut(slots, seat) {
+            Slot::Seat(member) => member,
+            Slot::Moved(queue) => return Err(queue.clone()),
+        };
+        let mut storage = InRing {
+            cursor: &mut member.cursor,
+            ring,
+        };
+        let next = member.reader.pop_or_register(&mut storage, register);
+        let waits = next.is_none() && member.reader.waiter.is_some();
+        if waits && !std::mem::replace(&mut member.listed, true) {
+            waiting.push(seat);
         }
+        Ok(next)
     }
 
-    /// As [`Queue::forget_waiter`].
-    pub(crate) fn forget_waiter(&self, seat: usize) {
-        match seat_mut(&mut self.state.lock().seats, seat) {
-            Seat::Shared(cursor) => cursor.waiter = None,
-            Seat::Own(queue) => queue.forget_waiter(),
-        }
+    /// Removes a waiter that gave up.
+    pub(crate) fn forget_waiter(&self, seat: usize) -> Result<(), Arc<Queue>> {
+        self.with_seat(seat, |seat, _| seat.reader.waiter = None)
     }
 
-    /// As [`Queue::complete`].
-    pub(crate) fn complete(&self, seat: usize) -> Option<Waiter> {
-        match seat_mut(&mut self.state.lock().seats, seat) {
-            Seat::Shared(cursor) => {
-                if cursor.phase != SeatPhase::Open {
-                    return None;
-                }
-                cursor.phase = SeatPhase::Completing;
-                cursor.waiter.take()
-            }
-            Seat::Own(queue) => queue.complete(),
-        }
+    /// As [`Reader::complete`].
+    pub(crate) fn complete(&self, seat: usize) -> Result<Option<Waiter>, Arc<Queue>> {
+        self.with_seat(seat, |seat, _| seat.reader.complete())
     }
 
     /// As [`Queue::stop`]: the member leaves, and what it had yet to read
     /// is discarded.
-    pub(crate) fn stop(&self, seat: usize) -> Option<Waiter> {
-        let mut state = self.state.lock();
-        let State { ring, seats, .. } = &mut *state;
-        match seat_mut(seats, seat) {
-            Seat::Shared(cursor) => {
-                if cursor.end.is_none() {
-                    let ring = ring.as_mut().expect("a split lane has no shared seat");
-                    cursor.note_depth(ring);
-                    cursor.catch_up(ring);
-                    cursor.discarded += ring.leave(cursor.next);
-                    cursor.end = Some(ring.tail());
-                }
-                cursor.lag = 0;
-                cursor.phase = SeatPhase::Ended;
-                cursor.waiter.take()
-            }
-            Seat::Own(queue) => queue.stop(),
-        }
+    pub(crate) fn stop(&self, seat: usize) -> Result<Option<Waiter>, Arc<Queue>> {
+        self.with_seat(seat, |seat, ring| {
+            let discarded = seat.cursor.leave(ring, &mut seat.reader);
+            seat.reader.end(discarded)
+        })
     }
 
     /// As [`Queue::snapshot`].
-    pub(crate) fn snapshot(&self, seat: usize) -> QueueSnapshot {
+    pub(crate) fn snapshot(&self, seat: usize) -> Result<Snapshot, Arc<Queue>> {
+        self.with_seat(seat, |seat, ring| {
+            seat.reader.snapshot(seat.cursor.held(ring), self.settings)
+        })
+    }
+
+    /// Moves the member at `seat`, listener `id`'s, out of the lane into a
+    /// queue of its own (see the module docs), and returns that queue.
+    pub(crate) fn move_out(&self, seat: usize, id: ListenerId) -> Arc<Queue> {
         let mut state = self.state.lock();
-        let State { ring, seats, .. } = &mut *state;
-        match seat_mut(seats, seat) {
-            Seat::Shared(cursor) => {
-                let ring = ring.as_ref().expect("a split lane has no shared seat");
-                let (counts, lag, bytes) = cursor.counts(ring);
-                QueueSnapshot {
-                    counts,
-                    max_depth: cursor.max_depth.max(counts.queued),
-                    bytes,
-                    max_bytes: self.max_bytes,
-                    lag,
-                    capacity: self.capacity,
-                    overflow: Overflow::DropOldest,
-                    coalesce: false,
-                    overflowed: false,
+        let State { ring, slots, .. } = &mut *state;
+        let slot = slots[seat]
+            .as_mut()
+            .expect("a seat is released only after its listener has gone");
+        let queue = match slot {
+            Slot::Moved(queue) => return queue.clone(),
+            Slot::Seat(seat) => {
+                let Seat { reader, cursor, .. } = seat;
+                let unread: VecDeque<Event> = match cursor.end {
+                    None => {
+                        cursor.catch_up(ring, reader);
+                        cursor.note_depth(ring, reader);
+                        ring.unread_events(cursor.next).cloned().collect()
+                    }
+                    Some(_) => VecDeque::new(),
+                };
+                reader.counts.matched = cursor.held(ring).matched;
+                if cursor.end.is_none() {
+                    ring.leave(cursor.next);
                 }
+                let reader = std::mem::replace(reader, Reader::new());
+                Arc::new(Queue::handed_over(id, self.settings, reader, unread))
             }
-            Seat::Own(queue) => queue.snapshot(),
-        }
+        };
+        *slot = Slot::Moved(queue.clone());
+        queue
     }
 
     /// Frees `seat` for a later member; its listener has gone.
     pub(crate) fn release(&self, seat: usize) {
         let mut state = self.state.lock();
         let State {
-            ring, seats, free, ..
+            ring, slots, free, ..
         } = &mut *state;
-        if let Some(Seat::Shared(cursor)) = seats[seat].take()
-            && cursor.end.is_none()
-            && let Some(ring) = ring
+        if let Some(Slot::Seat(seat)) = slots[seat].take()
+            && seat.cursor.end.is_none()
         {
-            ring.leave(cursor.next);
+            ring.leave(seat.cursor.next);
         }
         free.push(seat);
     }
-}
 
-impl State {
-    /// Gives every seat its own queue (see the module docs); a no-op once
-    /// split.
-    fn split(&mut self, capacity: usize, max_bytes: usize) {
-        let Some(ring) = self.ring.take() else {
-            return;
-        };
-        for seat in self.seats.iter_mut().flatten() {
-            if let Seat::Shared(cursor) = seat {
-                let (counts, lag, _) = cursor.counts(&ring);
-                let events: VecDeque<Event> = match cursor.end {
-                    None => ring
-                        .unread_events(ring.position(cursor.next))
-                        .cloned()
-                        .collect(),
-                    Some(_) => VecDeque::new(),
-                };
-                let handover = Handover {
-                    events,
-                    counts,
-                    lag,
-                    max_depth: cursor.max_depth.max(counts.queued),
-                    phase: cursor.phase.into(),
-                    waiter: cursor.waiter.take(),
-                };
-                *seat = Seat::Own(Box::new(Queue::handed_over(capacity, max_bytes, handover)));
-            }
+    /// Runs `f` on the member at `seat` and the ring, under the lane's
+    /// lock; the queue it moved to, if it moved out.
+    fn with_seat<T>(
+        &self,
+        seat: usize,
+        f: impl FnOnce(&mut Seat, &mut Ring) -> T,
+    ) -> Result<T, Arc<Queue>> {
+        let mut state = self.state.lock();
+        let State { ring, slots, .. } = &mut *state;
+        match slot_mut(slots, seat) {
+            Slot::Seat(seat) => Ok(f(seat, ring)),
+            Slot::Moved(queue) => Err(queue.clone()),
         }
-        self.waiting = Vec::new();
     }
 }
 
 #[inline]
-fn seat_mut(seats: &mut [Option<Seat>], seat: usize) -> &mut Seat {
-    seats[seat]
+fn slot_mut(slots: &mut [Option<Slot>], seat: usize) -> &mut Slot {
+    slots[seat]
         .as_mut()
         .expect("a seat is released only after its listener has gone")
-}
-
-impl Cursor {
-    /// Moves on past what eviction took from it, counting it as dropped
-    /// and owed to the reader as lag.
-    #[cold]
-    fn catch_up(&mut self, ring: &Ring) {
-        let at = ring.position(self.next);
-        let lost = at - self.next;
-        self.dropped += lost;
-        self.lag += lost;
-        self.next = at;
-    }
-
-    /// Notes how deep its queue is now. Its depth only grows between its
-    /// reads, except when the byte bound evicts, so noting it at each read,
-    /// before such an eviction, on leaving and in each snapshot finds the
-    /// deepest it has been.
-    fn note_depth(&mut self, ring: &Ring) {
-        if self.end.is_none() {
-            self.max_depth = self.max_depth.max(ring.depth(self.next));
-        }
-    }
-
-    /// The next item, as [`Queue`]'s pop hands them out: lag first, then
-    /// events, then how the member ended.
-    #[inline(always)]
-    fn pop(&mut self, ring: &mut Ring) -> Option<Next> {
-        if self.end.is_none() {
-            if ring.position(self.next) != self.next {
-                self.catch_up(ring);
-            }
-            if self.lag > 0 {
-                return Some(Next::Lagged(std::mem::take(&mut self.lag)));
-            }
-            let depth = ring.depth(self.next);
-            if let Some(event) = ring.take(self.next) {
-                self.max_depth = self.max_depth.max(depth);
-                self.next += 1;
-                self.delivered += 1;
-                return Some(Next::Event(event));
-            }
-        }
-        match self.phase {
-            SeatPhase::Open => None,
-            SeatPhase::Completing => {
-                self.phase = SeatPhase::Ended;
-                Some(Next::Complete)
-            }
-            SeatPhase::Ended => Some(Next::Closed),
-        }
-    }
-
-    /// Its counts as of now (with what eviction cost it and its reader has
-    /// not yet seen), the lag owed, and the bytes it has yet to read.
-    fn counts(&self, ring: &Ring) -> (Counts, u64, usize) {
-        let (lost, queued, bytes) = match self.end {
-            None => {
-                let at = ring.position(self.next);
-                let (queued, bytes) = ring.unread(at);
-                (at - self.next, queued, bytes)
-            }
-            Some(_) => (0, 0, 0),
-        };
-        let counts = Counts {
-            matched: self.end.unwrap_or_else(|| ring.tail()) - self.start,
-            delivered: self.delivered,
-            dropped: self.dropped + lost,
-            coalesced: 0,
-            queued,
-            discarded: self.discarded,
-        };
-        (counts, self.lag + lost, bytes)
-    }
 }
 
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
@@ -491,18 +330,25 @@ mod tests {
     use super::*;
     use crate::event::Succession;
 
+    fn settings(capacity: usize, overflow: Overflow, coalesce: bool) -> Settings {
+        Settings {
+            capacity,
+            max_bytes: usize::MAX,
+            overflow,
+            coalesce,
+        }
+    }
+
     fn lane(capacity: usize) -> Lane {
         let filter = Filter::new().with_resource("a");
-        let key = LaneKey::of(
-            &filter,
-            capacity,
-            Overflow::DropOldest,
-            false,
-            usize::MAX,
-            false,
+        Lane::new(
+            &LaneKey::of(
+                &filter,
+                settings(capacity, Overflow::DropOldest, false),
+                false,
+            )
+            .unwrap(),
         )
-        .unwrap();
-        Lane::new(&key)
     }
 
     /// Pushes `event`; the tally of outcomes, and the waiters it took.
@@ -517,7 +363,7 @@ mod tests {
     }
 
     fn pop(lane: &Lane, seat: usize) -> Option<Next> {
-        lane.pop_or_register(seat, |_| {})
+        lane.pop_or_register(seat, |_| {}).unwrap()
     }
 
     fn uri(next: Option<Next>) -> String {
@@ -531,7 +377,7 @@ mod tests {
     fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
         let filter = Filter::new().with_tools_list_changed();
         let key = |overflow, coalesce, budgeted, filter: &Filter| {
-            LaneKey::of(filter, 8, overflow, coalesce, 100, budgeted)
+            LaneKey::of(filter, settings(8, overflow, coalesce), budgeted)
         };
         assert!(key(Overflow::DropOldest, false, false, &filter).is_some());
         assert!(key(Overflow::Disconnect, false, false, &filter).is_none());
@@ -565,7 +411,7 @@ mod tests {
             assert_eq!(uri(pop(&lane, fast)), update(i).to_plain_json());
         }
         assert_eq!(pop(&lane, fast), None);
-        let snap = lane.snapshot(slow);
+        let snap = lane.snapshot(slow).unwrap();
         assert_eq!(
             (snap.counts.dropped, snap.lag, snap.counts.queued),
             (1, 1, 2)
@@ -574,7 +420,7 @@ mod tests {
         assert_eq!(uri(pop(&lane, slow)), update(1).to_plain_json());
         assert_eq!(uri(pop(&lane, slow)), update(2).to_plain_json());
         for seat in [slow, fast] {
-            let counts = lane.snapshot(seat).counts;
+            let counts = lane.snapshot(seat).unwrap().counts;
             assert!(counts.is_balanced(), "{counts:?}");
             assert_eq!(counts.matched, 3);
         }
@@ -589,6 +435,7 @@ mod tests {
             // Registering twice lists the seat once.
             assert!(
                 lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
+                    .unwrap()
                     .is_none()
             );
         }
@@ -596,8 +443,8 @@ mod tests {
         assert_eq!(push(&lane, &update(1)).1, 0, "nobody is waiting now");
         uri(pop(&lane, seat));
         uri(pop(&lane, seat));
-        lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
-        lane.forget_waiter(seat);
+        let _ = lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
+        lane.forget_waiter(seat).unwrap();
         assert_eq!(push(&lane, &update(2)).1, 0);
     }
 
@@ -608,16 +455,16 @@ mod tests {
         push(&lane, &update(0));
         push(&lane, &update(1));
         uri(pop(&lane, closing));
-        lane.stop(closing);
+        lane.stop(closing).unwrap();
         assert_eq!(pop(&lane, closing), Some(Next::Closed));
-        let counts = lane.snapshot(closing).counts;
+        let counts = lane.snapshot(closing).unwrap().counts;
         assert_eq!((counts.delivered, counts.discarded), (1, 1));
         assert!(counts.is_balanced());
         // It left: a later event is not its own.
         assert_eq!(push(&lane, &update(2)).0[Pushed::Queued as usize], 1);
-        assert_eq!(lane.snapshot(closing).counts.matched, 2);
+        assert_eq!(lane.snapshot(closing).unwrap().counts.matched, 2);
 
-        lane.complete(completing);
+        lane.complete(completing).unwrap();
         for i in 0..3 {
             assert_eq!(uri(pop(&lane, completing)), update(i).to_plain_json());
         }
@@ -626,134 +473,47 @@ mod tests {
     }
 
     #[test]
-    fn a_succession_splits_the_lane_and_each_member_goes_on_with_its_own_queue() {
+    fn a_member_moved_out_goes_on_with_its_own_queue_from_where_it_was() {
         let lane = lane(2);
         let (behind, current) = (lane.join(), lane.join());
         for i in 0..3 {
             push(&lane, &update(i));
             uri(pop(&lane, current));
         }
+        let [behind_queue, current_queue] =
+            [behind, current].map(|seat| lane.move_out(seat, ListenerId(seat as u64)));
+        assert!(
+            lane.pop_or_register(behind, |_| {}).is_err(),
+            "a moved seat points its reader to its queue"
+        );
         let status =
             |version| Event::resource_updated("s").with_succession(Succession::new("job", version));
-        let (tally, _) = push(&lane, &status(1));
-        // Split, the behind member's own queue is full and evicts its
-        // oldest; the current one's is empty.
-        assert_eq!(tally[Pushed::DroppedOldest as usize], 1);
-        assert_eq!(tally[Pushed::Queued as usize], 1);
-        // A newer version takes the pending one's place in each queue.
-        let (tally, _) = push(&lane, &status(2));
-        assert_eq!(tally[Pushed::Queued as usize], 2);
-
-        assert_eq!(pop(&lane, behind), Some(Next::Lagged(2)));
-        assert_eq!(uri(pop(&lane, behind)), update(2).to_plain_json());
-        assert_eq!(uri(pop(&lane, behind)), status(2).to_plain_json());
-        assert_eq!(uri(pop(&lane, current)), status(2).to_plain_json());
-        for seat in [behind, current] {
-            let counts = lane.snapshot(seat).counts;
+        // The behind member's queue is full and evicts its oldest; the
+        // current one's is empty. A newer version takes the pending one's
+        // place in each.
+        assert_eq!(behind_queue.push(&status(1)).0, Pushed::DroppedOldest);
+        assert_eq!(current_queue.push(&status(1)).0, Pushed::Queued);
+        for queue in [&behind_queue, &current_queue] {
+            assert_eq!(queue.push(&status(2)).0, Pushed::Queued);
+        }
+        let pop = |queue: &Queue| queue.pop_or_register(|_| {});
+        assert_eq!(pop(&behind_queue), Some(Next::Lagged(2)));
+        assert_eq!(uri(pop(&behind_queue)), update(2).to_plain_json());
+        assert_eq!(uri(pop(&behind_queue)), status(2).to_plain_json());
+        assert_eq!(uri(pop(&current_queue)), status(2).to_plain_json());
+        for queue in [&behind_queue, &current_queue] {
+            let counts = queue.snapshot().counts;
             assert!(counts.is_balanced(), "{counts:?}");
             assert_eq!((counts.matched, counts.coalesced), (5, 1));
         }
-        // A member that joins a split lane gets its own queue at once.
-        let late = lane.join();
-        push(&lane, &update(9));
-        assert_eq!(uri(pop(&lane, late)), update(9).to_plain_json());
     }
 
     #[test]
     fn a_released_seat_is_reused() {
         let lane = lane(2);
         let first = lane.join();
-        lane.stop(first);
+        lane.stop(first).unwrap();
         lane.release(first);
         assert_eq!(lane.join(), first);
-    }
-}
-
-#[cfg(all(test, mcp_subscriptions_loom))]
-mod loom_model {
-    use loom::thread;
-
-    use super::*;
-    use crate::sync::Arc;
-
-    /// A publisher pushing two events into a lane of capacity 1 (so the
-    /// second evicts) races two members reading, one of them waiting on its
-    /// waker until the last event; whatever the interleaving, no wake-up is
-    /// lost (loom reports a reader left waiting as a deadlock), each
-    /// member's counts add up, and what it gets keeps publish order. Every step takes
-    /// the lane's one lock, so a preemption bound of 3 covers the orders
-    /// that matter and keeps the model to seconds.
-    #[test]
-    fn two_members_race_a_publisher() {
-        let mut model = loom::model::Builder::new();
-        model.preemption_bound = Some(6);
-        model.check(|| {
-            let filter = Filter::new().with_resource("a");
-            let key =
-                LaneKey::of(&filter, 1, Overflow::DropOldest, false, usize::MAX, false).unwrap();
-            let lane = Arc::new(Lane::new(&key));
-            let (waiting, polling) = (lane.join(), lane.join());
-            let publisher = {
-                let lane = lane.clone();
-                thread::spawn(move || {
-                    for i in 0..2 {
-                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
-                        lane.push(
-                            &Event::resource_updated(i.to_string()),
-                            &mut tally,
-                            &mut waiters,
-                        );
-                        waiters.into_iter().for_each(Waiter::wake);
-                    }
-                })
-            };
-            let reader = {
-                let lane = lane.clone();
-                let last = Event::resource_updated("1");
-                thread::spawn(move || {
-                    let mut seen = Vec::new();
-                    loom::future::block_on(std::future::poll_fn(|cx| {
-                        loop {
-                            let next = lane.pop_or_register(waiting, |slot| {
-                                *slot = Some(Waiter::Task(cx.waker().clone()));
-                            });
-                            match next {
-                                Some(Next::Event(event)) => {
-                                    seen.push(event.to_plain_json());
-                                    // The last event always survives: a
-                                    // lost wake-up would leave the reader
-                                    // waiting for it forever.
-                                    if event == last {
-                                        return std::task::Poll::Ready(());
-                                    }
-                                }
-                                Some(Next::Lagged(_)) => {}
-                                Some(other) => panic!("unexpected {other:?}"),
-                                None => return std::task::Poll::Pending,
-                            }
-                        }
-                    }));
-                    seen
-                })
-            };
-            let mut polled = Vec::new();
-            while let Some(next) = lane.pop_or_register(polling, |_| {}) {
-                if let Next::Event(event) = next {
-                    polled.push(event.to_plain_json());
-                }
-            }
-            publisher.join().unwrap();
-            let waited = reader.join().unwrap();
-            lane.stop(polling);
-            for (seat, seen) in [(waiting, waited), (polling, polled)] {
-                let counts = lane.snapshot(seat).counts;
-                assert_eq!(counts.matched, 2);
-                assert!(counts.is_balanced(), "{counts:?}");
-                assert_eq!(counts.delivered as usize, seen.len());
-                let mut sorted = seen.clone();
-                sorted.sort();
-                assert_eq!(seen, sorted, "delivery order must follow publish order");
-            }
-        });
     }
 }

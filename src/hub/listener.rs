@@ -11,7 +11,8 @@ use futures_core::Stream;
 
 use super::entry::Entry;
 use super::id::ListenerId;
-use super::queue::Waiter;
+use super::inbox::Inbox;
+use super::reader::Waiter;
 use super::shared::Shared;
 use super::stats::{ListenerStats, Retirement};
 use crate::filter::Filter;
@@ -29,6 +30,9 @@ use crate::sync::{Arc, park_until};
 pub struct Listener {
     hub: Arc<Shared>,
     entry: Arc<Entry>,
+    /// Where it reads: the entry's inbox, until a seat it had there moved
+    /// to a queue of its own.
+    inbox: Inbox,
     /// A terminal item was returned, so the stream form ends.
     finished: bool,
     /// The hub no longer has it registered: closing again need not take
@@ -40,6 +44,7 @@ impl Listener {
     pub(crate) fn new(hub: Arc<Shared>, entry: Arc<Entry>) -> Self {
         Self {
             hub,
+            inbox: entry.inbox.clone(),
             entry,
             finished: false,
             retired: false,
@@ -59,7 +64,7 @@ impl Listener {
 
     /// The next item if one is ready, without waiting.
     pub fn try_next(&mut self) -> Option<Next> {
-        let next = self.entry.inbox.pop_or_register(|_| {});
+        let next = self.pop_or_register(|_| {});
         next.inspect(|next| self.observe(next))
     }
 
@@ -91,7 +96,7 @@ impl Listener {
         // A timeout too large to add (`Duration::MAX`) means no deadline.
         let deadline = Instant::now().checked_add(timeout);
         loop {
-            let next = self.entry.inbox.pop_or_register(|slot| {
+            let next = self.pop_or_register(|slot| {
                 *slot = Some(Waiter::Thread(thread::current()));
             });
             if let Some(next) = next {
@@ -101,7 +106,7 @@ impl Listener {
             // A publish between the check and this park leaves the unpark
             // token set, so the park returns at once instead of missing it.
             if !park_until(deadline) {
-                self.entry.inbox.forget_waiter();
+                self.inbox.forget_waiter();
                 return None;
             }
         }
@@ -126,9 +131,21 @@ impl Listener {
         self.entry.stats()
     }
 
+    /// As [`Inbox::pop_or_register`], reading from the queue its seat
+    /// moved to, if it moved, from then on.
+    #[inline(always)]
+    fn pop_or_register(&mut self, register: impl Fn(&mut Option<Waiter>)) -> Option<Next> {
+        loop {
+            match self.inbox.pop_or_register(&register) {
+                Ok(next) => return next,
+                Err(moved) => self.inbox = Inbox::Own(moved),
+            }
+        }
+    }
+
     #[inline(always)]
     fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Next> {
-        let next = self.entry.inbox.pop_or_register(|slot| match slot {
+        let next = self.pop_or_register(|slot| match slot {
             // The same task polling again: keep its waker, skip the clone.
             Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
             _ => *slot = Some(Waiter::Task(cx.waker().clone())),
@@ -223,7 +240,7 @@ impl Drop for NextItem<'_> {
         // A future dropped while waiting leaves no stale waker for the next
         // publish to wake for nothing.
         if self.registered {
-            self.listener.entry.inbox.forget_waiter();
+            self.listener.inbox.forget_waiter();
         }
     }
 }

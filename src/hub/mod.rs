@@ -8,26 +8,35 @@
 //! - `id`, `config`, `report`, `budget`: a listener's id, the hub's
 //!   options, what one publish did, the hub-wide bound on queued bytes;
 //! - `succession`: what a queue remembers of the successions it has seen;
-//! - `queue`: one listener's own bounded queue, state that a publisher and
-//!   that listener's reader share;
+//! - `reader`: a listener's reading end, one state machine (lifecycle,
+//!   lag, waiter, counts) over either storage below;
+//! - `bounded`: the events of a listener's own queue, under its bounds,
+//!   overflow policy and coalescing;
+//! - `queue`: one listener's own queue, its reader and its bounded events
+//!   under one lock that a publisher and the reader share;
 //! - `ring`: the events a lane's members have yet to read, held once, with
-//!   a count of members at each position;
+//!   a count of members at each position, and a member's cursor into it;
 //! - `lane`: listeners whose queues would be alike share one ring, each
-//!   keeping its position (split into own queues by a succession);
+//!   keeping its reader and cursor (moved out to queues of their own
+//!   before a succession reaches the lane);
 //! - `inbox`: where a listener's events wait, its own queue or a lane seat;
 //! - `stats`: the snapshots read from the queues;
 //! - `entry`: one listener as the hub sees it (its id, filter and inbox);
-//! - `index`: the routing index over listeners with their own queue, and
-//!   lanes;
+//! - `index`: the routing index over listeners' own queues, and lanes;
 //! - `interest`: the keys listeners watch, pushed to whoever watches them;
 //! - `registry`: every live entry, the lanes, the index, and the totals of
 //!   retired listeners (lock order: registry, then a lane, then a queue,
 //!   never the reverse);
 //! - `shared`: what every handle and listener of one hub share;
+//! - `publish`: the publish path, from an event to its queues and lanes;
 //! - `listener`: the reading end;
 //! - `handle`: the `Hub` handle, and the hub as a [`Source`](crate::Source);
 //! - `builder`: options.
+//!
+//! The loom models of both storages are in `loom`, compiled only under
+//! `--cfg mcp_subscriptions_loom`.
 
+pub(crate) mod bounded;
 mod budget;
 mod builder;
 mod config;
@@ -40,7 +49,11 @@ mod index;
 mod interest;
 mod lane;
 mod listener;
-pub(crate) mod queue;
+#[cfg(all(test, mcp_subscriptions_loom))]
+mod loom;
+mod publish;
+mod queue;
+pub(crate) mod reader;
 mod registry;
 mod report;
 mod ring;

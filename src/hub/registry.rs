@@ -7,16 +7,17 @@
 //! write it, briefly. Lock order is always registry, then a lane, then a
 //! listener's queue, never the reverse.
 
-use std::collections::{HashMap, hash_map};
+use std::collections::{HashMap, HashSet, hash_map};
 use std::hash::BuildHasher;
 
 use super::entry::Entry;
 use super::id::ListenerId;
-use super::inbox::{Inbox, Seat};
+use super::inbox::Inbox;
 use super::index::{Index, Target};
 use super::interest::Interest;
 use super::lane::{Lane, LaneKey};
-use super::queue::{Queue, Waiter};
+use super::queue::Queue;
+use super::reader::Waiter;
 use super::stats::{ClosedCounts, Retired, Retirement};
 use crate::counts::Counts;
 use crate::filter::Filter;
@@ -27,6 +28,9 @@ pub(crate) struct Registry {
     pub(crate) entries: HashMap<ListenerId, Arc<Entry>>,
     /// Each lane, with how many registered listeners sit in it.
     lanes: HashMap<LaneKey, (Arc<Lane>, usize)>,
+    /// An event with a succession was about to reach a lane: every member
+    /// moved out to a queue of its own, and no lane opens from then on.
+    lanes_closed: bool,
     /// Listeners with a queue of their own that a lane could hold, counted
     /// by their lane key's hash, while no lane has that key: the next
     /// listener alike opens the lane, so one alike to no other pays for no
@@ -45,44 +49,41 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Where a new listener whose queue a lane could hold (its lane key is
-    /// `key`, its filter `filter`) keeps its events: a seat in the lane for
-    /// `key` if there is one, or if a listener alike already has a queue of
-    /// its own; else `queue`, with the hash it is counted under in
-    /// `unpaired`.
+    /// Where a new listener keeps its events: a seat in the lane for its
+    /// `lane` key, if it has one and there is such a lane or a listener
+    /// alike already has a queue of its own; else `queue()`, with the hash
+    /// of its lane key, under which it is counted in `unpaired`.
     pub(crate) fn place(
         &mut self,
-        key: LaneKey,
+        lane: Option<LaneKey>,
         filter: &Filter,
         queue: impl FnOnce() -> Queue,
     ) -> (Inbox, Option<u64>) {
+        let own = |unpaired| (Inbox::Own(Arc::new(queue())), unpaired);
+        let Some(key) = lane.filter(|_| !self.lanes_closed) else {
+            return own(None);
+        };
         if !self.lanes.contains_key(&key) {
             let hash = self.unpaired.hasher().hash_one(&key);
             let alike = self.unpaired.entry(hash).or_default();
             if *alike == 0 {
                 *alike = 1;
-                return (Inbox::Own(Box::new(queue())), Some(hash));
+                return own(Some(hash));
             }
         }
-        (Inbox::Seat(self.seat(key, filter)), None)
-    }
-
-    /// A seat in the lane for `key`, which is made and indexed (routed by
-    /// `filter`) when it is the first.
-    fn seat(&mut self, key: LaneKey, filter: &Filter) -> Seat {
         let (lane, seated) = self.lanes.entry(key).or_insert_with_key(|key| {
             let lane = Arc::new(Lane::new(key));
             self.index.insert(&Target::Lane(lane.clone()), filter);
             (lane, 0)
         });
         *seated += 1;
-        Seat::join(lane.clone())
+        (Inbox::Seat(lane.clone(), lane.join()), None)
     }
 
     pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
-        if let Inbox::Own(_) = entry.inbox {
+        if let Inbox::Own(queue) = &entry.inbox {
             self.index
-                .insert(&Target::Listener(entry.clone()), &entry.filter);
+                .insert(&Target::Queue(queue.clone()), &entry.filter);
         }
         self.interest.admit(&entry.filter);
         self.entries.insert(entry.id, entry);
@@ -97,10 +98,10 @@ impl Registry {
     pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) -> Option<Retired> {
         let entry = self.entries.remove(&id)?;
         match &entry.inbox {
-            Inbox::Own(_) => self
+            Inbox::Own(queue) => self
                 .index
-                .remove(&Target::Listener(entry.clone()), &entry.filter),
-            Inbox::Seat(seat) => self.unseat(&seat.lane, &entry.filter),
+                .remove(&Target::Queue(queue.clone()), &entry.filter),
+            Inbox::Seat(lane, _) => self.unseat(lane, &entry.filter),
         }
         if let Some(hash) = entry.unpaired
             && let hash_map::Entry::Occupied(mut alike) = self.unpaired.entry(hash)
@@ -142,6 +143,37 @@ impl Registry {
             && let Some((lane, _)) = self.lanes.remove(&key)
         {
             self.index.remove(&Target::Lane(lane), filter);
+        }
+    }
+
+    /// Moves every lane's members out to queues of their own, routed in
+    /// their lanes' place, and opens no lane from then on: the next event
+    /// has a succession and reaches a lane (see `lane`).
+    pub(crate) fn close_lanes(&mut self) {
+        self.lanes_closed = true;
+        self.lanes = HashMap::new();
+        self.unpaired = HashMap::new();
+        let mut unrouted = HashSet::new();
+        for entry in self.entries.values_mut() {
+            let Inbox::Seat(lane, seat) = &entry.inbox else {
+                continue;
+            };
+            let (lane, seat) = (lane.clone(), *seat);
+            if unrouted.insert(Arc::as_ptr(&lane)) {
+                self.index
+                    .remove(&Target::Lane(lane.clone()), &entry.filter);
+            }
+            let queue = lane.move_out(seat, entry.id);
+            self.index
+                .insert(&Target::Queue(queue.clone()), &entry.filter);
+            // The listener keeps the old entry (and with it the seat) until
+            // it finds the seat moved; the registry's is the queue's.
+            *entry = Arc::new(Entry {
+                id: entry.id,
+                filter: entry.filter.clone(),
+                inbox: Inbox::Own(queue),
+                unpaired: None,
+            });
         }
     }
 

@@ -12,9 +12,14 @@
 //! event until the newest fits keeps each member's unread events exactly as
 //! its own queue would: those are a suffix of the ring, and the suffix that
 //! fits a bound is the same whether the events before it were read or not.
+//!
+//! A member's place is its [`Cursor`]: the next position it reads, and
+//! where it joined and left, from which its counts follow. Read through
+//! [`InRing`], the cursor is the member's [`Storage`] for its reader.
 
 use std::collections::VecDeque;
 
+use super::reader::{Held, Reader, Storage};
 use crate::event::Event;
 
 #[derive(Debug)]
@@ -187,6 +192,103 @@ impl Ring {
     #[inline]
     fn offset(&self, at: u64) -> usize {
         (at - self.first) as usize
+    }
+}
+
+/// A member's place in the ring.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    /// The position of the next event it reads, unless eviction moved it
+    /// on (see [`Ring::position`]).
+    pub(crate) next: u64,
+    /// Where it joined, and where it left: it matched every event between.
+    pub(crate) start: u64,
+    pub(crate) end: Option<u64>,
+}
+
+/// A member's storage: its cursor into the ring.
+pub(crate) struct InRing<'a> {
+    pub(crate) cursor: &'a mut Cursor,
+    pub(crate) ring: &'a mut Ring,
+}
+
+impl Storage for InRing<'_> {
+    #[inline(always)]
+    fn catch_up(&mut self, reader: &mut Reader) {
+        if self.cursor.end.is_none() && self.ring.position(self.cursor.next) != self.cursor.next {
+            self.cursor.catch_up(self.ring, reader);
+        }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, reader: &mut Reader) -> Option<Event> {
+        if self.cursor.end.is_some() {
+            return None;
+        }
+        let depth = self.ring.depth(self.cursor.next);
+        let event = self.ring.take(self.cursor.next)?;
+        reader.max_depth = reader.max_depth.max(depth);
+        self.cursor.next += 1;
+        Some(event)
+    }
+}
+
+impl Cursor {
+    /// Moves on past what eviction took from it, counting it as dropped
+    /// and owed to the reader as lag.
+    #[cold]
+    pub(crate) fn catch_up(&mut self, ring: &Ring, reader: &mut Reader) {
+        let at = ring.position(self.next);
+        let lost = at - self.next;
+        reader.counts.dropped += lost;
+        reader.lag += lost;
+        self.next = at;
+    }
+
+    /// Notes how deep its queue is now. Its depth only grows between its
+    /// reads, except when the byte bound evicts, so noting it at each read,
+    /// before such an eviction, on leaving and in each snapshot finds the
+    /// deepest it has been.
+    pub(crate) fn note_depth(&self, ring: &Ring, reader: &mut Reader) {
+        if self.end.is_none() {
+            reader.max_depth = reader.max_depth.max(ring.depth(self.next));
+        }
+    }
+
+    /// Leaves the ring, if it has not yet; how many events it had not read.
+    pub(crate) fn leave(&mut self, ring: &mut Ring, reader: &mut Reader) -> u64 {
+        if self.end.is_some() {
+            return 0;
+        }
+        self.note_depth(ring, reader);
+        self.catch_up(ring, reader);
+        let unread = ring.leave(self.next);
+        self.end = Some(ring.tail());
+        unread
+    }
+
+    /// What it holds as of now, with what eviction cost it that its reader
+    /// has not yet seen.
+    pub(crate) fn held(&self, ring: &Ring) -> Held {
+        let matched = self.end.unwrap_or_else(|| ring.tail()) - self.start;
+        match self.end {
+            None => {
+                let at = ring.position(self.next);
+                let (queued, bytes) = ring.unread(at);
+                Held {
+                    matched,
+                    lost: at - self.next,
+                    queued,
+                    bytes,
+                }
+            }
+            Some(_) => Held {
+                matched,
+                lost: 0,
+                queued: 0,
+                bytes: 0,
+            },
+        }
     }
 }
 

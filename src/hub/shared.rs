@@ -6,7 +6,7 @@ use super::forward::Door;
 use super::id::ListenerId;
 use super::registry::Registry;
 use super::stats::Retirement;
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, RwLock};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, RwLock};
 
 pub(crate) struct Shared {
     /// A read-write lock: publishers share it (many at once), and only
@@ -17,9 +17,6 @@ pub(crate) struct Shared {
     pub(crate) budget: Option<Arc<Budget>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) published: AtomicU64,
-    /// An event with a succession was published: lanes split when one
-    /// reaches them, so new listeners get queues of their own from then on.
-    pub(crate) successions: AtomicBool,
     /// Live `Hub` handles; the last one dropped completes the hub.
     pub(crate) handles: AtomicUsize,
     /// What each published event is forwarded to (a relay), if anything.
@@ -36,7 +33,6 @@ impl Shared {
             config,
             next_id: AtomicU64::new(1),
             published: AtomicU64::new(0),
-            successions: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             door: Door::new(),
         }

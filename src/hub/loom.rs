@@ -1,0 +1,270 @@
+//! The hub's loom models, one module per storage, kept together as tokio
+//! keeps its own (`RUSTFLAGS="--cfg mcp_subscriptions_loom" cargo test
+//! --lib --release -- loom_model`): a publisher races readers, and whatever
+//! the interleaving, no wake-up is lost, the counts add up and delivery
+//! keeps publish order.
+
+mod loom_model_queue {
+    use loom::thread;
+
+    use crate::event::Event;
+    use crate::hub::id::ListenerId;
+    use crate::hub::queue::Queue;
+    use crate::hub::reader::{Settings, Waiter};
+    use crate::overflow::Overflow;
+    use crate::source::Next;
+    use crate::sync::Arc;
+
+    fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> Queue {
+        let settings = Settings {
+            capacity,
+            max_bytes: usize::MAX,
+            overflow,
+            coalesce,
+        };
+        Queue::new(ListenerId(0), settings, None)
+    }
+
+    /// A publisher pushing three events races a reader pulling; whatever the
+    /// interleaving, the counts add up and delivered events keep their order.
+    /// With `coalesce`, the publisher repeats a URI so duplicates meet.
+    fn uris(coalesce: bool, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                if coalesce {
+                    (i / 2).to_string()
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect()
+    }
+
+    fn model(capacity: usize, overflow: Overflow, coalesce: bool) {
+        loom::model(move || {
+            let queue = Arc::new(queue(capacity, overflow, coalesce));
+            let publisher = {
+                let queue = queue.clone();
+                thread::spawn(move || {
+                    for uri in uris(coalesce, 3) {
+                        let (_, waiter) = queue.push(&Event::resource_updated(uri));
+                        waiter.into_iter().for_each(Waiter::wake);
+                    }
+                })
+            };
+            let mut seen = Vec::new();
+            let mut drain = |queue: &Queue| {
+                while let Some(next) = queue.pop_or_register(|_| {}) {
+                    match next {
+                        Next::Event(event) => seen.push(event.to_plain_json()),
+                        Next::Lagged(_) => {}
+                        _ => break,
+                    }
+                }
+            };
+            drain(&queue);
+            publisher.join().unwrap();
+            drain(&queue);
+            queue.stop();
+
+            let snap = queue.snapshot();
+            let t = snap.counts;
+            // A disconnected queue takes nothing after it failed.
+            if overflow == Overflow::DropOldest {
+                assert_eq!(t.matched, 3);
+            }
+            assert_eq!(
+                t.matched,
+                t.delivered + t.dropped + t.coalesced + t.queued + t.discarded
+            );
+            assert_eq!(t.delivered as usize, seen.len());
+            let mut sorted = seen.clone();
+            sorted.sort();
+            assert_eq!(seen, sorted, "delivery order must follow publish order");
+        });
+    }
+
+    /// A reader that registers its waker and sleeps must be woken by the
+    /// pushes and the completion: a lost wake-up is a loom deadlock.
+    fn waiting_reader(capacity: usize, coalesce: bool) {
+        loom::model(move || {
+            let queue = Arc::new(queue(capacity, Overflow::DropOldest, coalesce));
+            let publisher = {
+                let queue = queue.clone();
+                thread::spawn(move || {
+                    for uri in uris(coalesce, 2) {
+                        let (_, waiter) = queue.push(&Event::resource_updated(uri));
+                        waiter.into_iter().for_each(Waiter::wake);
+                    }
+                    queue.complete().into_iter().for_each(Waiter::wake);
+                })
+            };
+            let mut delivered = 0;
+            loom::future::block_on(std::future::poll_fn(|cx| {
+                loop {
+                    let next = queue.pop_or_register(|slot| {
+                        *slot = Some(Waiter::Task(cx.waker().clone()));
+                    });
+                    match next {
+                        Some(Next::Event(_)) => delivered += 1,
+                        Some(Next::Lagged(_)) => {}
+                        Some(Next::Complete) => return std::task::Poll::Ready(()),
+                        Some(other) => panic!("unexpected {other:?}"),
+                        // Registered; the publisher will wake us. Events
+                        // already counted stay counted.
+                        None => return std::task::Poll::Pending,
+                    }
+                }
+            }));
+            publisher.join().unwrap();
+            let snap = queue.snapshot();
+            assert!(delivered >= 1, "the newest event always survives");
+            assert_eq!(snap.counts.queued, 0);
+            let t = snap.counts;
+            assert_eq!(t.matched, t.delivered + t.dropped + t.coalesced);
+        });
+    }
+
+    #[test]
+    fn waiting_reader_capacity_1() {
+        waiting_reader(1, false);
+    }
+
+    #[test]
+    fn waiting_reader_capacity_2() {
+        waiting_reader(2, false);
+    }
+
+    #[test]
+    fn drop_oldest_capacity_1() {
+        model(1, Overflow::DropOldest, false);
+    }
+
+    #[test]
+    fn drop_oldest_capacity_2() {
+        model(2, Overflow::DropOldest, false);
+    }
+
+    #[test]
+    fn disconnect_capacity_1() {
+        model(1, Overflow::Disconnect, false);
+    }
+
+    #[test]
+    fn disconnect_capacity_2() {
+        model(2, Overflow::Disconnect, false);
+    }
+
+    #[test]
+    fn coalescing_capacity_1() {
+        model(1, Overflow::DropOldest, true);
+        waiting_reader(1, true);
+    }
+
+    #[test]
+    fn coalescing_capacity_2() {
+        model(2, Overflow::DropOldest, true);
+        waiting_reader(2, true);
+    }
+}
+
+mod loom_model_lane {
+    use loom::thread;
+
+    use crate::event::Event;
+    use crate::filter::Filter;
+    use crate::hub::bounded::Pushed;
+    use crate::hub::lane::{Lane, LaneKey};
+    use crate::hub::reader::{Settings, Waiter};
+    use crate::overflow::Overflow;
+    use crate::source::Next;
+    use crate::sync::Arc;
+
+    /// A publisher pushing two events into a lane of capacity 1 (so the
+    /// second evicts) races two members reading, one of them waiting on its
+    /// waker until the last event; whatever the interleaving, no wake-up is
+    /// lost (loom reports a reader left waiting as a deadlock), each
+    /// member's counts add up, and what it gets keeps publish order. Every step takes
+    /// the lane's one lock, so a preemption bound of 3 covers the orders
+    /// that matter and keeps the model to seconds.
+    #[test]
+    fn two_members_race_a_publisher() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(6);
+        model.check(|| {
+            let filter = Filter::new().with_resource("a");
+            let settings = Settings {
+                capacity: 1,
+                max_bytes: usize::MAX,
+                overflow: Overflow::DropOldest,
+                coalesce: false,
+            };
+            let key = LaneKey::of(&filter, settings, false).unwrap();
+            let lane = Arc::new(Lane::new(&key));
+            let (waiting, polling) = (lane.join(), lane.join());
+            let publisher = {
+                let lane = lane.clone();
+                thread::spawn(move || {
+                    for i in 0..2 {
+                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+                        lane.push(
+                            &Event::resource_updated(i.to_string()),
+                            &mut tally,
+                            &mut waiters,
+                        );
+                        waiters.into_iter().for_each(Waiter::wake);
+                    }
+                })
+            };
+            let reader = {
+                let lane = lane.clone();
+                let last = Event::resource_updated("1");
+                thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    loom::future::block_on(std::future::poll_fn(|cx| {
+                        loop {
+                            let next = lane
+                                .pop_or_register(waiting, |slot| {
+                                    *slot = Some(Waiter::Task(cx.waker().clone()));
+                                })
+                                .expect("no seat moves out here");
+                            match next {
+                                Some(Next::Event(event)) => {
+                                    seen.push(event.to_plain_json());
+                                    // The last event always survives: a
+                                    // lost wake-up would leave the reader
+                                    // waiting for it forever.
+                                    if event == last {
+                                        return std::task::Poll::Ready(());
+                                    }
+                                }
+                                Some(Next::Lagged(_)) => {}
+                                Some(other) => panic!("unexpected {other:?}"),
+                                None => return std::task::Poll::Pending,
+                            }
+                        }
+                    }));
+                    seen
+                })
+            };
+            let mut polled = Vec::new();
+            while let Some(next) = lane.pop_or_register(polling, |_| {}).unwrap() {
+                if let Next::Event(event) = next {
+                    polled.push(event.to_plain_json());
+                }
+            }
+            publisher.join().unwrap();
+            let waited = reader.join().unwrap();
+            lane.stop(polling).unwrap();
+            for (seat, seen) in [(waiting, waited), (polling, polled)] {
+                let counts = lane.snapshot(seat).unwrap().counts;
+                assert_eq!(counts.matched, 2);
+                assert!(counts.is_balanced(), "{counts:?}");
+                assert_eq!(counts.delivered as usize, seen.len());
+                let mut sorted = seen.clone();
+                sorted.sort();
+                assert_eq!(seen, sorted, "delivery order must follow publish order");
+            }
+        });
+    }
+}

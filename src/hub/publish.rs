@@ -1,0 +1,145 @@
+//! The publish path: how one event travels from [`Hub::publish`] to the
+//! queues and lanes its kind routes to (the essay is on [`Hub`]).
+//!
+//! [`Hub`]: super::Hub
+//! [`Hub::publish`]: super::Hub::publish
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::ops::Deref;
+use std::task::Waker;
+
+use super::bounded::Pushed;
+use super::index::Target;
+use super::reader::Waiter;
+use super::registry::Registry;
+use super::report::PublishReport;
+use super::shared::Shared;
+use super::stats::Retirement;
+use crate::event::{Event, EventKind};
+use crate::sync::Ordering;
+
+thread_local! {
+    /// The readers a publish wakes, kept for this thread's next publish, so
+    /// that waking many costs no allocation each time.
+    static WAITERS: Cell<Vec<Waiter>> = const { Cell::new(Vec::new()) };
+}
+
+/// The most waiters a thread keeps room for between publishes; a larger
+/// buffer (after a publish that woke more) is freed.
+const KEPT_WAITERS: usize = 4_096;
+
+impl Shared {
+    /// Delivers `event` to this hub's listeners (never to a relay).
+    pub(crate) fn publish_here(&self, event: Event) -> PublishReport {
+        self.published.fetch_add(1, Ordering::Relaxed);
+        let routed = self.routed_kind(event.kind());
+        // Pushes tallied by outcome (one increment each, in the loop that
+        // runs once per listener), turned into the report after it.
+        let mut tally = [0; Pushed::COUNT];
+        let mut overflowed = Vec::new();
+        let mut waiters = WAITERS.take();
+        {
+            // A read lock: publishers run side by side, and only opening,
+            // closing and completing (all brief) exclude them.
+            let registry = self.registry_for(&event, &routed);
+            for target in registry.index.matches(&routed).into_iter().flatten() {
+                match target {
+                    Target::Queue(queue) => {
+                        let (pushed, waiter) = queue.push(&event);
+                        tally[pushed as usize] += 1;
+                        waiters.extend(waiter);
+                        if pushed == Pushed::Disconnected {
+                            overflowed.push(queue.id());
+                        }
+                    }
+                    Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
+                }
+            }
+        }
+        let count = |pushed: Pushed| tally[pushed as usize];
+        let report = PublishReport {
+            matched: tally.iter().sum::<usize>() - count(Pushed::NotOpen),
+            queued: count(Pushed::Queued) + count(Pushed::DroppedOldest),
+            evicted: count(Pushed::DroppedOldest),
+            coalesced: count(Pushed::Coalesced),
+            disconnected: count(Pushed::Disconnected),
+        };
+        // Readers are woken with no lock held: waking runs executor code,
+        // which may drop a task owning a listener, and that takes the lock.
+        for waiter in waiters.drain(..) {
+            waiter.wake();
+        }
+        if waiters.capacity() <= KEPT_WAITERS {
+            WAITERS.set(waiters);
+        }
+        // Retiring needs the write lock, so it waits until the read lock is
+        // released; the failed queues take no events in between.
+        if !overflowed.is_empty() {
+            let mut registry = self.registry.write();
+            let retired: Vec<_> = overflowed
+                .into_iter()
+                .filter_map(|id| registry.retire(id, Retirement::Overflow))
+                .collect();
+            let watchers = registry.interest.take_wakers();
+            drop(registry);
+            watchers.into_iter().for_each(Waker::wake);
+            for retired in retired {
+                tracing::warn!(
+                    target: "mcp_subscriptions",
+                    listener = retired.id.as_u64(),
+                    dropped = retired.events.dropped,
+                    "listener disconnected for overflow"
+                );
+                retired.trace();
+            }
+        }
+        report
+    }
+
+    /// The kind `kind` is routed as: an extension notification whose
+    /// extension does not list its method reaches only match-everything
+    /// listeners (channels), never a listen stream, as if it had no selector.
+    fn routed_kind<'a>(&self, kind: &'a EventKind) -> Cow<'a, EventKind> {
+        match kind {
+            EventKind::Extension {
+                method,
+                selector: Some(selector),
+            } if !self.config.capabilities.routes(method, selector.field()) => {
+                Cow::Owned(EventKind::Extension {
+                    method: method.clone(),
+                    selector: None,
+                })
+            }
+            _ => Cow::Borrowed(kind),
+        }
+    }
+
+    /// The registry, read-locked for a publish of `event` (routed as
+    /// `routed`): an event with a succession must reach no lane, so lanes
+    /// are closed first when it would (see `lane`). Checked under the read
+    /// lock that the publish then pushes under, so no lane can open in
+    /// between.
+    pub(crate) fn registry_for(
+        &self,
+        event: &Event,
+        routed: &EventKind,
+    ) -> impl Deref<Target = Registry> + '_ {
+        loop {
+            let registry = self.registry.read();
+            let reaches_lane = || {
+                registry
+                    .index
+                    .matches(routed)
+                    .into_iter()
+                    .flatten()
+                    .any(|target| matches!(target, Target::Lane(_)))
+            };
+            if event.succession().is_none() || !reaches_lane() {
+                return registry;
+            }
+            drop(registry);
+            self.registry.write().close_lanes();
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! A listener's reading end, one state machine over either place its
+//! events wait: its own queue (`queue`) or a seat in a lane (`lane`).
+//!
+//! The [`Reader`] keeps what is the listener's alone, whatever holds its
+//! events: where it is in its life, the lag its reader is owed, the waiter
+//! to wake, its counts and the deepest its events have piled up. A
+//! [`Storage`] holds the events. Items come out in one order from either:
+//! lag first (reported before the events that follow the gap, like
+//! `broadcast::Receiver::recv`), then events, then how the listener ended.
+
+use std::task::Waker;
+use std::thread::Thread;
+
+use crate::counts::Counts;
+use crate::error::StreamError;
+use crate::event::Event;
+use crate::overflow::Overflow;
+use crate::source::Next;
+
+/// Whom to wake when there is something new to read.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    /// An async reader.
+    Task(Waker),
+    /// A reader blocked in `next_timeout`.
+    Thread(Thread),
+}
+
+impl Waiter {
+    pub(crate) fn wake(self) {
+        match self {
+            Self::Task(waker) => waker.wake(),
+            Self::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+/// Where a listener is in its life.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Phase {
+    /// Taking events.
+    Open,
+    /// The hub completed: drain what is queued, then report `Complete`.
+    Completing,
+    /// Disconnected for overflow after losing `dropped` events: report the
+    /// error once. (Only the count is kept, so the state stays small.)
+    Failed { dropped: u64 },
+    /// Ended and reported, or closed: every pull returns `Closed`.
+    Ended,
+}
+
+/// A listener's queue settings: its bounds and its policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Settings {
+    pub(crate) capacity: usize,
+    /// The most rendered bytes it holds.
+    pub(crate) max_bytes: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) coalesce: bool,
+}
+
+/// What holds a reader's events.
+pub(crate) trait Storage {
+    /// Notes what the storage lost on the reader's behalf since the last
+    /// read, for storages that evict without visiting their readers.
+    #[inline(always)]
+    fn catch_up(&mut self, _reader: &mut Reader) {}
+
+    /// Takes the next event off for the reader (the storage notes the
+    /// depth it had), or `None` when there is none.
+    fn take(&mut self, reader: &mut Reader) -> Option<Event>;
+}
+
+/// What a storage holds for a reader when it is read for statistics.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Held {
+    /// Every event offered to the reader.
+    pub(crate) matched: u64,
+    /// Lost for the reader and not yet noted by
+    /// [`catch_up`](Storage::catch_up).
+    pub(crate) lost: u64,
+    pub(crate) queued: u64,
+    pub(crate) bytes: usize,
+}
+
+/// A copy of a reader's state for statistics.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot {
+    pub(crate) counts: Counts,
+    /// The deepest its queue has been.
+    pub(crate) max_depth: u64,
+    /// The rendered size of what it has yet to read.
+    pub(crate) bytes: usize,
+    pub(crate) lag: u64,
+    pub(crate) settings: Settings,
+    /// Disconnected by its overflow policy, whoever retires it.
+    pub(crate) overflowed: bool,
+}
+
+/// The listener's side of its events: everything but the events.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    pub(crate) phase: Phase,
+    /// Events lost to drop-oldest that the reader has not been told about.
+    pub(crate) lag: u64,
+    pub(crate) waiter: Option<Waiter>,
+    /// Kept as the events go. `queued` stays 0 (the storage says it), and
+    /// `matched` is the storage's to keep where it has a cheaper way.
+    pub(crate) counts: Counts,
+    pub(crate) max_depth: u64,
+    pub(crate) overflowed: bool,
+}
+
+impl Reader {
+    pub(crate) fn new() -> Self {
+        Self {
+            phase: Phase::Open,
+            lag: 0,
+            waiter: None,
+            counts: Counts::default(),
+            max_depth: 0,
+            overflowed: false,
+        }
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        matches!(self.phase, Phase::Open)
+    }
+
+    /// Takes the next item from `storage`, or, when there is none yet, lets
+    /// `register` install a waiter (the caller holds the lock a push takes,
+    /// so no push can slip in between the check and the registration) and
+    /// returns `None`. The common case, an event and no lag, inline.
+    #[inline(always)]
+    pub(crate) fn pop_or_register(
+        &mut self,
+        storage: &mut impl Storage,
+        register: impl FnOnce(&mut Option<Waiter>),
+    ) -> Option<Next> {
+        storage.catch_up(self);
+        if self.lag == 0
+            && let Some(event) = storage.take(self)
+        {
+            self.counts.delivered += 1;
+            return Some(Next::Event(event));
+        }
+        let next = self.pop_rest();
+        if next.is_none() {
+            register(&mut self.waiter);
+        }
+        next
+    }
+
+    /// Lag, or how the listener ended, once no event can be handed out.
+    #[cold]
+    fn pop_rest(&mut self) -> Option<Next> {
+        if self.lag > 0 {
+            return Some(Next::Lagged(std::mem::take(&mut self.lag)));
+        }
+        match std::mem::replace(&mut self.phase, Phase::Ended) {
+            Phase::Open => {
+                self.phase = Phase::Open;
+                None
+            }
+            Phase::Completing => Some(Next::Complete),
+            Phase::Failed { dropped } => Some(Next::Failed(StreamError::Overflow { dropped })),
+            Phase::Ended => Some(Next::Closed),
+        }
+    }
+
+    /// Stops taking events; the reader drains what is left, then gets
+    /// `Complete`. Returns the waiter to wake once no lock is held.
+    pub(crate) fn complete(&mut self) -> Option<Waiter> {
+        if !self.is_open() {
+            return None;
+        }
+        self.phase = Phase::Completing;
+        self.waiter.take()
+    }
+
+    /// Disconnected by its overflow policy after losing `dropped` events.
+    pub(crate) fn fail(&mut self, dropped: u64) {
+        self.counts.dropped += dropped;
+        self.overflowed = true;
+        self.phase = Phase::Failed { dropped };
+    }
+
+    /// Ends it, with `discarded` events it had yet to read thrown away.
+    /// Returns the waiter to wake once no lock is held.
+    pub(crate) fn end(&mut self, discarded: u64) -> Option<Waiter> {
+        self.counts.discarded += discarded;
+        self.lag = 0;
+        self.phase = Phase::Ended;
+        self.waiter.take()
+    }
+
+    pub(crate) fn snapshot(&self, held: Held, settings: Settings) -> Snapshot {
+        let counts = Counts {
+            matched: held.matched,
+            dropped: self.counts.dropped + held.lost,
+            queued: held.queued,
+            ..self.counts
+        };
+        Snapshot {
+            counts,
+            max_depth: self.max_depth.max(held.queued),
+            bytes: held.bytes,
+            lag: self.lag + held.lost,
+            settings,
+            overflowed: self.overflowed,
+        }
+    }
+}
