@@ -15,11 +15,12 @@ use super::broker::Broker;
 use super::driver;
 use super::error::RelayError;
 use super::options::RelayOptions;
-use super::outbound::{Outbound, Pushed};
+use super::outbound::Outbound;
 use super::shared::Inner;
 use super::stats::{Counters, RelayStats, bump};
 use crate::backoff::random_u64;
 use crate::event::Event;
+use crate::hub::bounded::Pushed;
 use crate::hub::{Forward, Hub};
 
 /// Closes the relay, and detaches it from its hub, when the last handle
@@ -137,9 +138,9 @@ impl Forward for Inner {
     fn forward(&self, event: Event) {
         let pushed = self.outbound.lock().push(event);
         match pushed {
-            Pushed::Queued => {}
             Pushed::DroppedOldest => bump(&self.counters.outbound_dropped),
             Pushed::Coalesced => bump(&self.counters.outbound_coalesced),
+            Pushed::Queued | Pushed::Disconnected | Pushed::NotOpen => {}
         }
         if pushed != Pushed::Coalesced {
             self.wake.notify_one();

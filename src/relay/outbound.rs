@@ -5,67 +5,53 @@
 //! fills, and then it drops its oldest event (counted) rather than make a
 //! publisher wait. An idempotent signal (a list changed, a URI updated)
 //! that is already queued is not queued again (counted as coalesced): a
-//! second copy would tell the other replicas nothing more.
+//! second copy would tell the other replicas nothing more; nor is a status
+//! older than one already queued or sent for the same thing (a
+//! [succession](crate::Succession)), and a newer one takes a pending older
+//! one's place.
+//!
+//! It is the hub's own bounded queue (`hub/bounded.rs`) under drop-oldest
+//! with coalescing, with no reader waiting on it: the relay's task takes
+//! what is queued when the broker is ready.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-use crate::event::{Event, EventKind};
-
-/// What a push did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pushed {
-    Queued,
-    /// Queued, and the oldest event was dropped to make room.
-    DroppedOldest,
-    /// An identical signal was already queued.
-    Coalesced,
-}
+use crate::event::Event;
+use crate::hub::bounded::{Bounded, Pushed};
+use crate::hub::reader::{Reader, Settings, Storage};
+use crate::overflow::Overflow;
 
 #[derive(Debug)]
 pub(crate) struct Outbound {
-    events: VecDeque<Event>,
-    /// How many of each idempotent kind are queued (at most one each, but
-    /// counted so that taking or dropping one stays exact).
-    signals: HashMap<EventKind, usize>,
-    capacity: usize,
+    /// Kept for the storage's bookkeeping; the relay counts from what each
+    /// push did.
+    reader: Reader,
+    events: Bounded,
 }
 
 impl Outbound {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self {
-            events: VecDeque::new(),
-            signals: HashMap::new(),
+        let settings = Settings {
             capacity: capacity.max(1),
+            max_bytes: usize::MAX,
+            overflow: Overflow::DropOldest,
+            coalesce: true,
+        };
+        Self {
+            reader: Reader::new(),
+            events: Bounded::new(settings, None, VecDeque::new()),
         }
     }
 
+    /// Queues `event`: [`Pushed::Queued`], [`Pushed::DroppedOldest`] or
+    /// [`Pushed::Coalesced`] (drop-oldest never disconnects, and the queue
+    /// never closes).
     pub(crate) fn push(&mut self, event: Event) -> Pushed {
-        if event.is_idempotent() && self.signals.contains_key(event.kind()) {
-            return Pushed::Coalesced;
-        }
-        let mut pushed = Pushed::Queued;
-        if self.events.len() >= self.capacity {
-            self.pop();
-            pushed = Pushed::DroppedOldest;
-        }
-        if event.is_idempotent() {
-            *self.signals.entry(event.kind().clone()).or_default() += 1;
-        }
-        self.events.push_back(event);
-        pushed
+        self.events.push(&mut self.reader, &event)
     }
 
     fn pop(&mut self) -> Option<Event> {
-        let event = self.events.pop_front()?;
-        if event.is_idempotent()
-            && let Some(count) = self.signals.get_mut(event.kind())
-        {
-            *count -= 1;
-            if *count == 0 {
-                self.signals.remove(event.kind());
-            }
-        }
-        Some(event)
+        self.events.take(&mut self.reader)
     }
 
     /// The oldest `max` events, or all of them when fewer are queued.
@@ -102,5 +88,19 @@ mod tests {
         assert_eq!(queue.take(5), [Event::tools_list_changed()]);
         assert_eq!(queue.pop(), None);
         assert_eq!(queue.push(Event::resource_updated("b")), Pushed::Queued);
+    }
+
+    #[test]
+    fn a_newer_status_takes_the_place_of_a_pending_older_one() {
+        let status = |version| {
+            Event::extension("x/status", Default::default(), None)
+                .with_succession(crate::Succession::new("t", version))
+        };
+        let mut queue = Outbound::new(8);
+        queue.push(Event::tools_list_changed());
+        assert_eq!(queue.push(status(1)), Pushed::Queued);
+        assert_eq!(queue.push(status(3)), Pushed::Queued);
+        assert_eq!(queue.push(status(2)), Pushed::Coalesced, "older than pending");
+        assert_eq!(queue.take(5), [Event::tools_list_changed(), status(3)]);
     }
 }
