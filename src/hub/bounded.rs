@@ -96,13 +96,20 @@ pub(crate) struct Bounded {
     successions: Option<Box<Successions>>,
     /// The rendered size of the queued events.
     bytes: usize,
+    /// Every event offered to it, and those absorbed by a pending one.
+    matched: u64,
+    coalesced: u64,
     /// The hub-wide bound on queued bytes, when the hub has one.
     budget: Option<Arc<Budget>>,
 }
 
 impl Storage for Bounded {
     #[inline(always)]
-    fn take(&mut self, _reader: &mut Reader) -> Option<Event> {
+    fn take(&mut self, reader: &mut Reader) -> Option<Event> {
+        // Lag is owed from the push that evicted; it goes first.
+        if reader.lag > 0 {
+            return None;
+        }
         let event = self.queued.pop_front()?;
         self.give_bytes(event.rendered_len());
         self.forget_pending(&event);
@@ -114,14 +121,17 @@ impl Storage for Bounded {
 }
 
 impl Bounded {
-    /// Holding `queued` to begin with.
+    /// Holding `queued` to begin with, of `matched` events offered so far.
     pub(crate) fn new(
         settings: Settings,
         budget: Option<Arc<Budget>>,
         queued: VecDeque<Event>,
+        matched: u64,
     ) -> Self {
         Self {
             bytes: queued.iter().map(Event::rendered_len).sum(),
+            matched,
+            coalesced: 0,
             queued,
             settings,
             pending: settings.coalesce.then(Default::default),
@@ -132,6 +142,17 @@ impl Bounded {
 
     pub(crate) fn len(&self) -> usize {
         self.queued.len()
+    }
+
+    /// Every event offered to it.
+    pub(crate) fn matched(&self) -> u64 {
+        self.matched
+    }
+
+    /// The events absorbed by a pending one (a duplicate signal, or a
+    /// superseded version).
+    pub(crate) fn coalesced(&self) -> u64 {
+        self.coalesced
     }
 
     /// The rendered size of the queued events.
@@ -148,14 +169,14 @@ impl Bounded {
         if !reader.is_open() {
             return Pushed::NotOpen;
         }
-        reader.counts.matched += 1;
+        self.matched += 1;
         if let Some(succession) = event.succession() {
             let successions = self.successions.get_or_insert_with(Default::default);
             match successions.admit(succession) {
                 Admission::New => {}
                 // Superseded: the newer version is pending or was taken.
                 Admission::Stale => {
-                    reader.counts.coalesced += 1;
+                    self.coalesced += 1;
                     return Pushed::Coalesced;
                 }
                 // The older pending version gives its place to this one.
@@ -168,7 +189,7 @@ impl Bounded {
                         })
                         .expect("a pending version is in the queue");
                     let replaced = std::mem::replace(older, event.clone());
-                    reader.counts.coalesced += 1;
+                    self.coalesced += 1;
                     self.give_bytes(replaced.rendered_len());
                     self.take_bytes(event.rendered_len());
                     // A larger version may not fit where the older one did.
@@ -186,7 +207,7 @@ impl Bounded {
                 .as_ref()
                 .is_some_and(|p| p.contains(event.kind()))
         {
-            reader.counts.coalesced += 1;
+            self.coalesced += 1;
             return Pushed::Coalesced;
         }
         let len = event.rendered_len();
@@ -230,7 +251,7 @@ impl Bounded {
             match self.settings.overflow {
                 Overflow::DropOldest => {
                     self.evict_oldest();
-                    reader.counts.dropped += 1;
+                    reader.dropped += 1;
                     reader.lag += 1;
                     evicted = true;
                 }

@@ -3,8 +3,8 @@
 //!
 //! A seat can move out of its lane into a queue of its own (see `lane`).
 //! An operation on a moved seat is done on its queue; a listener that
-//! finds its seat moved reads the queue directly from then on
-//! ([`Inbox::pop_or_register`] tells it where).
+//! finds its seat moved (it looks when it has nothing to read:
+//! [`Inbox::moved`]) reads the queue directly from then on.
 
 use super::lane::Lane;
 use super::queue::Queue;
@@ -21,56 +21,61 @@ pub(crate) enum Inbox {
 
 impl Inbox {
     /// Takes the next item, or, when there is none yet, lets `register`
-    /// install a waiter (see [`Reader::pop_or_register`]); the queue a seat
-    /// moved to, if it moved, for the caller to read instead.
+    /// install a waiter (see [`Reader::pop_or_register`]).
     ///
     /// [`Reader::pop_or_register`]: super::reader::Reader::pop_or_register
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Result<Option<Next>, Arc<Queue>> {
+    ) -> Option<Next> {
         match self {
-            Self::Own(queue) => Ok(queue.pop_or_register(register)),
+            Self::Own(queue) => queue.pop_or_register(register),
             Self::Seat(lane, seat) => lane.pop_or_register(*seat, register),
+        }
+    }
+
+    /// The queue a seat moved out to, if it did.
+    #[inline]
+    pub(crate) fn moved(&self) -> Option<Arc<Queue>> {
+        match self {
+            Self::Seat(lane, seat) if lane.has_moved_out() => lane.moved(*seat),
+            _ => None,
         }
     }
 
     /// Removes a waiter that gave up.
     pub(crate) fn forget_waiter(&self) {
-        self.visit(Queue::forget_waiter, Lane::forget_waiter);
+        match self {
+            Self::Own(queue) => queue.forget_waiter(),
+            Self::Seat(lane, seat) => lane.forget_waiter(*seat),
+        }
     }
 
     /// Stops taking events; the reader drains, then gets `Complete`.
     /// Returns the waiter to wake once no lock is held.
     pub(crate) fn complete(&self) -> Option<Waiter> {
-        self.visit(Queue::complete, Lane::complete)
+        match self {
+            Self::Own(queue) => queue.complete(),
+            Self::Seat(lane, seat) => lane.complete(*seat),
+        }
     }
 
     /// Ends it, discarding what it holds, and wakes its reader. Idempotent.
     pub(crate) fn close(&self) {
-        if let Some(waiter) = self.visit(Queue::stop, Lane::stop) {
+        let waiter = match self {
+            Self::Own(queue) => queue.stop(),
+            Self::Seat(lane, seat) => lane.stop(*seat),
+        };
+        if let Some(waiter) = waiter {
             waiter.wake();
         }
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
-        self.visit(Queue::snapshot, Lane::snapshot)
-    }
-
-    /// `on_queue` for a queue of its own, `on_seat` for a seat, and
-    /// `on_queue` again on the queue a seat moved to.
-    fn visit<T>(
-        &self,
-        on_queue: impl FnOnce(&Queue) -> T,
-        on_seat: impl FnOnce(&Lane, usize) -> Result<T, Arc<Queue>>,
-    ) -> T {
         match self {
-            Self::Own(queue) => on_queue(queue),
-            Self::Seat(lane, seat) => match on_seat(lane, *seat) {
-                Ok(done) => done,
-                Err(moved) => on_queue(&moved),
-            },
+            Self::Own(queue) => queue.snapshot(),
+            Self::Seat(lane, seat) => lane.snapshot(*seat),
         }
     }
 }

@@ -35,7 +35,7 @@ use crate::event::Event;
 use crate::filter::Filter;
 use crate::overflow::Overflow;
 use crate::source::Next;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// What makes listeners' queues alike: their settings and what their
 /// filters route.
@@ -85,6 +85,8 @@ impl LaneKey {
 #[derive(Debug)]
 pub(crate) struct Lane {
     settings: Settings,
+    /// Some member moved out (see [`Lane::moved`]).
+    moved_out: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -121,6 +123,7 @@ impl Lane {
         let settings = key.settings;
         Self {
             settings,
+            moved_out: AtomicBool::new(false),
             state: Mutex::new(State {
                 ring: Ring::new(settings.capacity, settings.max_bytes),
                 slots: Vec::new(),
@@ -141,11 +144,7 @@ impl Lane {
         let at = state.ring.join();
         let seat = Slot::Seat(Seat {
             reader: Reader::new(),
-            cursor: Cursor {
-                next: at,
-                start: at,
-                end: None,
-            },
+            cursor: Cursor::at(at),
             listed: false,
         });
         if let Some(index) = state.free.pop() {
@@ -199,14 +198,14 @@ impl Lane {
         }
     }
 
-    /// As [`Reader::pop_or_register`], for the member at `seat`; the queue
-    /// it moved to, if it moved out.
+    /// As [`Reader::pop_or_register`], for the member at `seat` (read on
+    /// its queue if it moved out).
     #[inline]
     pub(crate) fn pop_or_register(
         &self,
         seat: usize,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Result<Option<Next>, Arc<Queue>> {
+    ) -> Option<Next> {
         let mut state = self.state.lock();
         let State {
             ring,
@@ -216,44 +215,75 @@ impl Lane {
         } = &mut *state;
         let member = match slot_mut(slots, seat) {
             Slot::Seat(member) => member,
-            Slot::Moved(queue) => return Err(queue.clone()),
+            Slot::Moved(queue) => {
+                let queue = queue.clone();
+                drop(state);
+                return queue.pop_or_register(register);
+            }
         };
         let mut storage = InRing {
             cursor: &mut member.cursor,
             ring,
         };
-        let next = member.reader.pop_or_register(&mut storage, register);
-        let waits = next.is_none() && member.reader.waiter.is_some();
-        if waits && !std::mem::replace(&mut member.listed, true) {
-            waiting.push(seat);
+        let listed = &mut member.listed;
+        member.reader.pop_or_register(&mut storage, |waiter| {
+            register(waiter);
+            if waiter.is_some() && !std::mem::replace(listed, true) {
+                waiting.push(seat);
+            }
+        })
+    }
+
+    /// Whether some member moved out: a relaxed flag, read without the
+    /// lock (a reader that misses a move that just happened reads through
+    /// the lane once more).
+    #[inline]
+    pub(crate) fn has_moved_out(&self) -> bool {
+        self.moved_out.load(Ordering::Relaxed)
+    }
+
+    /// The queue the member at `seat` moved out to, if it did.
+    pub(crate) fn moved(&self, seat: usize) -> Option<Arc<Queue>> {
+        match slot_mut(&mut self.state.lock().slots, seat) {
+            Slot::Moved(queue) => Some(queue.clone()),
+            Slot::Seat(_) => None,
         }
-        Ok(next)
     }
 
     /// Removes a waiter that gave up.
-    pub(crate) fn forget_waiter(&self, seat: usize) -> Result<(), Arc<Queue>> {
-        self.with_seat(seat, |seat, _| seat.reader.waiter = None)
+    pub(crate) fn forget_waiter(&self, seat: usize) {
+        self.with_seat(
+            seat,
+            |seat, _| seat.reader.waiter = None,
+            Queue::forget_waiter,
+        );
     }
 
     /// As [`Reader::complete`].
-    pub(crate) fn complete(&self, seat: usize) -> Result<Option<Waiter>, Arc<Queue>> {
-        self.with_seat(seat, |seat, _| seat.reader.complete())
+    pub(crate) fn complete(&self, seat: usize) -> Option<Waiter> {
+        self.with_seat(seat, |seat, _| seat.reader.complete(), Queue::complete)
     }
 
     /// As [`Queue::stop`]: the member leaves, and what it had yet to read
     /// is discarded.
-    pub(crate) fn stop(&self, seat: usize) -> Result<Option<Waiter>, Arc<Queue>> {
-        self.with_seat(seat, |seat, ring| {
-            let discarded = seat.cursor.leave(ring, &mut seat.reader);
-            seat.reader.end(discarded)
-        })
+    pub(crate) fn stop(&self, seat: usize) -> Option<Waiter> {
+        self.with_seat(
+            seat,
+            |seat, ring| {
+                let discarded = seat.cursor.leave(ring, &mut seat.reader);
+                seat.reader.end(discarded)
+            },
+            Queue::stop,
+        )
     }
 
     /// As [`Queue::snapshot`].
-    pub(crate) fn snapshot(&self, seat: usize) -> Result<Snapshot, Arc<Queue>> {
-        self.with_seat(seat, |seat, ring| {
-            seat.reader.snapshot(seat.cursor.held(ring), self.settings)
-        })
+    pub(crate) fn snapshot(&self, seat: usize) -> Snapshot {
+        self.with_seat(
+            seat,
+            |seat, ring| seat.reader.snapshot(seat.cursor.held(ring), self.settings),
+            Queue::snapshot,
+        )
     }
 
     /// Moves the member at `seat`, listener `id`'s, out of the lane into a
@@ -266,25 +296,27 @@ impl Lane {
             .expect("a seat is released only after its listener has gone");
         let queue = match slot {
             Slot::Moved(queue) => return queue.clone(),
-            Slot::Seat(seat) => {
-                let Seat { reader, cursor, .. } = seat;
-                let unread: VecDeque<Event> = match cursor.end {
-                    None => {
-                        cursor.catch_up(ring, reader);
-                        cursor.note_depth(ring, reader);
-                        ring.unread_events(cursor.next).cloned().collect()
-                    }
-                    Some(_) => VecDeque::new(),
-                };
-                reader.counts.matched = cursor.held(ring).matched;
-                if cursor.end.is_none() {
-                    ring.leave(cursor.next);
+            Slot::Seat(Seat { reader, cursor, .. }) => {
+                let mut unread = VecDeque::new();
+                if !cursor.has_left() {
+                    cursor.catch_up(ring, reader);
+                    unread.extend(ring.unread_events(cursor.next).cloned());
+                    // What it had yet to read goes with it, not discarded.
+                    cursor.leave(ring, reader);
                 }
+                let matched = cursor.held(ring).matched;
                 let reader = std::mem::replace(reader, Reader::new());
-                Arc::new(Queue::handed_over(id, self.settings, reader, unread))
+                Arc::new(Queue::handed_over(
+                    id,
+                    self.settings,
+                    reader,
+                    unread,
+                    matched,
+                ))
             }
         };
         *slot = Slot::Moved(queue.clone());
+        self.moved_out.store(true, Ordering::Relaxed);
         queue
     }
 
@@ -295,25 +327,32 @@ impl Lane {
             ring, slots, free, ..
         } = &mut *state;
         if let Some(Slot::Seat(seat)) = slots[seat].take()
-            && seat.cursor.end.is_none()
+            && !seat.cursor.has_left()
         {
             ring.leave(seat.cursor.next);
         }
         free.push(seat);
     }
 
-    /// Runs `f` on the member at `seat` and the ring, under the lane's
-    /// lock; the queue it moved to, if it moved out.
+    /// Runs `on_seat` on the member at `seat` and the ring, under the
+    /// lane's lock, or `on_moved` on the queue it moved out to.
     fn with_seat<T>(
         &self,
         seat: usize,
-        f: impl FnOnce(&mut Seat, &mut Ring) -> T,
-    ) -> Result<T, Arc<Queue>> {
+        on_seat: impl FnOnce(&mut Seat, &mut Ring) -> T,
+        on_moved: impl FnOnce(&Queue) -> T,
+    ) -> T {
         let mut state = self.state.lock();
         let State { ring, slots, .. } = &mut *state;
         match slot_mut(slots, seat) {
-            Slot::Seat(seat) => Ok(f(seat, ring)),
-            Slot::Moved(queue) => Err(queue.clone()),
+            Slot::Seat(member) => on_seat(member, ring),
+            Slot::Moved(queue) => {
+                // Lock order is lane, then queue; but nothing here needs
+                // the lane once the queue is known.
+                let queue = queue.clone();
+                drop(state);
+                on_moved(&queue)
+            }
         }
     }
 }
@@ -363,7 +402,7 @@ mod tests {
     }
 
     fn pop(lane: &Lane, seat: usize) -> Option<Next> {
-        lane.pop_or_register(seat, |_| {}).unwrap()
+        lane.pop_or_register(seat, |_| {})
     }
 
     fn uri(next: Option<Next>) -> String {
@@ -411,7 +450,7 @@ mod tests {
             assert_eq!(uri(pop(&lane, fast)), update(i).to_plain_json());
         }
         assert_eq!(pop(&lane, fast), None);
-        let snap = lane.snapshot(slow).unwrap();
+        let snap = lane.snapshot(slow);
         assert_eq!(
             (snap.counts.dropped, snap.lag, snap.counts.queued),
             (1, 1, 2)
@@ -420,7 +459,7 @@ mod tests {
         assert_eq!(uri(pop(&lane, slow)), update(1).to_plain_json());
         assert_eq!(uri(pop(&lane, slow)), update(2).to_plain_json());
         for seat in [slow, fast] {
-            let counts = lane.snapshot(seat).unwrap().counts;
+            let counts = lane.snapshot(seat).counts;
             assert!(counts.is_balanced(), "{counts:?}");
             assert_eq!(counts.matched, 3);
         }
@@ -435,7 +474,6 @@ mod tests {
             // Registering twice lists the seat once.
             assert!(
                 lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
-                    .unwrap()
                     .is_none()
             );
         }
@@ -443,8 +481,8 @@ mod tests {
         assert_eq!(push(&lane, &update(1)).1, 0, "nobody is waiting now");
         uri(pop(&lane, seat));
         uri(pop(&lane, seat));
-        let _ = lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
-        lane.forget_waiter(seat).unwrap();
+        lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
+        lane.forget_waiter(seat);
         assert_eq!(push(&lane, &update(2)).1, 0);
     }
 
@@ -455,16 +493,16 @@ mod tests {
         push(&lane, &update(0));
         push(&lane, &update(1));
         uri(pop(&lane, closing));
-        lane.stop(closing).unwrap();
+        lane.stop(closing);
         assert_eq!(pop(&lane, closing), Some(Next::Closed));
-        let counts = lane.snapshot(closing).unwrap().counts;
+        let counts = lane.snapshot(closing).counts;
         assert_eq!((counts.delivered, counts.discarded), (1, 1));
         assert!(counts.is_balanced());
         // It left: a later event is not its own.
         assert_eq!(push(&lane, &update(2)).0[Pushed::Queued as usize], 1);
-        assert_eq!(lane.snapshot(closing).unwrap().counts.matched, 2);
+        assert_eq!(lane.snapshot(closing).counts.matched, 2);
 
-        lane.complete(completing).unwrap();
+        lane.complete(completing);
         for i in 0..3 {
             assert_eq!(uri(pop(&lane, completing)), update(i).to_plain_json());
         }
@@ -482,8 +520,14 @@ mod tests {
         }
         let [behind_queue, current_queue] =
             [behind, current].map(|seat| lane.move_out(seat, ListenerId(seat as u64)));
+        assert_eq!(
+            lane.pop_or_register(current, |_| {}),
+            None,
+            "read on its queue"
+        );
         assert!(
-            lane.pop_or_register(behind, |_| {}).is_err(),
+            lane.moved(current)
+                .is_some_and(|queue| Arc::ptr_eq(&queue, &current_queue)),
             "a moved seat points its reader to its queue"
         );
         let status =
@@ -512,7 +556,7 @@ mod tests {
     fn a_released_seat_is_reused() {
         let lane = lane(2);
         let first = lane.join();
-        lane.stop(first).unwrap();
+        lane.stop(first);
         lane.release(first);
         assert_eq!(lane.join(), first);
     }

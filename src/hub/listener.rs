@@ -12,6 +12,7 @@ use futures_core::Stream;
 use super::entry::Entry;
 use super::id::ListenerId;
 use super::inbox::Inbox;
+use super::queue::Queue;
 use super::reader::Waiter;
 use super::shared::Shared;
 use super::stats::{ListenerStats, Retirement};
@@ -29,10 +30,9 @@ use crate::sync::{Arc, park_until};
 /// are counted as discarded.
 pub struct Listener {
     hub: Arc<Shared>,
+    /// Its own, until it finds the seat it had in a lane moved out to a
+    /// queue of its own (see `lane`): then one for that queue.
     entry: Arc<Entry>,
-    /// Where it reads: the entry's inbox, until a seat it had there moved
-    /// to a queue of its own.
-    inbox: Inbox,
     /// A terminal item was returned, so the stream form ends.
     finished: bool,
     /// The hub no longer has it registered: closing again need not take
@@ -44,7 +44,6 @@ impl Listener {
     pub(crate) fn new(hub: Arc<Shared>, entry: Arc<Entry>) -> Self {
         Self {
             hub,
-            inbox: entry.inbox.clone(),
             entry,
             finished: false,
             retired: false,
@@ -106,7 +105,7 @@ impl Listener {
             // A publish between the check and this park leaves the unpark
             // token set, so the park returns at once instead of missing it.
             if !park_until(deadline) {
-                self.inbox.forget_waiter();
+                self.entry.inbox.forget_waiter();
                 return None;
             }
         }
@@ -131,16 +130,30 @@ impl Listener {
         self.entry.stats()
     }
 
-    /// As [`Inbox::pop_or_register`], reading from the queue its seat
-    /// moved to, if it moved, from then on.
+    /// As [`Inbox::pop_or_register`]. With nothing to read, it looks
+    /// whether its seat moved out to a queue of its own, and reads that
+    /// from then on: the look costs nothing on the way of an event.
     #[inline(always)]
-    fn pop_or_register(&mut self, register: impl Fn(&mut Option<Waiter>)) -> Option<Next> {
-        loop {
-            match self.inbox.pop_or_register(&register) {
-                Ok(next) => return next,
-                Err(moved) => self.inbox = Inbox::Own(moved),
-            }
+    fn pop_or_register(&mut self, register: impl FnOnce(&mut Option<Waiter>)) -> Option<Next> {
+        let next = self.entry.inbox.pop_or_register(register);
+        if next.is_none()
+            && let Some(queue) = self.entry.inbox.moved()
+        {
+            self.follow(queue);
         }
+        next
+    }
+
+    /// Reads `queue`, where its seat moved, from now on; the old entry,
+    /// dropped, frees the seat.
+    #[cold]
+    fn follow(&mut self, queue: Arc<Queue>) {
+        self.entry = Arc::new(Entry {
+            id: self.entry.id,
+            filter: self.entry.filter.clone(),
+            inbox: Inbox::Own(queue),
+            unpaired: None,
+        });
     }
 
     #[inline(always)]
@@ -240,7 +253,7 @@ impl Drop for NextItem<'_> {
         // A future dropped while waiting leaves no stale waker for the next
         // publish to wake for nothing.
         if self.registered {
-            self.listener.inbox.forget_waiter();
+            self.listener.entry.inbox.forget_waiter();
         }
     }
 }

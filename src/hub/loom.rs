@@ -223,11 +223,10 @@ mod loom_model_lane {
                     let mut seen = Vec::new();
                     loom::future::block_on(std::future::poll_fn(|cx| {
                         loop {
-                            let next = lane
-                                .pop_or_register(waiting, |slot| {
-                                    *slot = Some(Waiter::Task(cx.waker().clone()));
-                                })
-                                .expect("no seat moves out here");
+                            let register = |slot: &mut Option<Waiter>| {
+                                *slot = Some(Waiter::Task(cx.waker().clone()));
+                            };
+                            let next = lane.pop_or_register(waiting, register);
                             match next {
                                 Some(Next::Event(event)) => {
                                     seen.push(event.to_plain_json());
@@ -248,16 +247,16 @@ mod loom_model_lane {
                 })
             };
             let mut polled = Vec::new();
-            while let Some(next) = lane.pop_or_register(polling, |_| {}).unwrap() {
+            while let Some(next) = lane.pop_or_register(polling, |_| {}) {
                 if let Next::Event(event) = next {
                     polled.push(event.to_plain_json());
                 }
             }
             publisher.join().unwrap();
             let waited = reader.join().unwrap();
-            lane.stop(polling).unwrap();
+            lane.stop(polling);
             for (seat, seen) in [(waiting, waited), (polling, polled)] {
-                let counts = lane.snapshot(seat).unwrap().counts;
+                let counts = lane.snapshot(seat).counts;
                 assert_eq!(counts.matched, 2);
                 assert!(counts.is_balanced(), "{counts:?}");
                 assert_eq!(counts.delivered as usize, seen.len());

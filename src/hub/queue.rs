@@ -37,28 +37,24 @@ impl Queue {
     /// An empty queue with `settings`, counting against the hub-wide
     /// `budget` when there is one.
     pub(crate) fn new(id: ListenerId, settings: Settings, budget: Option<Arc<Budget>>) -> Self {
-        Self::with_reader(id, settings, budget, Reader::new(), VecDeque::new())
+        let events = Bounded::new(settings, budget, VecDeque::new(), 0);
+        Self::with(id, Reader::new(), events)
     }
 
-    /// A queue that goes on from where a lane's seat was when its lane
-    /// split (see `lane`): its reader, and what it had yet to read.
+    /// A queue that goes on from where a lane's seat was when it moved out
+    /// (see `lane`): its reader, what it had yet to read, and how many
+    /// events it matched so far.
     pub(crate) fn handed_over(
         id: ListenerId,
         settings: Settings,
         reader: Reader,
         unread: VecDeque<Event>,
+        matched: u64,
     ) -> Self {
-        Self::with_reader(id, settings, None, reader, unread)
+        Self::with(id, reader, Bounded::new(settings, None, unread, matched))
     }
 
-    fn with_reader(
-        id: ListenerId,
-        settings: Settings,
-        budget: Option<Arc<Budget>>,
-        reader: Reader,
-        queued: VecDeque<Event>,
-    ) -> Self {
-        let events = Bounded::new(settings, budget, queued);
+    fn with(id: ListenerId, reader: Reader, events: Bounded) -> Self {
         Self {
             id,
             state: Mutex::new(State { reader, events }),
@@ -121,7 +117,8 @@ impl Queue {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let state = self.state.lock();
         let held = Held {
-            matched: state.reader.counts.matched,
+            matched: state.events.matched(),
+            coalesced: state.events.coalesced(),
             lost: 0,
             queued: state.events.len() as u64,
             bytes: state.events.bytes(),

@@ -35,16 +35,17 @@ impl Waiter {
     }
 }
 
-/// Where a listener is in its life.
-#[derive(Debug, Clone, Copy)]
+/// Where a listener is in its life, in a byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// Taking events.
     Open,
     /// The hub completed: drain what is queued, then report `Complete`.
     Completing,
-    /// Disconnected for overflow after losing `dropped` events: report the
-    /// error once. (Only the count is kept, so the state stays small.)
-    Failed { dropped: u64 },
+    /// Disconnected for overflow: report the error once. Only
+    /// [`Overflow::Disconnect`] fails a listener, and under it nothing is
+    /// dropped but at the failure, so the count it lost is its `dropped`.
+    Failed,
     /// Ended and reported, or closed: every pull returns `Closed`.
     Ended,
 }
@@ -61,13 +62,9 @@ pub(crate) struct Settings {
 
 /// What holds a reader's events.
 pub(crate) trait Storage {
-    /// Notes what the storage lost on the reader's behalf since the last
-    /// read, for storages that evict without visiting their readers.
-    #[inline(always)]
-    fn catch_up(&mut self, _reader: &mut Reader) {}
-
-    /// Takes the next event off for the reader (the storage notes the
-    /// depth it had), or `None` when there is none.
+    /// Takes the next event off for the reader, noting the depth it had;
+    /// `None` when there is none, or while the reader is owed lag (which a
+    /// storage that evicts without visiting its readers notes here first).
     fn take(&mut self, reader: &mut Reader) -> Option<Event>;
 }
 
@@ -76,8 +73,10 @@ pub(crate) trait Storage {
 pub(crate) struct Held {
     /// Every event offered to the reader.
     pub(crate) matched: u64,
-    /// Lost for the reader and not yet noted by
-    /// [`catch_up`](Storage::catch_up).
+    /// Absorbed by one still pending, or superseded.
+    pub(crate) coalesced: u64,
+    /// Lost for the reader and not yet noted in it (by
+    /// [`take`](Storage::take)).
     pub(crate) lost: u64,
     pub(crate) queued: u64,
     pub(crate) bytes: usize,
@@ -97,34 +96,40 @@ pub(crate) struct Snapshot {
     pub(crate) overflowed: bool,
 }
 
-/// The listener's side of its events: everything but the events.
+/// The listener's side of its events: everything but the events. A lane
+/// keeps one per member, so it is kept small. Its counts are those the
+/// storage does not know better: how many events were matched, coalesced
+/// (a policy of the storage) and queued are the storage's to say.
 #[derive(Debug)]
 pub(crate) struct Reader {
     pub(crate) phase: Phase,
+    /// Disconnected by its overflow policy, whoever retires it.
+    pub(crate) overflowed: bool,
     /// Events lost to drop-oldest that the reader has not been told about.
     pub(crate) lag: u64,
     pub(crate) waiter: Option<Waiter>,
-    /// Kept as the events go. `queued` stays 0 (the storage says it), and
-    /// `matched` is the storage's to keep where it has a cheaper way.
-    pub(crate) counts: Counts,
+    pub(crate) delivered: u64,
+    pub(crate) dropped: u64,
+    pub(crate) discarded: u64,
     pub(crate) max_depth: u64,
-    pub(crate) overflowed: bool,
 }
 
 impl Reader {
     pub(crate) fn new() -> Self {
         Self {
             phase: Phase::Open,
+            overflowed: false,
             lag: 0,
             waiter: None,
-            counts: Counts::default(),
+            delivered: 0,
+            dropped: 0,
+            discarded: 0,
             max_depth: 0,
-            overflowed: false,
         }
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        matches!(self.phase, Phase::Open)
+        self.phase == Phase::Open
     }
 
     /// Takes the next item from `storage`, or, when there is none yet, lets
@@ -137,11 +142,8 @@ impl Reader {
         storage: &mut impl Storage,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        storage.catch_up(self);
-        if self.lag == 0
-            && let Some(event) = storage.take(self)
-        {
-            self.counts.delivered += 1;
+        if let Some(event) = storage.take(self) {
+            self.delivered += 1;
             return Some(Next::Event(event));
         }
         let next = self.pop_rest();
@@ -163,7 +165,9 @@ impl Reader {
                 None
             }
             Phase::Completing => Some(Next::Complete),
-            Phase::Failed { dropped } => Some(Next::Failed(StreamError::Overflow { dropped })),
+            Phase::Failed => Some(Next::Failed(StreamError::Overflow {
+                dropped: self.dropped,
+            })),
             Phase::Ended => Some(Next::Closed),
         }
     }
@@ -180,15 +184,15 @@ impl Reader {
 
     /// Disconnected by its overflow policy after losing `dropped` events.
     pub(crate) fn fail(&mut self, dropped: u64) {
-        self.counts.dropped += dropped;
+        self.dropped += dropped;
         self.overflowed = true;
-        self.phase = Phase::Failed { dropped };
+        self.phase = Phase::Failed;
     }
 
     /// Ends it, with `discarded` events it had yet to read thrown away.
     /// Returns the waiter to wake once no lock is held.
     pub(crate) fn end(&mut self, discarded: u64) -> Option<Waiter> {
-        self.counts.discarded += discarded;
+        self.discarded += discarded;
         self.lag = 0;
         self.phase = Phase::Ended;
         self.waiter.take()
@@ -197,9 +201,11 @@ impl Reader {
     pub(crate) fn snapshot(&self, held: Held, settings: Settings) -> Snapshot {
         let counts = Counts {
             matched: held.matched,
-            dropped: self.counts.dropped + held.lost,
+            delivered: self.delivered,
+            dropped: self.dropped + held.lost,
+            coalesced: held.coalesced,
             queued: held.queued,
-            ..self.counts
+            discarded: self.discarded,
         };
         Snapshot {
             counts,

@@ -202,9 +202,14 @@ pub(crate) struct Cursor {
     /// on (see [`Ring::position`]).
     pub(crate) next: u64,
     /// Where it joined, and where it left: it matched every event between.
-    pub(crate) start: u64,
-    pub(crate) end: Option<u64>,
+    start: u64,
+    /// [`STILL_IN`] until it leaves (a plain number, not an `Option`, as a
+    /// lane keeps one cursor per member).
+    end: u64,
 }
+
+/// The end of a member that has not left.
+const STILL_IN: u64 = u64::MAX;
 
 /// A member's storage: its cursor into the ring.
 pub(crate) struct InRing<'a> {
@@ -214,15 +219,16 @@ pub(crate) struct InRing<'a> {
 
 impl Storage for InRing<'_> {
     #[inline(always)]
-    fn catch_up(&mut self, reader: &mut Reader) {
-        if self.cursor.end.is_none() && self.ring.position(self.cursor.next) != self.cursor.next {
-            self.cursor.catch_up(self.ring, reader);
-        }
-    }
-
-    #[inline(always)]
     fn take(&mut self, reader: &mut Reader) -> Option<Event> {
-        if self.cursor.end.is_some() {
+        if self.cursor.has_left() {
+            return None;
+        }
+        // Eviction moves a member on without visiting it: the reader finds
+        // its loss here, and is told of it before the next event. (Only
+        // this owes a member's reader lag, and the reader takes it at once,
+        // so no lag is owed past this point.)
+        if self.ring.position(self.cursor.next) != self.cursor.next {
+            self.cursor.catch_up(self.ring, reader);
             return None;
         }
         let depth = self.ring.depth(self.cursor.next);
@@ -234,13 +240,27 @@ impl Storage for InRing<'_> {
 }
 
 impl Cursor {
+    /// A new member's, reading from `at` on.
+    pub(crate) fn at(at: u64) -> Self {
+        Self {
+            next: at,
+            start: at,
+            end: STILL_IN,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn has_left(&self) -> bool {
+        self.end != STILL_IN
+    }
+
     /// Moves on past what eviction took from it, counting it as dropped
     /// and owed to the reader as lag.
     #[cold]
     pub(crate) fn catch_up(&mut self, ring: &Ring, reader: &mut Reader) {
         let at = ring.position(self.next);
         let lost = at - self.next;
-        reader.counts.dropped += lost;
+        reader.dropped += lost;
         reader.lag += lost;
         self.next = at;
     }
@@ -250,44 +270,43 @@ impl Cursor {
     /// before such an eviction, on leaving and in each snapshot finds the
     /// deepest it has been.
     pub(crate) fn note_depth(&self, ring: &Ring, reader: &mut Reader) {
-        if self.end.is_none() {
+        if !self.has_left() {
             reader.max_depth = reader.max_depth.max(ring.depth(self.next));
         }
     }
 
     /// Leaves the ring, if it has not yet; how many events it had not read.
     pub(crate) fn leave(&mut self, ring: &mut Ring, reader: &mut Reader) -> u64 {
-        if self.end.is_some() {
+        if self.has_left() {
             return 0;
         }
         self.note_depth(ring, reader);
         self.catch_up(ring, reader);
         let unread = ring.leave(self.next);
-        self.end = Some(ring.tail());
+        self.end = ring.tail();
         unread
     }
 
     /// What it holds as of now, with what eviction cost it that its reader
     /// has not yet seen.
     pub(crate) fn held(&self, ring: &Ring) -> Held {
-        let matched = self.end.unwrap_or_else(|| ring.tail()) - self.start;
-        match self.end {
-            None => {
-                let at = ring.position(self.next);
-                let (queued, bytes) = ring.unread(at);
-                Held {
-                    matched,
-                    lost: at - self.next,
-                    queued,
-                    bytes,
-                }
-            }
-            Some(_) => Held {
-                matched,
+        if self.has_left() {
+            return Held {
+                matched: self.end - self.start,
+                coalesced: 0,
                 lost: 0,
                 queued: 0,
                 bytes: 0,
-            },
+            };
+        }
+        let at = ring.position(self.next);
+        let (queued, bytes) = ring.unread(at);
+        Held {
+            matched: ring.tail() - self.start,
+            coalesced: 0,
+            lost: at - self.next,
+            queued,
+            bytes,
         }
     }
 }
