@@ -1,8 +1,14 @@
 //! The bounded buffer between a subscription's transport and its reader:
 //! the only state the pump task and the reader share.
+//!
+//! It is the hub's own bounded queue (`hub/bounded.rs`) and reader
+//! (`hub/reader.rs`), holding the client's items: the events, and the
+//! markers of a re-listen and a resync in their place among them. Under
+//! [`BufferPolicy::Wait`] the pump waits for room before it reads, so the
+//! queue itself is never full; the other policies are the hub's.
 
-use std::collections::{HashSet, VecDeque};
-use std::task::{Context, Poll, Waker};
+use std::collections::VecDeque;
+use std::task::{Context, Poll};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -10,8 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::item::{End, Item};
 use super::options::{BufferPolicy, SubscribeOptions};
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::filter::Filter;
+use crate::hub::bounded::{Bounded, Pushed, Queued};
+use crate::hub::reader::{Reader, Settings, Waiter};
+use crate::overflow::Overflow;
 
 /// Where every event the transport delivered is now, for one subscription.
 /// `received = delivered + dropped + coalesced + buffered + discarded`.
@@ -36,21 +45,14 @@ pub struct BufferStats {
 }
 
 struct State {
-    items: VecDeque<Item>,
-    /// How many of `items` are events: the capacity bounds these only
-    /// (markers such as `Resynced` are few and always kept).
-    events: usize,
-    /// The idempotent kinds pending, when coalescing.
-    pending: HashSet<EventKind>,
-    /// Events lost since the reader last read, reported before the next
-    /// item.
-    lagged: u64,
+    /// The buffer's counts, lag and the reader's waker.
+    reader: Reader,
+    items: Bounded<Item>,
     end: Option<End>,
     /// The end was handed to the reader: nothing more comes.
     finished: bool,
     granted: Filter,
-    reader: Option<Waker>,
-    stats: BufferStats,
+    resyncs: u64,
 }
 
 /// What the pump and the reader share.
@@ -58,7 +60,6 @@ pub(super) struct Shared {
     state: Mutex<State>,
     capacity: usize,
     policy: BufferPolicy,
-    coalesce: bool,
     /// Woken when the reader takes an item: a pump waiting for room
     /// ([`BufferPolicy::Wait`]) reads on.
     room: Notify,
@@ -66,30 +67,48 @@ pub(super) struct Shared {
     pub(super) cancel: CancellationToken,
 }
 
-/// What pushing an event did.
-pub(super) enum Pushed {
-    Buffered,
-    /// The buffer overflowed under `Disconnect`: the subscription ended.
-    Overflowed(u64),
+impl From<Event> for Item {
+    fn from(event: Event) -> Self {
+        Self::Event(event)
+    }
+}
+
+impl Queued for Item {
+    fn event(&self) -> Option<&Event> {
+        match self {
+            Self::Event(event) => Some(event),
+            _ => None,
+        }
+    }
 }
 
 impl Shared {
     pub(super) fn new(options: &SubscribeOptions, granted: Filter) -> Self {
+        let capacity = options.capacity.get();
+        let settings = Settings {
+            // Under `Wait` the pump keeps the bound by waiting for room.
+            capacity: match options.policy {
+                BufferPolicy::Wait => usize::MAX,
+                _ => capacity,
+            },
+            max_bytes: usize::MAX,
+            overflow: match options.policy {
+                BufferPolicy::Disconnect => Overflow::Disconnect,
+                _ => Overflow::DropOldest,
+            },
+            coalesce: options.coalesce,
+        };
         Self {
             state: Mutex::new(State {
-                items: VecDeque::new(),
-                events: 0,
-                pending: HashSet::new(),
-                lagged: 0,
+                reader: Reader::new(),
+                items: Bounded::new(settings, None, VecDeque::new(), 0),
                 end: None,
                 finished: false,
                 granted,
-                reader: None,
-                stats: BufferStats::default(),
+                resyncs: 0,
             }),
-            capacity: options.capacity.get(),
+            capacity,
             policy: options.policy,
-            coalesce: options.coalesce,
             room: Notify::new(),
             cancel: CancellationToken::new(),
         }
@@ -101,23 +120,24 @@ impl Shared {
 
     pub(super) fn stats(&self) -> BufferStats {
         let state = self.state.lock();
+        let (reader, items) = (&state.reader, &state.items);
         BufferStats {
-            buffered: state.events as u64,
-            ..state.stats
+            received: items.matched(),
+            delivered: reader.delivered,
+            dropped: reader.dropped,
+            coalesced: items.coalesced(),
+            buffered: items.len() as u64,
+            discarded: reader.discarded,
+            resyncs: state.resyncs,
         }
     }
 
-    /// Whether the pump must wait before reading the transport again.
     fn is_full(&self) -> bool {
-        self.policy == BufferPolicy::Wait && self.state.lock().events >= self.capacity
+        self.policy == BufferPolicy::Wait && self.state.lock().items.len() >= self.capacity
     }
 
-    /// Waits until the buffer has room for one more event (only under
-    /// [`BufferPolicy::Wait`]; the other policies always read on).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it takes nothing.
+    /// Waits until the buffer has room (only [`BufferPolicy::Wait`] ever
+    /// waits).
     pub(super) async fn room(&self) {
         loop {
             // Registered before the check, so a read between the check and
@@ -132,149 +152,103 @@ impl Shared {
         }
     }
 
-    /// Buffers one event under the policy.
-    pub(super) fn push_event(&self, event: Event) -> Pushed {
-        let (pushed, waker) = {
+    /// Buffers `event` under the policy; the events lost when the policy
+    /// disconnected the subscription.
+    pub(super) fn push_event(&self, event: Event) -> Result<(), u64> {
+        let (outcome, waiter) = {
             let mut state = self.state.lock();
-            state.stats.received += 1;
-            let idempotent = self.coalesce && event.is_idempotent();
-            if idempotent && state.pending.contains(event.kind()) {
-                state.stats.coalesced += 1;
-                return Pushed::Buffered;
-            }
-            if state.events >= self.capacity {
-                match self.policy {
-                    // The pump waited for room; a full buffer here means
-                    // only that the capacity is exceeded by a marker's
-                    // worth, which `Wait` tolerates.
-                    BufferPolicy::Wait => {}
-                    BufferPolicy::DropOldest => {
-                        if let Some(at) =
-                            state.items.iter().position(|i| matches!(i, Item::Event(_)))
-                        {
-                            if let Some(Item::Event(old)) = state.items.remove(at) {
-                                state.pending.remove(old.kind());
-                            }
-                            state.events -= 1;
-                            state.lagged += 1;
-                            state.stats.dropped += 1;
-                        }
-                    }
-                    BufferPolicy::Disconnect => {
-                        let dropped = state.events as u64 + 1;
-                        state.stats.dropped += dropped;
-                        state.items.retain(|i| !matches!(i, Item::Event(_)));
-                        state.events = 0;
-                        state.pending.clear();
-                        state.end = Some(End::Overflowed { dropped });
-                        let waker = state.reader.take();
-                        drop(state);
-                        if let Some(waker) = waker {
-                            waker.wake();
-                        }
-                        return Pushed::Overflowed(dropped);
-                    }
+            let State {
+                reader, items, end, ..
+            } = &mut *state;
+            match items.push(reader, &event) {
+                Pushed::Coalesced | Pushed::NotOpen => return Ok(()),
+                Pushed::Disconnected => {
+                    let dropped = reader.dropped;
+                    *end = Some(End::Overflowed { dropped });
+                    (Err(dropped), reader.waiter.take())
                 }
+                Pushed::Queued | Pushed::DroppedOldest => (Ok(()), reader.waiter.take()),
             }
-            if idempotent {
-                state.pending.insert(event.kind().clone());
-            }
-            state.items.push_back(Item::Event(event));
-            state.events += 1;
-            (Pushed::Buffered, state.reader.take())
         };
         // Woken after the lock is released, so the reader does not wake
         // only to block on it.
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        pushed
+        waiter.into_iter().for_each(Waiter::wake);
+        outcome
     }
 
-    /// Buffers a marker (a re-listen attempt, a resync): always kept, and a
-    /// pending attempt report is replaced by the newer one rather than
-    /// piling up while the reader is away.
+    /// Buffers a marker after what is buffered: a re-listen replaces a
+    /// re-listen still unread, and a resync takes its grant.
     pub(super) fn push_marker(&self, item: Item) {
-        let waker = {
+        let waiter = {
             let mut state = self.state.lock();
             if let Item::Resynced(granted) = &item {
                 state.granted = granted.clone();
-                state.stats.resyncs += 1;
+                state.resyncs += 1;
             }
-            if matches!(item, Item::Relistening(_))
-                && matches!(state.items.back(), Some(Item::Relistening(_)))
-            {
-                state.items.pop_back();
-            }
-            state.items.push_back(item);
-            state.reader.take()
+            let relistening = matches!(item, Item::Relistening(_));
+            state.items.push_marker(item, |last| {
+                relistening && matches!(last, Item::Relistening(_))
+            });
+            state.reader.waiter.take()
         };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        waiter.into_iter().for_each(Waiter::wake);
     }
 
-    /// Reports events lost upstream (an in-process source's own lag).
+    /// Events the source lost before they reached the buffer.
     pub(super) fn add_lag(&self, lost: u64) {
-        let waker = {
+        let waiter = {
             let mut state = self.state.lock();
-            state.lagged += lost;
-            state.reader.take()
+            state.reader.lag += lost;
+            state.reader.waiter.take()
         };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        waiter.into_iter().for_each(Waiter::wake);
     }
 
-    /// Ends the subscription, unless it already ended (an overflow keeps
-    /// its own end). A cancel discards what was buffered.
+    /// Ends the subscription with `end` after what is buffered, or at once,
+    /// discarding it, when cancelled. The first end stays.
     pub(super) fn finish(&self, end: End) {
-        let waker = {
+        let waiter = {
             let mut state = self.state.lock();
             if state.end.is_none() {
                 if end == End::Cancelled {
-                    state.stats.discarded += state.events as u64;
-                    state.items.clear();
-                    state.events = 0;
-                    state.lagged = 0;
+                    let discarded = state.items.clear() as u64;
+                    let _ = state.reader.end(discarded);
                 }
                 state.end = Some(end);
             }
-            state.reader.take()
+            state.reader.waiter.take()
         };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        waiter.into_iter().for_each(Waiter::wake);
     }
 
-    /// The next item: the lag first, then the buffered items in order, then
-    /// the end once; `None` when nothing is ready (with `cx`, the reader is
-    /// woken when something is) or after the end was read.
     pub(super) fn pop(&self, cx: Option<&Context<'_>>) -> Poll<Option<Item>> {
         let item = {
             let mut state = self.state.lock();
-            if state.finished {
+            let State {
+                reader,
+                items,
+                end,
+                finished,
+                ..
+            } = &mut *state;
+            if *finished {
                 return Poll::Ready(None);
             }
-            if state.lagged > 0 {
-                Some(Item::Lagged(std::mem::take(&mut state.lagged)))
-            } else if let Some(item) = state.items.pop_front() {
-                if let Item::Event(event) = &item {
-                    state.events -= 1;
-                    state.stats.delivered += 1;
-                    if self.coalesce && event.is_idempotent() {
-                        state.pending.remove(event.kind());
-                    }
+            if reader.lag > 0 {
+                Some(Item::Lagged(std::mem::take(&mut reader.lag)))
+            } else if let Some(item) = items.pop(reader) {
+                if item.event().is_some() {
+                    reader.delivered += 1;
                 }
                 Some(item)
-            } else if let Some(end) = state.end.clone() {
-                state.finished = true;
+            } else if let Some(end) = end.clone() {
+                *finished = true;
                 Some(Item::End(end))
             } else {
                 if let Some(cx) = cx {
-                    match &state.reader {
-                        Some(waker) if waker.will_wake(cx.waker()) => {}
-                        _ => state.reader = Some(cx.waker().clone()),
+                    match &reader.waiter {
+                        Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
+                        _ => reader.waiter = Some(Waiter::Task(cx.waker().clone())),
                     }
                 }
                 None
@@ -290,8 +264,61 @@ impl Shared {
         }
     }
 
-    /// Whether the reader has read the end.
     pub(super) fn is_finished(&self) -> bool {
         self.state.lock().finished
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::client::item::Relistening;
+
+    fn next(shared: &Shared) -> Option<Item> {
+        match shared.pop(None) {
+            Poll::Ready(item) => item,
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn markers_keep_their_place_take_no_room_and_a_relisten_replaces_an_unread_one() {
+        let options = SubscribeOptions::default()
+            .with_capacity(1)
+            .with_policy(BufferPolicy::DropOldest);
+        let shared = Shared::new(&options, Filter::new());
+        let relistening = |attempt| {
+            Item::Relistening(Relistening {
+                attempt,
+                delay: Duration::ZERO,
+                reason: String::new(),
+            })
+        };
+        let granted = Filter::new().with_tools_list_changed();
+        shared.push_event(Event::resource_updated("a")).unwrap();
+        shared.push_marker(relistening(1));
+        shared.push_marker(relistening(2));
+        shared.push_marker(Item::Resynced(granted.clone()));
+        // The buffer holds one event: the next evicts the first, not a
+        // marker.
+        shared.push_event(Event::resource_updated("b")).unwrap();
+        assert_eq!(next(&shared), Some(Item::Lagged(1)));
+        assert_eq!(next(&shared), Some(relistening(2)));
+        assert_eq!(next(&shared), Some(Item::Resynced(granted.clone())));
+        assert_eq!(next(&shared), Some(Event::resource_updated("b").into()));
+        assert_eq!(next(&shared), None);
+        assert_eq!(shared.granted(), granted);
+        let stats = shared.stats();
+        assert_eq!(
+            (
+                stats.received,
+                stats.delivered,
+                stats.dropped,
+                stats.resyncs
+            ),
+            (2, 1, 1, 1)
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::buffer::{Pushed, Shared};
+use super::buffer::Shared;
 use super::error::SubscribeError;
 use super::item::{End, Item, Relistening};
 use super::options::SubscribeOptions;
@@ -140,7 +140,7 @@ async fn drive(feed: &mut dyn Feed, shared: &Shared) -> End {
         };
         match arrival {
             Arrival::Event(event) => {
-                if let Pushed::Overflowed(dropped) = shared.push_event(event) {
+                if let Err(dropped) = shared.push_event(event) {
                     return End::Overflowed { dropped };
                 }
             }

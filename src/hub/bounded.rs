@@ -8,6 +8,10 @@
 //! `matched = delivered + dropped + coalesced + queued + discarded`. The
 //! counts are kept in the [`Reader`] pushed beside the events.
 //!
+//! The same queue is the relay's outbound queue, and the client's buffer,
+//! which keeps markers (a re-listen, a resync) in their place among the
+//! events: a marker takes no room and is never dropped or coalesced.
+//!
 //! # Coalescing
 //!
 //! A list-changed signal, or an update of one URI, carries nothing a second
@@ -77,28 +81,48 @@ impl Borrow<EventKind> for Pending {
     }
 }
 
+/// What a bounded queue holds: events, and (in the client's buffer)
+/// markers between them.
+pub(crate) trait Queued: From<Event> {
+    /// The event, if this is one rather than a marker.
+    fn event(&self) -> Option<&Event>;
+}
+
+impl Queued for Event {
+    #[inline(always)]
+    fn event(&self) -> Option<&Event> {
+        Some(self)
+    }
+}
+
 /// Every publish to the listener reads and writes this, so it is kept
 /// small; what only some queues need is boxed.
 #[derive(Debug)]
-pub(crate) struct Bounded {
-    /// Grows on demand up to `capacity`, so an idle listener holds no buffer.
-    queued: VecDeque<Event>,
+pub(crate) struct Bounded<T = Event> {
+    /// Grows on demand up to `capacity` events, so an idle listener holds
+    /// no buffer.
+    queued: VecDeque<T>,
+    /// How many of `queued` are markers.
+    markers: usize,
     settings: Settings,
-    /// The idempotent events queued, one copy each; only a coalescing
-    /// queue has the set.
-    #[allow(
-        clippy::box_collection,
-        reason = "a set is 48 bytes inline; boxed, a queue that does not coalesce pays 8"
-    )]
-    pending: Option<Box<HashSet<Pending>>>,
-    /// What the queue knows of the successions it has seen; only a queue
-    /// that has seen one has it.
-    successions: Option<Box<Successions>>,
     /// The rendered size of the queued events.
     bytes: usize,
     /// Every event offered to it, and those absorbed by a pending one.
     matched: u64,
     coalesced: u64,
+    /// Only a queue that coalesces, has seen a succession or counts against
+    /// a hub-wide bound has this; the others pay one pointer.
+    rare: Option<Box<Rare>>,
+}
+
+/// What only some queues need.
+#[derive(Debug, Default)]
+struct Rare {
+    /// The idempotent events queued, one copy each, when coalescing.
+    pending: Option<HashSet<Pending>>,
+    /// What the queue knows of the successions it has seen, once it has
+    /// seen one.
+    successions: Option<Successions>,
     /// The hub-wide bound on queued bytes, when the hub has one.
     budget: Option<Arc<Budget>>,
 }
@@ -106,42 +130,69 @@ pub(crate) struct Bounded {
 impl Storage for Bounded {
     #[inline(always)]
     fn take(&mut self, reader: &mut Reader) -> Option<Event> {
-        // Lag is owed from the push that evicted; it goes first.
-        if reader.lag > 0 {
-            return None;
-        }
-        let event = self.queued.pop_front()?;
-        self.give_bytes(event.rendered_len());
-        self.forget_pending(&event);
-        if let (Some(successions), Some(succession)) = (&mut self.successions, event.succession()) {
-            successions.delivered(succession);
-        }
-        Some(event)
+        self.pop(reader)
     }
 }
 
-impl Bounded {
-    /// Holding `queued` to begin with, of `matched` events offered so far.
+impl<T: Queued> Bounded<T> {
+    /// Holding `queued` events to begin with, of `matched` offered so far.
     pub(crate) fn new(
         settings: Settings,
         budget: Option<Arc<Budget>>,
-        queued: VecDeque<Event>,
+        queued: VecDeque<T>,
         matched: u64,
     ) -> Self {
+        let events = || queued.iter().filter_map(T::event);
         Self {
-            bytes: queued.iter().map(Event::rendered_len).sum(),
+            bytes: events().map(Event::rendered_len).sum(),
+            markers: queued.len() - events().count(),
             matched,
             coalesced: 0,
             queued,
             settings,
-            pending: settings.coalesce.then(Default::default),
-            successions: None,
-            budget,
+            rare: (settings.coalesce || budget.is_some()).then(|| {
+                Box::new(Rare {
+                    pending: settings.coalesce.then(HashSet::new),
+                    successions: None,
+                    budget,
+                })
+            }),
         }
     }
 
+    /// The events queued (markers aside).
     pub(crate) fn len(&self) -> usize {
-        self.queued.len()
+        self.queued.len() - self.markers
+    }
+
+    /// Takes the next event or marker off for the reader; `None` when
+    /// there is none, or while the reader is owed lag.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self, reader: &mut Reader) -> Option<T> {
+        // Lag is owed from the push that evicted; it goes first.
+        if reader.lag > 0 {
+            return None;
+        }
+        let entry = self.queued.pop_front()?;
+        match entry.event() {
+            Some(event) => self.left(event, true),
+            None => self.markers -= 1,
+        }
+        Some(entry)
+    }
+
+    #[cfg(feature = "client")]
+    /// Queues a marker after what is queued; `supersedes` says whether it
+    /// replaces the last entry, if that is a marker too.
+    pub(crate) fn push_marker(&mut self, marker: T, supersedes: impl FnOnce(&T) -> bool) {
+        debug_assert!(marker.event().is_none(), "a marker is no event");
+        match self.queued.back() {
+            Some(last) if last.event().is_none() && supersedes(last) => {
+                self.queued.pop_back();
+            }
+            _ => self.markers += 1,
+        }
+        self.queued.push_back(marker);
     }
 
     /// Every event offered to it.
@@ -171,7 +222,8 @@ impl Bounded {
         }
         self.matched += 1;
         if let Some(succession) = event.succession() {
-            let successions = self.successions.get_or_insert_with(Default::default);
+            let rare = self.rare.get_or_insert_with(Default::default);
+            let successions = rare.successions.get_or_insert_with(Default::default);
             match successions.admit(succession) {
                 Admission::New => {}
                 // Superseded: the newer version is pending or was taken.
@@ -185,12 +237,17 @@ impl Bounded {
                         .queued
                         .iter_mut()
                         .find(|queued| {
-                            queued.succession().map(Succession::key) == Some(succession.key())
+                            queued
+                                .event()
+                                .and_then(Event::succession)
+                                .map(Succession::key)
+                                == Some(succession.key())
                         })
                         .expect("a pending version is in the queue");
-                    let replaced = std::mem::replace(older, event.clone());
+                    let replaced = std::mem::replace(older, T::from(event.clone()));
+                    let replaced = replaced.event().map_or(0, Event::rendered_len);
                     self.coalesced += 1;
-                    self.give_bytes(replaced.rendered_len());
+                    self.give_bytes(replaced);
                     self.take_bytes(event.rendered_len());
                     // A larger version may not fit where the older one did.
                     return match self.make_room(reader, 0, false) {
@@ -200,13 +257,9 @@ impl Bounded {
                 }
             }
         }
-        let coalescible = self.pending.is_some() && event.is_idempotent();
-        if coalescible
-            && self
-                .pending
-                .as_ref()
-                .is_some_and(|p| p.contains(event.kind()))
-        {
+        let pending = self.rare.as_ref().and_then(|rare| rare.pending.as_ref());
+        let coalescible = pending.is_some() && event.is_idempotent();
+        if coalescible && pending.is_some_and(|pending| pending.contains(event.kind())) {
             self.coalesced += 1;
             return Pushed::Coalesced;
         }
@@ -222,11 +275,11 @@ impl Bounded {
             }
         };
         self.take_bytes(len);
-        self.queued.push_back(event.clone());
-        if coalescible && let Some(pending) = &mut self.pending {
+        self.queued.push_back(T::from(event.clone()));
+        if coalescible && let Some(pending) = self.rare.as_mut().and_then(|r| r.pending.as_mut()) {
             pending.insert(Pending(event.clone()));
         }
-        reader.max_depth = reader.max_depth.max(self.queued.len() as u64);
+        reader.max_depth = reader.max_depth.max(self.len() as u64);
         pushed
     }
 
@@ -234,9 +287,9 @@ impl Bounded {
     /// and, when `adding`, one more event by count.
     #[inline]
     fn fits(&self, len: usize, adding: bool) -> bool {
-        (!adding || self.queued.len() < self.settings.capacity)
+        (!adding || self.len() < self.settings.capacity)
             && self.bytes.saturating_add(len) <= self.settings.max_bytes
-            && self.budget.as_ref().is_none_or(|budget| budget.fits(len))
+            && self.budget().is_none_or(|budget| budget.fits(len))
     }
 
     /// Gives up queued events under the overflow policy until `len` more
@@ -247,7 +300,7 @@ impl Bounded {
     #[cold]
     fn make_room(&mut self, reader: &mut Reader, len: usize, adding: bool) -> Option<bool> {
         let mut evicted = false;
-        while !self.queued.is_empty() && !self.fits(len, adding) {
+        while self.len() > 0 && !self.fits(len, adding) {
             match self.settings.overflow {
                 Overflow::DropOldest => {
                     self.evict_oldest();
@@ -267,27 +320,31 @@ impl Bounded {
 
     fn take_bytes(&mut self, len: usize) {
         self.bytes += len;
-        if let Some(budget) = &self.budget {
+        if let Some(budget) = self.budget() {
             budget.take(len);
         }
     }
 
     fn give_bytes(&mut self, len: usize) {
         self.bytes -= len;
-        if let Some(budget) = &self.budget {
+        if let Some(budget) = self.budget() {
             budget.give_back(len);
         }
     }
 
-    /// Empties the queue (its bytes given back); how many events it held.
+    /// Empties the queue, markers too (its bytes given back); how many
+    /// events it held.
     pub(crate) fn clear(&mut self) -> usize {
-        let held = self.queued.len();
+        let held = self.len();
         self.give_bytes(self.bytes);
         self.queued = VecDeque::new();
-        if let Some(pending) = &mut self.pending {
-            **pending = HashSet::new();
+        self.markers = 0;
+        if let Some(rare) = &mut self.rare {
+            if let Some(pending) = &mut rare.pending {
+                *pending = HashSet::new();
+            }
+            rare.successions = None;
         }
-        self.successions = None;
         held
     }
 
@@ -295,31 +352,47 @@ impl Bounded {
     /// while anything else is queued: a thing's final state outlives its
     /// earlier ones under overload.
     fn evict_oldest(&mut self) {
-        let victim = match self.successions {
-            Some(_) => self
-                .queued
-                .iter()
-                .position(|event| !event.is_terminal())
-                .unwrap_or(0),
-            None => 0,
+        let spare_terminal = self.rare.as_ref().is_some_and(|r| r.successions.is_some());
+        let events = || self.queued.iter().map(T::event);
+        let Some(victim) = events()
+            .position(|event| event.is_some_and(|e| !(spare_terminal && e.is_terminal())))
+            .or_else(|| events().position(|event| event.is_some()))
+        else {
+            return;
         };
-        if let Some(evicted) = self.queued.remove(victim) {
-            self.give_bytes(evicted.rendered_len());
-            self.forget_pending(&evicted);
-            if let (Some(successions), Some(succession)) =
-                (&mut self.successions, evicted.succession())
-            {
+        let Some(evicted) = self.queued.remove(victim) else {
+            return;
+        };
+        if let Some(evicted) = evicted.event() {
+            self.left(evicted, false);
+        }
+    }
+
+    /// `event` left the queue, `delivered` to the reader or evicted: its
+    /// bytes are given back, and it is no longer pending.
+    #[inline(always)]
+    fn left(&mut self, event: &Event, delivered: bool) {
+        self.give_bytes(event.rendered_len());
+        let Some(rare) = &mut self.rare else {
+            return;
+        };
+        if let Some(pending) = &mut rare.pending
+            && event.is_idempotent()
+        {
+            pending.remove(event.kind());
+        }
+        if let (Some(successions), Some(succession)) = (&mut rare.successions, event.succession()) {
+            if delivered {
+                successions.delivered(succession);
+            } else {
                 successions.forget(succession);
             }
         }
     }
 
-    /// Takes `event` out of the pending set once it leaves the queue.
-    fn forget_pending(&mut self, event: &Event) {
-        if let Some(pending) = &mut self.pending
-            && event.is_idempotent()
-        {
-            pending.remove(event.kind());
-        }
+    /// The hub-wide bound on queued bytes, when the hub has one.
+    #[inline]
+    fn budget(&self) -> Option<&Budget> {
+        self.rare.as_ref()?.budget.as_deref()
     }
 }
