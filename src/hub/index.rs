@@ -230,12 +230,7 @@ mod tests {
 
     /// Listener `id`'s queue, and the filter it is routed by.
     fn entry(id: u64, filter: Filter) -> (Arc<Queue>, Filter) {
-        let settings = Settings {
-            capacity: 1,
-            max_bytes: usize::MAX,
-            overflow: Overflow::DropOldest,
-            coalesce: false,
-        };
+        let settings = Settings::new(1, Overflow::DropOldest, false);
         (Arc::new(Queue::new(ListenerId(id), settings, None)), filter)
     }
 

@@ -170,32 +170,7 @@ impl Lane {
         waiters: &mut Vec<Waiter>,
     ) {
         debug_assert!(event.succession().is_none(), "a lane takes no successions");
-        let mut state = self.state.lock();
-        let State {
-            ring,
-            slots,
-            waiting,
-            ..
-        } = &mut *state;
-        if ring.evicts_bytes_for(event) {
-            // Each member's deepest is noted as its reader would find it,
-            // so a queue shrunk by the byte bound must be noted before.
-            for slot in slots.iter_mut().flatten() {
-                if let Slot::Seat(seat) = slot {
-                    seat.cursor.note_depth(ring, &mut seat.reader);
-                }
-            }
-        }
-        let members = ring.members();
-        let lost = ring.push(event);
-        tally[Pushed::Queued as usize] += members - lost;
-        tally[Pushed::DroppedOldest as usize] += lost;
-        for index in waiting.drain(..) {
-            if let Some(Some(Slot::Seat(seat))) = slots.get_mut(index) {
-                seat.listed = false;
-                waiters.extend(seat.reader.waiter.take());
-            }
-        }
+        self.state.lock().push(event, tally, waiters);
     }
 
     /// As [`Reader::pop_or_register`], for the member at `seat` (read on
@@ -206,32 +181,7 @@ impl Lane {
         seat: usize,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        let mut state = self.state.lock();
-        let State {
-            ring,
-            slots,
-            waiting,
-            ..
-        } = &mut *state;
-        let member = match slot_mut(slots, seat) {
-            Slot::Seat(member) => member,
-            Slot::Moved(queue) => {
-                let queue = queue.clone();
-                drop(state);
-                return queue.pop_or_register(register);
-            }
-        };
-        let mut storage = InRing {
-            cursor: &mut member.cursor,
-            ring,
-        };
-        let listed = &mut member.listed;
-        member.reader.pop_or_register(&mut storage, |waiter| {
-            register(waiter);
-            if waiter.is_some() && !std::mem::replace(listed, true) {
-                waiting.push(seat);
-            }
-        })
+        self.state.lock().pop_or_register(seat, register)
     }
 
     /// Whether some member moved out: a relaxed flag, read without the
@@ -346,14 +296,62 @@ impl Lane {
         let State { ring, slots, .. } = &mut *state;
         match slot_mut(slots, seat) {
             Slot::Seat(member) => on_seat(member, ring),
-            Slot::Moved(queue) => {
-                // Lock order is lane, then queue; but nothing here needs
-                // the lane once the queue is known.
-                let queue = queue.clone();
-                drop(state);
-                on_moved(&queue)
+            // Lock order allows it: a lane, then a queue.
+            Slot::Moved(queue) => on_moved(queue),
+        }
+    }
+}
+
+impl State {
+    fn push(
+        &mut self,
+        event: &Event,
+        tally: &mut [usize; Pushed::COUNT],
+        waiters: &mut Vec<Waiter>,
+    ) {
+        if self.ring.evicts_bytes_for(event) {
+            // Each member's deepest is noted as its reader would find it,
+            // so a queue shrunk by the byte bound must be noted before.
+            for slot in self.slots.iter_mut().flatten() {
+                if let Slot::Seat(seat) = slot {
+                    seat.cursor.note_depth(&self.ring, &mut seat.reader);
+                }
             }
         }
+        let members = self.ring.members();
+        let lost = self.ring.push(event);
+        tally[Pushed::Queued as usize] += members - lost;
+        tally[Pushed::DroppedOldest as usize] += lost;
+        for index in self.waiting.drain(..) {
+            if let Some(Some(Slot::Seat(seat))) = self.slots.get_mut(index) {
+                seat.listed = false;
+                waiters.extend(seat.reader.waiter.take());
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn pop_or_register(
+        &mut self,
+        seat: usize,
+        register: impl FnOnce(&mut Option<Waiter>),
+    ) -> Option<Next> {
+        let member = match slot_mut(&mut self.slots, seat) {
+            Slot::Seat(member) => member,
+            // Lock order allows it: a lane, then a queue.
+            Slot::Moved(queue) => return queue.pop_or_register(register),
+        };
+        let mut storage = InRing {
+            cursor: &mut member.cursor,
+            ring: &mut self.ring,
+        };
+        let (listed, waiting) = (&mut member.listed, &mut self.waiting);
+        member.reader.pop_or_register(&mut storage, |waiter| {
+            register(waiter);
+            if waiter.is_some() && !std::mem::replace(listed, true) {
+                waiting.push(seat);
+            }
+        })
     }
 }
 
@@ -369,21 +367,12 @@ mod tests {
     use super::*;
     use crate::event::Succession;
 
-    fn settings(capacity: usize, overflow: Overflow, coalesce: bool) -> Settings {
-        Settings {
-            capacity,
-            max_bytes: usize::MAX,
-            overflow,
-            coalesce,
-        }
-    }
-
     fn lane(capacity: usize) -> Lane {
         let filter = Filter::new().with_resource("a");
         Lane::new(
             &LaneKey::of(
                 &filter,
-                settings(capacity, Overflow::DropOldest, false),
+                Settings::new(capacity, Overflow::DropOldest, false),
                 false,
             )
             .unwrap(),
@@ -416,7 +405,7 @@ mod tests {
     fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
         let filter = Filter::new().with_tools_list_changed();
         let key = |overflow, coalesce, budgeted, filter: &Filter| {
-            LaneKey::of(filter, settings(8, overflow, coalesce), budgeted)
+            LaneKey::of(filter, Settings::new(8, overflow, coalesce), budgeted)
         };
         assert!(key(Overflow::DropOldest, false, false, &filter).is_some());
         assert!(key(Overflow::Disconnect, false, false, &filter).is_none());

@@ -16,13 +16,11 @@ mod loom_model_queue {
     use crate::sync::Arc;
 
     fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> Queue {
-        let settings = Settings {
-            capacity,
-            max_bytes: usize::MAX,
-            overflow,
-            coalesce,
-        };
-        Queue::new(ListenerId(0), settings, None)
+        Queue::new(
+            ListenerId(0),
+            Settings::new(capacity, overflow, coalesce),
+            None,
+        )
     }
 
     /// A publisher pushing three events races a reader pulling; whatever the
@@ -193,12 +191,7 @@ mod loom_model_lane {
         model.preemption_bound = Some(6);
         model.check(|| {
             let filter = Filter::new().with_resource("a");
-            let settings = Settings {
-                capacity: 1,
-                max_bytes: usize::MAX,
-                overflow: Overflow::DropOldest,
-                coalesce: false,
-            };
+            let settings = Settings::new(1, Overflow::DropOldest, false);
             let key = LaneKey::of(&filter, settings, false).unwrap();
             let lane = Arc::new(Lane::new(&key));
             let (waiting, polling) = (lane.join(), lane.join());

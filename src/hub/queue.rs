@@ -135,24 +135,19 @@ mod tests {
     use crate::event::Succession;
     use crate::overflow::Overflow;
 
-    fn settings(capacity: usize, overflow: Overflow, coalesce: bool) -> Settings {
-        Settings {
-            capacity,
-            max_bytes: usize::MAX,
-            overflow,
-            coalesce,
-        }
-    }
-
     fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> Queue {
-        Queue::new(ListenerId(0), settings(capacity, overflow, coalesce), None)
+        Queue::new(
+            ListenerId(0),
+            Settings::new(capacity, overflow, coalesce),
+            None,
+        )
     }
 
     /// A queue of 100 events at most, bounded to `max_bytes`.
     fn bounded(overflow: Overflow, max_bytes: usize, budget: Option<Arc<Budget>>) -> Queue {
         let settings = Settings {
             max_bytes,
-            ..settings(100, overflow, false)
+            ..Settings::new(100, overflow, false)
         };
         Queue::new(ListenerId(0), settings, budget)
     }

@@ -60,6 +60,19 @@ pub(crate) struct Settings {
     pub(crate) coalesce: bool,
 }
 
+#[cfg(test)]
+impl Settings {
+    /// `capacity` events under `overflow`, with no byte bound.
+    pub(crate) fn new(capacity: usize, overflow: Overflow, coalesce: bool) -> Self {
+        Self {
+            capacity,
+            max_bytes: usize::MAX,
+            overflow,
+            coalesce,
+        }
+    }
+}
+
 /// What holds a reader's events.
 pub(crate) trait Storage {
     /// Takes the next event off for the reader, noting the depth it had;
