@@ -61,8 +61,8 @@ pub mod tasks;
 mod transport;
 
 pub use context::{OpenContext, Principal, TransportKind};
-pub use event::{Event, EventKind, Selector, Succession};
-pub use filter::{Capabilities, DEFAULT_MAX_URIS, Extension, Filter};
+pub use event::{Event, EventKind, ListKind, Selector, Succession};
+pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
 pub use serve::{Advertise, Authorize, ListenService, ListenStream};

@@ -150,19 +150,19 @@ mod tests {
                 panic!("a notification frame");
             };
             let expected_variant = match event.kind() {
-                crate::EventKind::ToolsListChanged => {
+                crate::EventKind::ListChanged(crate::ListKind::Tools) => {
                     matches!(
                         notification,
                         ServerNotification::ToolListChangedNotification(_)
                     )
                 }
-                crate::EventKind::PromptsListChanged => {
+                crate::EventKind::ListChanged(crate::ListKind::Prompts) => {
                     matches!(
                         notification,
                         ServerNotification::PromptListChangedNotification(_)
                     )
                 }
-                crate::EventKind::ResourcesListChanged => {
+                crate::EventKind::ListChanged(crate::ListKind::Resources) => {
                     matches!(
                         notification,
                         ServerNotification::ResourceListChangedNotification(_)

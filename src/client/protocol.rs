@@ -10,7 +10,7 @@ use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::pump::{Arrival, Feed};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, ListKind};
 use crate::filter::Filter;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
 
@@ -231,12 +231,8 @@ fn take_stamp(params: &mut Map<String, Value>) -> Option<Value> {
 /// A notification as the crate's [`Event`]: a core kind when it is one,
 /// otherwise an extension event carrying its params.
 pub(super) fn event(method: String, params: Map<String, Value>) -> Event {
-    match method.as_str() {
-        "notifications/tools/list_changed" if params.is_empty() => Event::tools_list_changed(),
-        "notifications/prompts/list_changed" if params.is_empty() => Event::prompts_list_changed(),
-        "notifications/resources/list_changed" if params.is_empty() => {
-            Event::resources_list_changed()
-        }
+    match ListKind::of_method(&method) {
+        Some(list) if params.is_empty() => Event::list_changed(list),
         _ => Event::extension(method, params, None),
     }
 }
@@ -252,9 +248,9 @@ pub(super) fn granted_kind(granted: &Filter, kind: &EventKind) -> bool {
 
 /// Whether `granted` asks for nothing `requested` did not.
 fn within(granted: &Filter, requested: &Filter) -> bool {
-    (!granted.tools_list_changed() || requested.tools_list_changed())
-        && (!granted.prompts_list_changed() || requested.prompts_list_changed())
-        && (!granted.resources_list_changed() || requested.resources_list_changed())
+    granted
+        .lists_changed()
+        .all(|list| requested.list_changed(list))
         && granted
             .resource_subscriptions()
             .all(|uri| requested.resource_subscriptions().any(|asked| asked == uri))
@@ -298,7 +294,7 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(event.kind(), &EventKind::ToolsListChanged);
+        assert_eq!(event.kind(), &EventKind::ListChanged(ListKind::Tools));
         assert!(event.is_idempotent(), "the stamp is gone");
         assert!(matches!(
             expect

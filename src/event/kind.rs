@@ -1,16 +1,79 @@
 //! The kinds of change an application can publish, and how extension events
 //! are routed.
 
+/// One of the lists a server can say changed. Each knows its notification
+/// method, its filter field and its capability.
+///
+/// ```
+/// use mcp_subscriptions::ListKind;
+///
+/// assert_eq!(ListKind::Prompts.method(), "notifications/prompts/list_changed");
+/// assert_eq!(ListKind::Prompts.filter_field(), "promptsListChanged");
+/// assert_eq!(ListKind::Prompts.capability(), "prompts.listChanged");
+/// assert_eq!(ListKind::of_method("notifications/prompts/list_changed"), Some(ListKind::Prompts));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+}
+
+impl ListKind {
+    /// Every list, in the order the protocol names them.
+    pub const ALL: [Self; 3] = [Self::Tools, Self::Prompts, Self::Resources];
+
+    /// The notification that says the list changed, such as
+    /// `notifications/tools/list_changed`.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Tools => "notifications/tools/list_changed",
+            Self::Prompts => "notifications/prompts/list_changed",
+            Self::Resources => "notifications/resources/list_changed",
+        }
+    }
+
+    /// The listen filter's field that asks for it, such as
+    /// `toolsListChanged`.
+    pub fn filter_field(self) -> &'static str {
+        match self {
+            Self::Tools => "toolsListChanged",
+            Self::Prompts => "promptsListChanged",
+            Self::Resources => "resourcesListChanged",
+        }
+    }
+
+    /// The server capability bit that advertises it, such as
+    /// `tools.listChanged`.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Self::Tools => "tools.listChanged",
+            Self::Prompts => "prompts.listChanged",
+            Self::Resources => "resources.listChanged",
+        }
+    }
+
+    /// The list whose change `method` notifies, if it is such a method.
+    pub fn of_method(method: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|list| list.method() == method)
+    }
+
+    /// Its place in [`ALL`](Self::ALL), to index per-list arrays by.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// What changed. Each kind knows the notification method it travels as.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EventKind {
-    /// `notifications/tools/list_changed`.
-    ToolsListChanged,
-    /// `notifications/prompts/list_changed`.
-    PromptsListChanged,
-    /// `notifications/resources/list_changed`.
-    ResourcesListChanged,
+    /// `notifications/tools/list_changed`, `notifications/prompts/list_changed`
+    /// or `notifications/resources/list_changed`.
+    ListChanged(ListKind),
     /// `notifications/resources/updated` for one resource.
     ResourceUpdated {
         /// The resource, matched exactly against `resourceSubscriptions`.
@@ -36,10 +99,10 @@ impl EventKind {
         params: &serde_json::Map<String, serde_json::Value>,
         selector: Option<Selector>,
     ) -> Self {
+        if let Some(list) = ListKind::of_method(&method) {
+            return Self::ListChanged(list);
+        }
         match method.as_str() {
-            "notifications/tools/list_changed" => Self::ToolsListChanged,
-            "notifications/prompts/list_changed" => Self::PromptsListChanged,
-            "notifications/resources/list_changed" => Self::ResourcesListChanged,
             "notifications/resources/updated" => match params.get("uri") {
                 Some(serde_json::Value::String(uri)) => Self::ResourceUpdated { uri: uri.clone() },
                 _ => Self::Extension { method, selector },
@@ -68,9 +131,7 @@ impl EventKind {
     /// The JSON-RPC method of the notification.
     pub fn method(&self) -> &str {
         match self {
-            Self::ToolsListChanged => "notifications/tools/list_changed",
-            Self::PromptsListChanged => "notifications/prompts/list_changed",
-            Self::ResourcesListChanged => "notifications/resources/list_changed",
+            Self::ListChanged(list) => list.method(),
             Self::ResourceUpdated { .. } => "notifications/resources/updated",
             Self::Extension { method, .. } => method,
         }

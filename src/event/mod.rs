@@ -15,7 +15,7 @@ use std::sync::Arc;
 use rmcp::model::RequestId;
 use serde_json::{Map, Value};
 
-pub use kind::{EventKind, Selector};
+pub use kind::{EventKind, ListKind, Selector};
 pub use succession::Succession;
 
 use crate::wire::notification::Rendering;
@@ -60,19 +60,24 @@ impl Event {
         }))
     }
 
+    /// The notification that `list` changed.
+    pub fn list_changed(list: ListKind) -> Self {
+        Self::new(EventKind::ListChanged(list), &Map::new())
+    }
+
     /// `notifications/tools/list_changed`.
     pub fn tools_list_changed() -> Self {
-        Self::new(EventKind::ToolsListChanged, &Map::new())
+        Self::list_changed(ListKind::Tools)
     }
 
     /// `notifications/prompts/list_changed`.
     pub fn prompts_list_changed() -> Self {
-        Self::new(EventKind::PromptsListChanged, &Map::new())
+        Self::list_changed(ListKind::Prompts)
     }
 
     /// `notifications/resources/list_changed`.
     pub fn resources_list_changed() -> Self {
-        Self::new(EventKind::ResourcesListChanged, &Map::new())
+        Self::list_changed(ListKind::Resources)
     }
 
     /// `notifications/resources/updated` for `uri`.
@@ -269,7 +274,7 @@ mod tests {
             Map::new(),
             selector.clone(),
         );
-        assert_eq!(listed.kind(), &EventKind::ToolsListChanged);
+        assert_eq!(listed.kind(), &EventKind::ListChanged(ListKind::Tools));
         let mut params = Map::new();
         params.insert("uri".into(), Value::from("file:///a"));
         let updated = Event::extension("notifications/resources/updated", params, selector.clone());

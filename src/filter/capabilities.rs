@@ -8,6 +8,7 @@
 use super::extension::Extension;
 use super::notifications::Filter;
 use crate::error::OpenError;
+use crate::event::ListKind;
 
 /// The notification capabilities a server advertises.
 ///
@@ -55,6 +56,15 @@ impl Capabilities {
             resources_list_changed: false,
             resources_subscribe: false,
             extensions: Vec::new(),
+        }
+    }
+
+    /// Whether `list`'s `listChanged` bit is advertised.
+    pub fn list_changed(&self, list: ListKind) -> bool {
+        match list {
+            ListKind::Tools => self.tools_list_changed,
+            ListKind::Prompts => self.prompts_list_changed,
+            ListKind::Resources => self.resources_list_changed,
         }
     }
 
@@ -175,10 +185,8 @@ impl Filter {
             return self.clone();
         }
         Filter {
-            tools_list_changed: self.tools_list_changed && advertised.tools_list_changed,
-            prompts_list_changed: self.prompts_list_changed && advertised.prompts_list_changed,
-            resources_list_changed: self.resources_list_changed
-                && advertised.resources_list_changed,
+            lists: ListKind::ALL
+                .map(|list| self.list_changed(list) && advertised.list_changed(list)),
             resource_subscriptions: if advertised.resources_subscribe {
                 self.resource_subscriptions.clone()
             } else {

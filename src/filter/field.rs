@@ -1,6 +1,4 @@
-//! The wire names of the filter's core fields.
+//! The wire name of the filter's one core field that is not a list's
+//! (those are [`ListKind::filter_field`](crate::ListKind::filter_field)).
 
-pub(crate) const TOOLS_LIST_CHANGED: &str = "toolsListChanged";
-pub(crate) const PROMPTS_LIST_CHANGED: &str = "promptsListChanged";
-pub(crate) const RESOURCES_LIST_CHANGED: &str = "resourcesListChanged";
 pub(crate) const RESOURCE_SUBSCRIPTIONS: &str = "resourceSubscriptions";

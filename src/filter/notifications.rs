@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::field;
-use crate::event::EventKind;
+use crate::event::{EventKind, ListKind};
 
 /// The notification types a listen stream asked for, or was granted.
 ///
@@ -43,9 +43,8 @@ use crate::event::EventKind;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     // Visible to the parser and the narrowing beside this file.
-    pub(super) tools_list_changed: bool,
-    pub(super) prompts_list_changed: bool,
-    pub(super) resources_list_changed: bool,
+    /// Whether each list's changes are asked for, by [`ListKind::index`].
+    pub(super) lists: [bool; 3],
     /// Distinct URIs in the order they were first asked for, so that the
     /// acknowledgement echoes the request faithfully, each once; looked up
     /// on every resource update.
@@ -64,30 +63,31 @@ impl Filter {
     /// resource URI and every extension event.
     pub fn everything() -> Self {
         Self {
-            tools_list_changed: true,
-            prompts_list_changed: true,
-            resources_list_changed: true,
+            lists: [true; 3],
             everything: true,
             ..Self::default()
         }
     }
 
-    /// Adds `notifications/tools/list_changed`.
-    pub fn with_tools_list_changed(mut self) -> Self {
-        self.tools_list_changed = true;
+    /// Adds the notification that `list` changed.
+    pub fn with_list_changed(mut self, list: ListKind) -> Self {
+        self.lists[list.index()] = true;
         self
+    }
+
+    /// Adds `notifications/tools/list_changed`.
+    pub fn with_tools_list_changed(self) -> Self {
+        self.with_list_changed(ListKind::Tools)
     }
 
     /// Adds `notifications/prompts/list_changed`.
-    pub fn with_prompts_list_changed(mut self) -> Self {
-        self.prompts_list_changed = true;
-        self
+    pub fn with_prompts_list_changed(self) -> Self {
+        self.with_list_changed(ListKind::Prompts)
     }
 
     /// Adds `notifications/resources/list_changed`.
-    pub fn with_resources_list_changed(mut self) -> Self {
-        self.resources_list_changed = true;
-        self
+    pub fn with_resources_list_changed(self) -> Self {
+        self.with_list_changed(ListKind::Resources)
     }
 
     /// Adds `notifications/resources/updated` for `uri` (exact match). A URI
@@ -103,19 +103,31 @@ impl Filter {
         self
     }
 
+    /// Whether the notification that `list` changed is included.
+    pub fn list_changed(&self, list: ListKind) -> bool {
+        self.lists[list.index()]
+    }
+
+    /// The lists whose changes are included.
+    pub fn lists_changed(&self) -> impl Iterator<Item = ListKind> + '_ {
+        ListKind::ALL
+            .into_iter()
+            .filter(|&list| self.list_changed(list))
+    }
+
     /// Whether `notifications/tools/list_changed` is included.
     pub fn tools_list_changed(&self) -> bool {
-        self.tools_list_changed
+        self.list_changed(ListKind::Tools)
     }
 
     /// Whether `notifications/prompts/list_changed` is included.
     pub fn prompts_list_changed(&self) -> bool {
-        self.prompts_list_changed
+        self.list_changed(ListKind::Prompts)
     }
 
     /// Whether `notifications/resources/list_changed` is included.
     pub fn resources_list_changed(&self) -> bool {
-        self.resources_list_changed
+        self.list_changed(ListKind::Resources)
     }
 
     /// The distinct resource URIs, in the order first asked for.
@@ -135,10 +147,7 @@ impl Filter {
 
     /// Whether the filter asks for nothing at all.
     pub fn is_empty(&self) -> bool {
-        !(self.tools_list_changed
-            || self.prompts_list_changed
-            || self.resources_list_changed
-            || self.everything)
+        !(self.lists.contains(&true) || self.everything)
             && self.resource_subscriptions.is_empty()
             && self.extensions.is_empty()
     }
@@ -146,9 +155,7 @@ impl Filter {
     /// Whether an event of this kind may be delivered under this filter.
     pub fn matches(&self, kind: &EventKind) -> bool {
         match kind {
-            EventKind::ToolsListChanged => self.tools_list_changed,
-            EventKind::PromptsListChanged => self.prompts_list_changed,
-            EventKind::ResourcesListChanged => self.resources_list_changed,
+            EventKind::ListChanged(list) => self.list_changed(*list),
             EventKind::ResourceUpdated { uri } => {
                 self.everything || self.resource_subscriptions.contains(uri.as_str())
             }
@@ -220,9 +227,7 @@ impl Filter {
             })
             .collect();
         Filter {
-            tools_list_changed: self.tools_list_changed && other.tools_list_changed,
-            prompts_list_changed: self.prompts_list_changed && other.prompts_list_changed,
-            resources_list_changed: self.resources_list_changed && other.resources_list_changed,
+            lists: ListKind::ALL.map(|list| self.list_changed(list) && other.list_changed(list)),
             resource_subscriptions: self
                 .resource_subscriptions
                 .iter()
@@ -262,14 +267,8 @@ impl Serialize for Filter {
     /// core fields first, then extension fields verbatim.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        for (included, name) in [
-            (self.tools_list_changed, field::TOOLS_LIST_CHANGED),
-            (self.prompts_list_changed, field::PROMPTS_LIST_CHANGED),
-            (self.resources_list_changed, field::RESOURCES_LIST_CHANGED),
-        ] {
-            if included {
-                map.serialize_entry(name, &true)?;
-            }
+        for list in self.lists_changed() {
+            map.serialize_entry(list.filter_field(), &true)?;
         }
         if !self.resource_subscriptions.is_empty() {
             map.serialize_entry(field::RESOURCE_SUBSCRIPTIONS, &self.resource_subscriptions)?;
@@ -284,9 +283,12 @@ impl Serialize for Filter {
 impl From<&rmcp::model::SubscriptionFilter> for Filter {
     fn from(filter: &rmcp::model::SubscriptionFilter) -> Self {
         Self {
-            tools_list_changed: filter.tools_list_changed == Some(true),
-            prompts_list_changed: filter.prompts_list_changed == Some(true),
-            resources_list_changed: filter.resources_list_changed == Some(true),
+            lists: [
+                filter.tools_list_changed,
+                filter.prompts_list_changed,
+                filter.resources_list_changed,
+            ]
+            .map(|flag| flag == Some(true)),
             resource_subscriptions: filter
                 .resource_subscriptions
                 .iter()
@@ -303,9 +305,10 @@ impl From<&Filter> for rmcp::model::SubscriptionFilter {
     /// match-everything filter becomes its three list-changed flags.
     fn from(filter: &Filter) -> Self {
         let mut out = Self::default();
-        out.tools_list_changed = filter.tools_list_changed.then_some(true);
-        out.prompts_list_changed = filter.prompts_list_changed.then_some(true);
-        out.resources_list_changed = filter.resources_list_changed.then_some(true);
+        let flag = |list| filter.list_changed(list).then_some(true);
+        out.tools_list_changed = flag(ListKind::Tools);
+        out.prompts_list_changed = flag(ListKind::Prompts);
+        out.resources_list_changed = flag(ListKind::Resources);
         out.resource_subscriptions = (!filter.resource_subscriptions.is_empty())
             .then(|| filter.resource_subscriptions.iter().cloned().collect());
         out
@@ -349,9 +352,9 @@ mod tests {
         let filter = Filter::new()
             .with_tools_list_changed()
             .with_resource("file:///a");
-        assert!(filter.matches(&EventKind::ToolsListChanged));
-        assert!(!filter.matches(&EventKind::PromptsListChanged));
-        assert!(!filter.matches(&EventKind::ResourcesListChanged));
+        assert!(filter.matches(&EventKind::ListChanged(ListKind::Tools)));
+        assert!(!filter.matches(&EventKind::ListChanged(ListKind::Prompts)));
+        assert!(!filter.matches(&EventKind::ListChanged(ListKind::Resources)));
         assert!(filter.matches(&EventKind::ResourceUpdated {
             uri: "file:///a".into()
         }));

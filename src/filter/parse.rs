@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::field;
 use super::notifications::Filter;
 use crate::error::ListenParamsError;
+use crate::event::ListKind;
 
 /// How many distinct resource URIs one listen request may ask for unless
 /// configured otherwise. The protocol sets no limit; this is common practice.
@@ -73,16 +74,11 @@ impl Filter {
         let mut filter = Filter::new();
         let mut extensions = Map::new();
         for (name, value) in object {
+            if let Some(list) = ListKind::ALL.into_iter().find(|l| l.filter_field() == name) {
+                filter.lists[list.index()] = flag(value, list.filter_field())?;
+                continue;
+            }
             match name.as_str() {
-                field::TOOLS_LIST_CHANGED => {
-                    filter.tools_list_changed = flag(value, field::TOOLS_LIST_CHANGED)?;
-                }
-                field::PROMPTS_LIST_CHANGED => {
-                    filter.prompts_list_changed = flag(value, field::PROMPTS_LIST_CHANGED)?;
-                }
-                field::RESOURCES_LIST_CHANGED => {
-                    filter.resources_list_changed = flag(value, field::RESOURCES_LIST_CHANGED)?;
-                }
                 field::RESOURCE_SUBSCRIPTIONS => {
                     filter.resource_subscriptions = uris(value, max_uris)?;
                 }

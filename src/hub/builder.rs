@@ -44,7 +44,7 @@ impl HubBuilder {
     }
 
     /// The most distinct resource URIs one listener may ask for (default
-    /// [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS)); more is refused with `-32602`.
+    /// [`DEFAULT_MAX_URIS`](crate::hub::DEFAULT_MAX_URIS)); more is refused with `-32602`.
     pub fn max_uris(mut self, max_uris: usize) -> Self {
         self.config.max_uris = max_uris;
         self

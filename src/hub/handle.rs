@@ -115,7 +115,7 @@ pub struct Hub {
 impl Hub {
     /// A hub with every default: capacity [`DEFAULT_CAPACITY`](crate::hub::DEFAULT_CAPACITY) per listener,
     /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`](crate::hub::DEFAULT_MAX_LISTENERS) listeners
-    /// and [`DEFAULT_MAX_URIS`](crate::DEFAULT_MAX_URIS) URIs each, and every
+    /// and [`DEFAULT_MAX_URIS`](crate::hub::DEFAULT_MAX_URIS) URIs each, and every
     /// core capability advertised.
     pub fn new() -> Self {
         Self::from_config(Config::default())
@@ -428,7 +428,7 @@ impl Source for Hub {
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
+    use crate::event::{EventKind, ListKind};
     use crate::source::Next;
 
     /// How many pushes a publish of `kind` makes: one per target the
@@ -447,7 +447,7 @@ mod tests {
     fn listeners_alike_are_reached_with_one_push_and_the_others_each_with_their_own() {
         let hub = Hub::new();
         let tools = Filter::new().with_tools_list_changed();
-        let kind = EventKind::ToolsListChanged;
+        let kind = EventKind::ListChanged(ListKind::Tools);
         // The first keeps a queue of its own; the rest share one lane.
         let alike: Vec<_> = (0..100).map(|_| hub.listen(&tools).unwrap()).collect();
         assert_eq!(targets(&hub, &kind), 2);
@@ -477,7 +477,7 @@ mod tests {
     fn a_succession_about_to_reach_a_lane_moves_its_members_to_queues_of_their_own() {
         let hub = Hub::new();
         let tools = Filter::new().with_tools_list_changed();
-        let kind = EventKind::ToolsListChanged;
+        let kind = EventKind::ListChanged(ListKind::Tools);
         let mut members: Vec<_> = (0..3).map(|_| hub.listen(&tools).unwrap()).collect();
         let versioned =
             |event: Event, version| event.with_succession(crate::Succession::new("k", version));

@@ -89,9 +89,8 @@ fn remove_keyed(buckets: &mut HashMap<String, Bucket>, key: &str, id: TargetId) 
 
 #[derive(Debug, Default)]
 pub(crate) struct Index {
-    tools: Bucket,
-    prompts: Bucket,
-    resources: Bucket,
+    /// One per list, in the order of `ListKind::ALL`.
+    lists: [Bucket; 3],
     uris: HashMap<String, Bucket>,
     /// Extension field → key → listeners.
     extension_keys: HashMap<String, HashMap<String, Bucket>>,
@@ -104,14 +103,8 @@ impl Index {
     /// Routes the events `filter` matches to `target` (a listener's own
     /// filter, or that of a lane's members).
     pub(crate) fn insert(&mut self, target: &Target, filter: &Filter) {
-        if filter.tools_list_changed() {
-            self.tools.insert(target);
-        }
-        if filter.prompts_list_changed() {
-            self.prompts.insert(target);
-        }
-        if filter.resources_list_changed() {
-            self.resources.insert(target);
+        for list in filter.lists_changed() {
+            self.lists[list.index()].insert(target);
         }
         if filter.is_everything() {
             // Everything reaches it through this bucket; indexing its URIs or
@@ -142,12 +135,7 @@ impl Index {
     /// no-op for one that is not indexed.
     pub(crate) fn remove(&mut self, target: &Target, filter: &Filter) {
         let id = target.id();
-        for bucket in [
-            &mut self.tools,
-            &mut self.prompts,
-            &mut self.resources,
-            &mut self.everything,
-        ] {
+        for bucket in self.lists.iter_mut().chain([&mut self.everything]) {
             bucket.remove(id);
         }
         for uri in filter.resource_subscriptions() {
@@ -177,9 +165,7 @@ impl Index {
     pub(crate) fn matches(&self, kind: &EventKind) -> [&[Target]; 3] {
         let everything = &self.everything.entries[..];
         match kind {
-            EventKind::ToolsListChanged => [&self.tools.entries, &[], &[]],
-            EventKind::PromptsListChanged => [&self.prompts.entries, &[], &[]],
-            EventKind::ResourcesListChanged => [&self.resources.entries, &[], &[]],
+            EventKind::ListChanged(list) => [&self.lists[list.index()].entries, &[], &[]],
             EventKind::ResourceUpdated { uri } => [entries(self.uris.get(uri)), everything, &[]],
             EventKind::Extension { .. } if !kind.travels_on_listen_streams() => {
                 [everything, &[], &[]]
@@ -207,9 +193,7 @@ impl Index {
     /// Whether no bucket holds anything (every listener was removed).
     #[cfg(all(test, not(mcp_subscriptions_loom)))]
     fn is_empty(&self) -> bool {
-        self.tools.is_empty()
-            && self.prompts.is_empty()
-            && self.resources.is_empty()
+        self.lists.iter().all(Bucket::is_empty)
             && self.everything.is_empty()
             && self.uris.is_empty()
             && self.extension_keys.is_empty()
@@ -222,7 +206,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::event::Selector;
+    use crate::event::{ListKind, Selector};
     use crate::filter::Filter;
     use crate::hub::id::ListenerId;
     use crate::hub::reader::Settings;
@@ -285,9 +269,18 @@ mod tests {
             method: "notifications/tasks".into(),
             selector: Some(Selector::new("taskIds", key.map(str::to_owned))),
         };
-        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [1, 6]);
-        assert_eq!(matches(&index, &EventKind::PromptsListChanged), [3, 6]);
-        assert_eq!(matches(&index, &EventKind::ResourcesListChanged), [6]);
+        assert_eq!(
+            matches(&index, &EventKind::ListChanged(ListKind::Tools)),
+            [1, 6]
+        );
+        assert_eq!(
+            matches(&index, &EventKind::ListChanged(ListKind::Prompts)),
+            [3, 6]
+        );
+        assert_eq!(
+            matches(&index, &EventKind::ListChanged(ListKind::Resources)),
+            [6]
+        );
         let updated = |uri: &str| EventKind::ResourceUpdated { uri: uri.into() };
         assert_eq!(matches(&index, &updated("a")), [2, 6]);
         assert_eq!(matches(&index, &updated("b")), [2, 3, 6]);
@@ -315,9 +308,15 @@ mod tests {
         entries.iter().for_each(|e| insert(&mut index, e));
         remove(&mut index, &entries[0]);
         remove(&mut index, &entries[2]);
-        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [1, 3, 4]);
+        assert_eq!(
+            matches(&index, &EventKind::ListChanged(ListKind::Tools)),
+            [1, 3, 4]
+        );
         remove(&mut index, &entries[4]);
         remove(&mut index, &entries[1]);
-        assert_eq!(matches(&index, &EventKind::ToolsListChanged), [3]);
+        assert_eq!(
+            matches(&index, &EventKind::ListChanged(ListKind::Tools)),
+            [3]
+        );
     }
 }

@@ -31,7 +31,7 @@ use super::id::ListenerId;
 use super::queue::Queue;
 use super::reader::{Reader, Settings, Snapshot, Waiter};
 use super::ring::{Cursor, InRing, Ring};
-use crate::event::Event;
+use crate::event::{Event, ListKind};
 use crate::filter::Filter;
 use crate::overflow::Overflow;
 use crate::source::Next;
@@ -42,7 +42,7 @@ use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct LaneKey {
     settings: Settings,
-    /// Tools, prompts and resources list changes.
+    /// Which lists' changes, in the order of [`ListKind::ALL`].
     lists: [bool; 3],
     /// Sorted, so the order a request named them in does not matter.
     uris: Vec<String>,
@@ -70,11 +70,7 @@ impl LaneKey {
         uris.sort_unstable();
         Self {
             settings,
-            lists: [
-                filter.tools_list_changed(),
-                filter.prompts_list_changed(),
-                filter.resources_list_changed(),
-            ],
+            lists: ListKind::ALL.map(|list| filter.list_changed(list)),
             uris,
         }
     }

@@ -62,6 +62,7 @@ mod stats;
 mod succession;
 
 pub use crate::counts::Counts;
+pub use crate::filter::DEFAULT_MAX_URIS;
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
 #[cfg(any(feature = "redis", feature = "nats"))]

@@ -3,6 +3,7 @@
 use rmcp::model::{PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability};
 
 use crate::error::AdvertiseError;
+use crate::event::ListKind;
 use crate::filter::Capabilities;
 use crate::source::Source;
 
@@ -59,28 +60,19 @@ impl Advertise {
         let claimed = Capabilities::from(&self.base);
         let installed = self.served.is_some();
         let served = self.served.unwrap_or_else(Capabilities::none);
-        for (name, claims, serves) in [
+        let lists = ListKind::ALL.map(|list| {
             (
-                "tools.listChanged",
-                claimed.tools_list_changed,
-                served.tools_list_changed,
-            ),
-            (
-                "prompts.listChanged",
-                claimed.prompts_list_changed,
-                served.prompts_list_changed,
-            ),
-            (
-                "resources.listChanged",
-                claimed.resources_list_changed,
-                served.resources_list_changed,
-            ),
-            (
-                "resources.subscribe",
-                claimed.resources_subscribe,
-                served.resources_subscribe,
-            ),
-        ] {
+                list.capability(),
+                claimed.list_changed(list),
+                served.list_changed(list),
+            )
+        });
+        let subscribe = (
+            "resources.subscribe",
+            claimed.resources_subscribe,
+            served.resources_subscribe,
+        );
+        for (name, claims, serves) in lists.into_iter().chain([subscribe]) {
             if claims && !serves {
                 return Err(if !installed {
                     AdvertiseError::NoSource { capability: name }

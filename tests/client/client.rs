@@ -20,7 +20,7 @@ use crate::support::example::{HttpServer, binary, call};
 use mcp_subscriptions::client::{
     BufferPolicy, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions, Subscription,
 };
-use mcp_subscriptions::{EventKind, Filter, Hub, Overflow};
+use mcp_subscriptions::{EventKind, Filter, Hub, ListKind, Overflow};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -91,7 +91,7 @@ async fn http_smoke_acknowledged_granted_delivered_cancelled() {
     .await;
     assert_eq!(
         kind(&next(&mut subscription).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     let item = next(&mut subscription).await;
     assert_eq!(kind(&item), Some(&updated("file:///a")));
@@ -309,7 +309,7 @@ async fn http_relistens_across_a_restarted_server() {
     call(&tools, "test_trigger_tool_change", json!({})).await;
     assert_eq!(
         kind(&next(&mut subscription).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_eq!(subscription.stats().resyncs, 1);
 }
@@ -348,11 +348,11 @@ async fn stdio_streams_share_a_child_and_cancel_one_at_a_time() {
         .unwrap();
     assert_eq!(
         kind(&next(&mut tools).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_eq!(
         kind(&next(&mut both).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
 
     tools.cancel().await;
@@ -372,11 +372,11 @@ async fn stdio_streams_share_a_child_and_cancel_one_at_a_time() {
         .unwrap();
     assert_eq!(
         kind(&next(&mut both).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_eq!(
         kind(&next(&mut both).await),
-        Some(&EventKind::PromptsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Prompts))
     );
 
     let uris = (0..1_001).fold(Filter::new(), |f, i| {
@@ -410,7 +410,7 @@ async fn stdio_relistens_after_the_server_process_dies() {
         .unwrap();
     assert_eq!(
         kind(&next(&mut subscription).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     // The server's process dies; the client starts it again.
     let pid = client.process_id().expect("the client started it");
@@ -436,7 +436,7 @@ async fn stdio_relistens_after_the_server_process_dies() {
         .unwrap();
     assert_eq!(
         kind(&next(&mut subscription).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_ne!(client.process_id(), Some(pid), "a new process");
 }
@@ -467,7 +467,7 @@ async fn channel_delivers_everything_asked_and_cancels() {
     .await;
     assert_eq!(
         kind(&next(&mut subscription).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     let Item::Event(custom) = next(&mut subscription).await else {
         panic!()
@@ -489,7 +489,7 @@ async fn channel_delivers_everything_asked_and_cancels() {
     call(&tools, "test_trigger_tool_change", json!({})).await;
     assert_eq!(
         kind(&next(&mut again).await),
-        Some(&EventKind::ToolsListChanged)
+        Some(&EventKind::ListChanged(ListKind::Tools))
     );
     server.interrupt();
     assert_eq!(next(&mut again).await, Item::End(End::Complete));
@@ -592,7 +592,7 @@ async fn blocking_reader_over_crossbeam() {
     })
     .await
     .unwrap();
-    assert_eq!(kind(&got), Some(&EventKind::ToolsListChanged));
+    assert_eq!(kind(&got), Some(&EventKind::ListChanged(ListKind::Tools)));
     // The receiver was dropped with the thread: the listener is released.
     let deadline = std::time::Instant::now() + WAIT;
     while hub.stats().listeners_active != 0 {

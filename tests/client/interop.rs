@@ -19,7 +19,7 @@ use crate::support::interop::Server;
 use mcp_subscriptions::client::{
     Item, StdioClient, SubscribeError, SubscribeOptions, Subscription,
 };
-use mcp_subscriptions::{EventKind, Filter};
+use mcp_subscriptions::{EventKind, Filter, ListKind};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -49,7 +49,7 @@ async fn reads_both_kinds(server: Server, subscription: &mut Subscription) {
             panic!("{server:?}: expected an event, got {item:?}");
         };
         match event.kind() {
-            EventKind::ToolsListChanged => tools += 1,
+            EventKind::ListChanged(ListKind::Tools) => tools += 1,
             EventKind::ResourceUpdated { uri } if uri == "file:///a" => updates += 1,
             other => panic!("{server:?}: an event not asked for: {other:?}"),
         }
@@ -86,7 +86,7 @@ async fn over_stdio(server: Server) {
             .unwrap_or_else(|_| panic!("{server:?}: the other subscription goes on"))
             .expect("not finished");
         assert!(
-            matches!(&item, Item::Event(event) if event.kind() == &EventKind::ToolsListChanged),
+            matches!(&item, Item::Event(event) if event.kind() == &EventKind::ListChanged(ListKind::Tools)),
             "{server:?}: {item:?}"
         );
     }

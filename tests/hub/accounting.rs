@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::hub::ListenerStats;
 use mcp_subscriptions::{
-    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Listener, Next,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListKind, Listener, Next,
     OpenContext, Overflow, PublishReport, Selector,
 };
 use proptest::prelude::*;
@@ -31,7 +31,7 @@ fn event(key: usize) -> Event {
 
 fn key_of(event: &Event) -> usize {
     match event.kind() {
-        EventKind::ToolsListChanged => TOOLS,
+        EventKind::ListChanged(ListKind::Tools) => TOOLS,
         EventKind::Extension { .. } => EXT,
         EventKind::ResourceUpdated { uri } => KEYS.iter().position(|k| k == uri).unwrap(),
         other => panic!("unexpected {other:?}"),

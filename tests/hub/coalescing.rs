@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use mcp_subscriptions::{Event, EventKind, Filter, Hub, Next, OpenContext};
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, ListKind, Next, OpenContext};
 
 const CAPACITY: usize = 2_000;
 const URIS: usize = 1_000;
@@ -25,9 +25,9 @@ fn event(key: usize) -> Event {
 
 fn key(event: &Event) -> usize {
     match event.kind() {
-        EventKind::ToolsListChanged => 0,
-        EventKind::PromptsListChanged => 1,
-        EventKind::ResourcesListChanged => 2,
+        EventKind::ListChanged(ListKind::Tools) => 0,
+        EventKind::ListChanged(ListKind::Prompts) => 1,
+        EventKind::ListChanged(ListKind::Resources) => 2,
         EventKind::ResourceUpdated { uri } => {
             3 + uri.trim_start_matches("file:///").parse::<usize>().unwrap()
         }

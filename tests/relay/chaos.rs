@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::relay::{Relay, RelayOptions};
-use mcp_subscriptions::{Event, EventKind, Filter, Hub, Next};
+use mcp_subscriptions::{Event, EventKind, Filter, Hub, ListKind, Next};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -47,7 +47,7 @@ impl Key {
 
     fn of(event: &Event) -> Option<Self> {
         match event.kind() {
-            EventKind::ToolsListChanged => Some(Key::Tools),
+            EventKind::ListChanged(ListKind::Tools) => Some(Key::Tools),
             EventKind::ResourceUpdated { uri } => uri
                 .strip_prefix("file:///")
                 .and_then(|i| i.parse().ok())

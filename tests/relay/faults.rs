@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mcp_subscriptions::{EventKind, Filter, Next};
+use mcp_subscriptions::{EventKind, Filter, ListKind, Next};
 
 use crate::broker::Broker;
 use crate::proxy::Proxy;
@@ -47,7 +47,7 @@ async fn a_replica_dying_partitioned_with_a_change_is_followed_by_a_resync() {
     until("A forgetting B", || a.relay.stats().replicas == 0).await;
     assert_eq!(
         next_event(&mut on_a).await.kind(),
-        &EventKind::ToolsListChanged
+        &EventKind::ListChanged(ListKind::Tools)
     );
     let resyncs = a.relay.stats().resyncs;
     quiet(&mut on_a, Duration::from_millis(300)).await;
@@ -55,14 +55,14 @@ async fn a_replica_dying_partitioned_with_a_change_is_followed_by_a_resync() {
     assert_eq!(b.hub.notify_tools_list_changed().queued, 1);
     assert_eq!(
         next_event(&mut on_b).await.kind(),
-        &EventKind::ToolsListChanged
+        &EventKind::ListChanged(ListKind::Tools)
     );
     b.kill();
     let restarted = Replica::start(&broker.url(), options("partition"));
 
     assert_eq!(
         next_event(&mut on_a).await.kind(),
-        &EventKind::ToolsListChanged,
+        &EventKind::ListChanged(ListKind::Tools),
         "A resyncs once it hears the restarted replica"
     );
     assert!(a.relay.stats().resyncs > resyncs);
@@ -105,7 +105,7 @@ async fn a_replica_dying_before_it_reconnects_is_resynced_for() {
     b.kill();
     assert_eq!(
         next_event(&mut on_a).await.kind(),
-        &EventKind::ToolsListChanged,
+        &EventKind::ListChanged(ListKind::Tools),
         "A resyncs for B's silence after B's change"
     );
     assert!(a.relay.stats().resyncs > resyncs);

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mcp_subscriptions::relay::Relay;
-use mcp_subscriptions::{EventKind, Filter, Hub};
+use mcp_subscriptions::{EventKind, Filter, Hub, ListKind};
 
 use crate::broker::Broker;
 use crate::replicas::{
@@ -74,7 +74,7 @@ async fn order_per_origin_holds_across_subjects() {
         expected.push(EventKind::ResourceUpdated { uri: uri.clone() });
         if i == 99 {
             a.hub().notify_tools_list_changed();
-            expected.push(EventKind::ToolsListChanged);
+            expected.push(EventKind::ListChanged(ListKind::Tools));
         }
     }
     for kind in &expected {

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::relay::{Relay, RelayOptions};
-use mcp_subscriptions::{EventKind, Filter, Hub};
+use mcp_subscriptions::{EventKind, Filter, Hub, ListKind};
 
 use crate::broker::{Broker, RedisCluster};
 use crate::replicas::{
@@ -228,7 +228,7 @@ async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool)
     let mut expected: Vec<EventKind> = uris
         .iter()
         .map(|uri| EventKind::ResourceUpdated { uri: uri.clone() })
-        .chain([EventKind::ToolsListChanged])
+        .chain([EventKind::ListChanged(ListKind::Tools)])
         .collect();
     let mut received = Vec::new();
     for _ in 0..expected.len() {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcp_subscriptions::relay::{Broker as RelayBroker, Relay, RelayOptions};
-use mcp_subscriptions::{EventKind, Filter, Hub, Listener, Next};
+use mcp_subscriptions::{EventKind, Filter, Hub, ListKind, Listener, Next};
 
 use crate::waiting::{next_event, until};
 
@@ -105,7 +105,10 @@ pub(crate) async fn list_change_and_watched_update_cross(a: &Relay, on_b: &mut L
     a.hub().notify_tools_list_changed();
     a.hub().notify_resource_updated("file:///elsewhere");
     a.hub().notify_resource_updated("file:///b");
-    assert_eq!(next_event(on_b).await.kind(), &EventKind::ToolsListChanged);
+    assert_eq!(
+        next_event(on_b).await.kind(),
+        &EventKind::ListChanged(ListKind::Tools)
+    );
     assert_eq!(
         next_event(on_b).await.kind(),
         &EventKind::ResourceUpdated {
