@@ -5,8 +5,8 @@
 //! The files, from the bottom up (each imports only those above it in this
 //! list):
 //!
-//! - `id`, `config`, `report`, `budget`: a listener's id, the hub's
-//!   options, what one publish did, the hub-wide bound on queued bytes;
+//! - `id`, `config`, `budget`: a listener's id, the hub's options, the
+//!   hub-wide bound on queued bytes;
 //! - `succession`: what a queue remembers of the successions it has seen;
 //! - `reader`: a listener's reading end, one state machine (lifecycle,
 //!   lag, waiter, counts) over either storage below;
@@ -28,7 +28,8 @@
 //!   retired listeners (lock order: registry, then a lane, then a queue,
 //!   never the reverse);
 //! - `shared`: what every handle and listener of one hub share;
-//! - `publish`: the publish path, from an event to its queues and lanes;
+//! - `publish`: the publish path, from an event to its queues and lanes,
+//!   and the report of what one publish did;
 //! - `listener`: the reading end;
 //! - `handle`: the `Hub` handle, and the hub as a [`Source`](crate::Source);
 //! - `builder`: options.
@@ -55,7 +56,6 @@ mod publish;
 mod queue;
 pub(crate) mod reader;
 mod registry;
-mod report;
 mod ring;
 mod shared;
 mod stats;
@@ -71,5 +71,5 @@ pub use handle::Hub;
 pub use id::ListenerId;
 pub use interest::{InterestChange, InterestKey, InterestWatch};
 pub use listener::{Listener, NextItem};
-pub use report::PublishReport;
+pub use publish::PublishReport;
 pub use stats::{ClosedCounts, HubStats, ListenerStats};

@@ -1,5 +1,6 @@
 //! The publish path: how one event travels from [`Hub::publish`] to the
-//! queues and lanes its kind routes to (the essay is on [`Hub`]).
+//! queues and lanes its kind routes to (the essay is on [`Hub`]), and the
+//! report of what it did.
 //!
 //! [`Hub`]: super::Hub
 //! [`Hub::publish`]: super::Hub::publish
@@ -13,11 +14,32 @@ use super::bounded::Pushed;
 use super::index::Target;
 use super::reader::Waiter;
 use super::registry::Registry;
-use super::report::PublishReport;
 use super::shared::Shared;
 use super::stats::Retirement;
 use crate::event::{Event, EventKind};
 use crate::sync::Ordering;
+
+/// The outcome of one [`Hub::publish`](crate::Hub::publish), counted in
+/// listeners.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct PublishReport {
+    /// Listeners whose granted filter matched the event.
+    pub matched: usize,
+    /// Listeners that queued it.
+    pub queued: usize,
+    /// Listeners that evicted their oldest event to queue it
+    /// ([`DropOldest`](crate::Overflow::DropOldest)); also counted in
+    /// `queued`. Each evicted one event.
+    pub evicted: usize,
+    /// Listeners that already held the same idempotent signal and absorbed
+    /// it (see [`HubBuilder::coalesce`](crate::HubBuilder::coalesce)).
+    pub coalesced: usize,
+    /// Listeners disconnected because it did not fit
+    /// ([`Disconnect`](crate::Overflow::Disconnect)); each lost everything
+    /// it held, as [`HubStats::events_dropped`](crate::hub::HubStats) counts.
+    pub disconnected: usize,
+}
 
 thread_local! {
     /// The readers a publish wakes, kept for this thread's next publish, so
