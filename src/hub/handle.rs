@@ -513,4 +513,38 @@ mod tests {
         drop(members);
         assert_eq!(hub.stats().listeners_active, 2);
     }
+
+    #[test]
+    fn a_reader_waiting_in_a_lane_is_woken_in_the_queue_it_moved_to() {
+        use std::future::Future;
+        use std::sync::atomic::AtomicBool;
+        use std::task::{Context, Poll, Wake};
+
+        struct Flag(AtomicBool);
+        impl Wake for Flag {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let hub = Hub::new();
+        let tools = Filter::new().with_tools_list_changed();
+        // The second listener alike sits in a lane.
+        let (_first, mut seated) = (hub.listen(&tools).unwrap(), hub.listen(&tools).unwrap());
+        let flag = std::sync::Arc::new(Flag(AtomicBool::new(false)));
+        let waker = std::task::Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        {
+            let mut next = std::pin::pin!(seated.next());
+            assert!(next.as_mut().poll(&mut cx).is_pending());
+            let status =
+                Event::tools_list_changed().with_succession(crate::Succession::new("k", 1));
+            assert_eq!(hub.publish(status).queued, 2);
+            assert!(flag.0.load(Ordering::SeqCst), "its waiter moved with it");
+            assert!(matches!(
+                next.as_mut().poll(&mut cx),
+                Poll::Ready(Next::Event(_))
+            ));
+        }
+        assert_eq!(targets(&hub, &EventKind::ListChanged(ListKind::Tools)), 2);
+    }
 }
