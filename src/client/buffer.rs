@@ -209,14 +209,15 @@ impl Shared {
     pub(super) fn finish(&self, end: End) {
         let waiter = {
             let mut state = self.state.lock();
+            let mut waiter = None;
             if state.end.is_none() {
                 if end == End::Cancelled {
                     let discarded = state.items.clear() as u64;
-                    let _ = state.reader.end(discarded);
+                    waiter = state.reader.end(discarded);
                 }
                 state.end = Some(end);
             }
-            state.reader.waiter.take()
+            waiter.or_else(|| state.reader.waiter.take())
         };
         waiter.into_iter().for_each(Waiter::wake);
     }
@@ -320,5 +321,34 @@ mod tests {
             ),
             (2, 1, 1, 1)
         );
+    }
+
+    #[test]
+    fn cancelling_discards_what_is_buffered_and_wakes_a_waiting_reader() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::task::Wake;
+
+        struct Flag(AtomicBool);
+        impl Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let waiting = Shared::new(&SubscribeOptions::default(), Filter::new());
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = std::task::Waker::from(flag.clone());
+        assert!(waiting.pop(Some(&Context::from_waker(&waker))).is_pending());
+        waiting.finish(End::Cancelled);
+        assert!(flag.0.load(Ordering::SeqCst), "the waiting reader is woken");
+        assert_eq!(next(&waiting), Some(Item::End(End::Cancelled)));
+
+        let holding = Shared::new(&SubscribeOptions::default(), Filter::new());
+        holding.push_event(Event::resource_updated("a")).unwrap();
+        holding.push_event(Event::resource_updated("b")).unwrap();
+        holding.finish(End::Cancelled);
+        assert_eq!(next(&holding), Some(Item::End(End::Cancelled)));
+        let stats = holding.stats();
+        assert_eq!((stats.received, stats.discarded, stats.buffered), (2, 2, 0));
     }
 }

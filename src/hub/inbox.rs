@@ -12,7 +12,7 @@ use super::reader::{Snapshot, Waiter};
 use crate::source::Next;
 use crate::sync::Arc;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) enum Inbox {
     Own(Arc<Queue>),
     /// A lane, and the member's seat number in it.
