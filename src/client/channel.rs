@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -14,109 +13,128 @@ use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{event, granted_kind};
-use super::pump::{Arrival, Connect, Feed, Opening};
+use super::pump::Connect;
 use super::subscription::Subscription;
+use super::wire::Ending;
 use crate::channel::Frame;
 use crate::event::Event;
 use crate::filter::Filter;
+use crate::source::{CloseReason, Next, SourceHandle};
 use serde_json::{Map, Value};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 struct Channel {
     url: String,
 }
 
-struct ChannelFeed {
-    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+struct ChannelStream {
+    /// `None` once closed.
+    socket: Option<Socket>,
     requested: Filter,
     /// A frame arrived: a clean close is then a graceful end, not an ask
     /// left unserved.
     served: bool,
+    ending: Ending,
 }
 
 impl Connect for Channel {
-    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
-        async move {
-            let mut request = self
-                .url
-                .as_str()
-                .into_client_request()
-                .map_err(|err| SubscribeError::Connect(err.to_string()))?;
-            for (name, value) in &options.headers {
-                let name =
-                    tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
-                        .map_err(|err| SubscribeError::Connect(err.to_string()))?;
-                let value =
-                    tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
-                        .map_err(|err| SubscribeError::Connect(err.to_string()))?;
-                request.headers_mut().insert(name, value);
-            }
-            let (socket, _) = tokio_tungstenite::connect_async(request)
-                .await
-                .map_err(|err| SubscribeError::Connect(err.to_string()))?;
-            // The channel has no acknowledgement and no filter: the socket
-            // being open is the grant, and the request is applied here.
-            let feed = ChannelFeed {
-                socket,
-                requested: requested.clone(),
-                served: false,
-            };
-            Ok((requested.clone(), Box::new(feed) as Box<dyn Feed>))
+    type Stream = ChannelStream;
+
+    async fn open(
+        &self,
+        requested: &Filter,
+        options: &SubscribeOptions,
+    ) -> Result<(Filter, ChannelStream), SubscribeError> {
+        let mut request = self.url.as_str().into_client_request().map_err(cannot_connect)?;
+        for (name, value) in &options.headers {
+            let name = tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
+                .map_err(cannot_connect)?;
+            let value =
+                tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
+                    .map_err(cannot_connect)?;
+            request.headers_mut().insert(name, value);
         }
-        .boxed()
+        let (socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .map_err(cannot_connect)?;
+        // The channel has no acknowledgement and no filter: the socket
+        // being open is the grant, and the request is applied here.
+        let stream = ChannelStream {
+            socket: Some(socket),
+            requested: requested.clone(),
+            served: false,
+            ending: Ending::default(),
+        };
+        Ok((requested.clone(), stream))
+    }
+
+    fn end(stream: &mut ChannelStream, last: Next) -> End {
+        stream.ending.take(last)
     }
 }
 
-impl Feed for ChannelFeed {
-    fn next(&mut self) -> BoxFuture<'_, Arrival> {
-        async move {
-            loop {
-                let message = match self.socket.next().await {
-                    None | Some(Ok(Message::Close(_))) => {
-                        return Arrival::End(if self.served {
-                            End::Complete
-                        } else {
-                            End::NotServed
-                        });
-                    }
-                    Some(Err(err)) => return Arrival::End(End::Abrupt(err.to_string())),
-                    Some(Ok(message)) => message,
-                };
-                let Message::Binary(bytes) = message else {
-                    continue;
-                };
-                self.served = true;
-                let frame = match Frame::decode(&bytes) {
-                    Ok(frame) => frame,
-                    Err(err) => {
-                        return Arrival::End(End::Protocol(ProtocolError::InvalidMessage(
-                            err.to_string(),
-                        )));
-                    }
-                };
-                match frame {
-                    Frame::Notification(notification) => {
-                        let value = serde_json::to_value(notification).expect("JSON serializes");
-                        match channel_event(value) {
-                            Ok(event) if granted_kind(&self.requested, event.kind()) => {
-                                return Arrival::Event(event);
-                            }
-                            Ok(_) => {}
-                            Err(err) => return Arrival::End(End::Protocol(err)),
-                        }
-                    }
-                    Frame::Error(error) => return Arrival::End(End::Failed(error)),
+impl ChannelStream {
+    /// The next event, or how the channel ended.
+    async fn read(&mut self) -> Result<Event, End> {
+        let Some(socket) = &mut self.socket else {
+            return Err(End::Cancelled);
+        };
+        loop {
+            let message = match socket.next().await {
+                None | Some(Ok(Message::Close(_))) => {
+                    return Err(if self.served {
+                        End::Complete
+                    } else {
+                        End::NotServed
+                    });
                 }
+                Some(Err(err)) => return Err(End::Abrupt(err.to_string())),
+                Some(Ok(message)) => message,
+            };
+            let Message::Binary(bytes) = message else {
+                continue;
+            };
+            self.served = true;
+            let frame = Frame::decode(&bytes)
+                .map_err(|err| End::Protocol(ProtocolError::InvalidMessage(err.to_string())))?;
+            match frame {
+                Frame::Notification(notification) => {
+                    let value = serde_json::to_value(notification).expect("JSON serializes");
+                    let event = channel_event(value).map_err(End::Protocol)?;
+                    if granted_kind(&self.requested, event.kind()) {
+                        return Ok(event);
+                    }
+                }
+                Frame::Error(error) => return Err(End::Failed(error)),
             }
         }
-        .boxed()
+    }
+}
+
+impl SourceHandle for ChannelStream {
+    async fn next(&mut self) -> Next {
+        if self.ending.is_over() {
+            return Next::Closed;
+        }
+        match self.read().await {
+            Ok(event) => Next::Event(event),
+            Err(end) => self.ending.keep(end),
+        }
     }
 
-    fn cancel(mut self: Box<Self>) -> BoxFuture<'static, ()> {
-        async move {
-            let _ = self.socket.close(None).await;
+    fn close(&mut self, _: CloseReason) {
+        if let Some(mut socket) = self.socket.take() {
+            // The close handshake runs on its own, so closing never waits.
+            tokio::spawn(async move {
+                let _ = socket.close(None).await;
+            });
         }
-        .boxed()
     }
+}
+
+fn cannot_connect(err: impl std::fmt::Display) -> SubscribeError {
+    SubscribeError::Connect(err.to_string())
 }
 
 /// A notification from the notification channel (no stamp to check).

@@ -5,19 +5,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::BoxFuture;
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::{Stream, StreamExt};
 use rmcp::model::{ErrorData, RequestId};
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use super::error::SubscribeError;
+use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, PROTOCOL_VERSION, Step, acknowledged, arrival, listen_request};
-use super::pump::{Arrival, Connect, Feed, Opening};
+use super::protocol::{Expect, PROTOCOL_VERSION, listen_request};
+use super::pump::Connect;
 use super::subscription::Subscription;
+use super::wire::{Wire, WireStream};
 use crate::filter::Filter;
+use crate::source::Next;
 
 type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
@@ -27,93 +28,83 @@ struct Http {
     next_id: AtomicU64,
 }
 
-struct HttpFeed {
-    events: Events,
-    expect: Expect,
-}
+/// One stream's SSE answer.
+struct Response(Events);
 
-impl HttpFeed {
-    /// The next step of the stream: SSE comments and events without data
-    /// (keep-alives) are skipped.
-    async fn step(&mut self) -> Result<Step, End> {
+impl Wire for Response {
+    /// SSE comments and events without data (keep-alives) are skipped.
+    async fn recv(&mut self) -> Result<Result<Value, ProtocolError>, String> {
         loop {
-            match self.events.next().await {
-                None => return Err(End::Abrupt("the response ended without a result".into())),
-                Some(Err(err)) => return Err(End::Abrupt(err.to_string())),
+            match self.0.next().await {
+                None => return Err("the response ended without a result".into()),
+                Some(Err(err)) => return Err(err.to_string()),
                 Some(Ok(Sse { data: None, .. })) => {}
                 Some(Ok(Sse {
                     data: Some(data), ..
-                })) => match self.expect.text(&data) {
-                    Ok(Step::Skip) => {}
-                    Ok(step) => return Ok(step),
-                    Err(err) => return Err(End::Protocol(err)),
-                },
+                })) => {
+                    return Ok(serde_json::from_str(&data)
+                        .map_err(|err| ProtocolError::InvalidJson(err.to_string())));
+                }
             }
         }
     }
+
+    /// Dropping the response body closes its connection: the server reads
+    /// that as a cancel.
+    fn cancel(self) {}
 }
 
 impl Connect for Http {
-    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
-        async move {
-            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let id = RequestId::String(format!("listen-{n}").into());
-            let mut request = self
-                .client
-                .post(&self.url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-protocol-version", PROTOCOL_VERSION)
-                .header("mcp-method", "subscriptions/listen")
-                .body(listen_request(&id, requested, options).to_string());
-            for (name, value) in &options.headers {
-                request = request.header(name, value);
-            }
-            let response = request
-                .send()
-                .await
-                .map_err(|err| SubscribeError::Connect(error_chain(&err)))?;
-            let status = response.status();
-            let is_stream = response
-                .headers()
-                .get("content-type")
-                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-            if !is_stream {
-                // A refusal comes as one JSON-RPC error, whatever the status.
-                let body = response.bytes().await.unwrap_or_default();
-                let refusal = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v.get("error").cloned())
-                    .and_then(|e| serde_json::from_value::<ErrorData>(e).ok());
-                return Err(match refusal {
-                    Some(error) => SubscribeError::Refused(error),
-                    None => SubscribeError::Connect(format!(
-                        "HTTP {status}: {}",
-                        String::from_utf8_lossy(&body)
-                    )),
-                });
-            }
-            let mut feed = HttpFeed {
-                events: Box::pin(SseStream::from_bytes_stream(response.bytes_stream())),
-                expect: Expect::new(&id, requested),
-            };
-            let first = feed.step().await;
-            acknowledged(first, feed)
+    type Stream = WireStream<Response>;
+
+    async fn open(
+        &self,
+        requested: &Filter,
+        options: &SubscribeOptions,
+    ) -> Result<(Filter, Self::Stream), SubscribeError> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("listen-{n}").into());
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL_VERSION)
+            .header("mcp-method", "subscriptions/listen")
+            .body(listen_request(&id, requested, options).to_string());
+        for (name, value) in &options.headers {
+            request = request.header(name, value);
         }
-        .boxed()
+        let response = request
+            .send()
+            .await
+            .map_err(|err| SubscribeError::Connect(error_chain(&err)))?;
+        let status = response.status();
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        if !is_stream {
+            // A refusal comes as one JSON-RPC error, whatever the status.
+            let body = response.bytes().await.unwrap_or_default();
+            let refusal = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v.get("error").cloned())
+                .and_then(|e| serde_json::from_value::<ErrorData>(e).ok());
+            return Err(match refusal {
+                Some(error) => SubscribeError::Refused(error),
+                None => SubscribeError::Connect(format!(
+                    "HTTP {status}: {}",
+                    String::from_utf8_lossy(&body)
+                )),
+            });
+        }
+        let events = SseStream::from_bytes_stream(response.bytes_stream());
+        WireStream::acknowledged(Response(Box::pin(events)), Expect::new(&id, requested)).await
     }
-}
 
-impl Feed for HttpFeed {
-    fn next(&mut self) -> BoxFuture<'_, Arrival> {
-        async move { arrival(self.step().await) }.boxed()
-    }
-
-    fn cancel(self: Box<Self>) -> BoxFuture<'static, ()> {
-        // Dropping the response body closes its connection: the server
-        // reads that as a cancel.
-        drop(self);
-        std::future::ready(()).boxed()
+    fn end(stream: &mut Self::Stream, last: Next) -> End {
+        stream.end(last)
     }
 }
 

@@ -6,9 +6,10 @@ use std::time::Duration;
 use rmcp::model::ErrorData;
 
 use super::error::ProtocolError;
-use crate::error::OVERFLOW_ERROR_CODE;
+use crate::error::{OVERFLOW_ERROR_CODE, StreamError};
 use crate::event::Event;
 use crate::filter::Filter;
+use crate::source::Next;
 
 /// One item read from a [`Subscription`](super::Subscription).
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +99,27 @@ impl End {
             Self::Complete => after_complete,
             _ => false,
         }
+    }
+
+    /// A served stream's end, as the client reports it: in process, and
+    /// wherever a transport knows no more than [`Next`] says.
+    pub(super) fn of(last: Next) -> Self {
+        match last {
+            Next::Complete => Self::Complete,
+            Next::Failed(err) => Self::Failed(err.to_error_data()),
+            _ => Self::Abrupt("the source closed the stream".into()),
+        }
+    }
+
+    /// This end as a served stream's last item: a graceful end completes,
+    /// every other is a failure with its JSON-RPC error.
+    pub(super) fn as_next(&self) -> Next {
+        let error = match self {
+            Self::Complete => return Next::Complete,
+            Self::Failed(error) => error.clone(),
+            other => ErrorData::internal_error(other.to_string(), None),
+        };
+        Next::Failed(StreamError::Source(Box::new(error)))
     }
 }
 

@@ -81,6 +81,7 @@ mod pump;
 mod source;
 mod stdio;
 mod subscription;
+mod wire;
 
 pub use buffer::BufferStats;
 pub use error::{ProtocolError, SubscribeError};

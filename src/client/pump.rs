@@ -1,53 +1,46 @@
 //! The task between a transport and a subscription's buffer: it reads the
 //! stream while the buffer has room, and listens again when asked to.
 
+use std::future::Future;
 use std::sync::Arc;
-
-use futures_util::future::BoxFuture;
 
 use super::buffer::Shared;
 use super::error::SubscribeError;
 use super::item::{End, Item, Relistening};
 use super::options::SubscribeOptions;
-use crate::event::Event;
 use crate::filter::Filter;
+use crate::source::{CloseReason, Next, SourceHandle};
 
-/// What one open stream delivers after its acknowledgement.
-pub(super) enum Arrival {
-    Event(Event),
-    /// Events lost upstream (in process: the source's own lag).
-    Lagged(u64),
-    End(End),
-}
-
-/// One acknowledged stream of a transport.
-pub(super) trait Feed: Send {
-    /// The next arrival. The pump drops this future only to cancel.
-    fn next(&mut self) -> BoxFuture<'_, Arrival>;
-
-    /// Ends the stream from our side: `notifications/cancelled` on stdio, a
-    /// closed response over HTTP, a closed socket on the channel, a closed
-    /// handle in process.
-    fn cancel(self: Box<Self>) -> BoxFuture<'static, ()>;
-}
-
-/// An attempt to open a stream: the grant and the stream, once
-/// acknowledged.
-pub(super) type Opening<'a> = BoxFuture<'a, Result<(Filter, Box<dyn Feed>), SubscribeError>>;
-
-/// How a transport opens a stream: once, and again for each re-listen.
+/// How a transport opens a stream, once and again for each re-listen. The
+/// open stream is read as any source's is: a [`SourceHandle`] yielding
+/// [`Next`], closed to cancel.
 pub(super) trait Connect: Send + Sync + 'static {
+    /// One acknowledged stream.
+    type Stream: SourceHandle + 'static;
+
     /// Sends a listen request for `requested` and waits for its
     /// acknowledgement: the grant, and the stream.
-    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a>;
+    fn open(
+        &self,
+        requested: &Filter,
+        options: &SubscribeOptions,
+    ) -> impl Future<Output = Result<(Filter, Self::Stream), SubscribeError>> + Send;
+
+    /// How `stream` ended, given the terminal item it yielded last. A
+    /// transport that knows more than [`Next`] says (an abrupt close, a
+    /// protocol error) reports that.
+    fn end(stream: &mut Self::Stream, last: Next) -> End {
+        let _ = stream;
+        End::of(last)
+    }
 }
 
 /// Opens a first stream within the acknowledgement timeout.
-pub(super) async fn open_within(
-    connect: &dyn Connect,
+pub(super) async fn open_within<C: Connect>(
+    connect: &C,
     requested: &Filter,
     options: &SubscribeOptions,
-) -> Result<(Filter, Box<dyn Feed>), SubscribeError> {
+) -> Result<(Filter, C::Stream), SubscribeError> {
     match tokio::time::timeout(options.ack_timeout, connect.open(requested, options)).await {
         Ok(opened) => opened,
         Err(_) => Err(super::error::ProtocolError::NoAcknowledgement {
@@ -58,27 +51,26 @@ pub(super) async fn open_within(
 }
 
 /// Drives a subscription until it ends for good.
-pub(super) async fn run(
-    connect: Arc<dyn Connect>,
+pub(super) async fn run<C: Connect>(
+    connect: Arc<C>,
     requested: Filter,
     options: SubscribeOptions,
     shared: Arc<Shared>,
-    mut feed: Box<dyn Feed>,
+    mut stream: C::Stream,
 ) {
     loop {
-        let end = drive(&mut *feed, &shared).await;
+        let end = drive::<C>(&mut stream, &shared).await;
         if end == End::Cancelled {
-            feed.cancel().await;
+            stream.close(CloseReason::Cancelled);
             shared.finish(End::Cancelled);
             return;
         }
         // A stream the server did not end itself is ended from our side, so
         // a server that is still there stops sending.
         if matches!(end, End::Overflowed { .. } | End::Protocol(_)) {
-            feed.cancel().await;
-        } else {
-            drop(feed);
+            stream.close(CloseReason::Error);
         }
+        drop(stream);
         let relisten = match &options.relisten {
             Some(relisten) if end.may_relisten(relisten.after_complete) => relisten,
             _ => {
@@ -88,7 +80,7 @@ pub(super) async fn run(
         };
         let mut reason = end.to_string();
         let mut attempt = 0u32;
-        feed = loop {
+        stream = loop {
             attempt += 1;
             if relisten.max_attempts.is_some_and(|max| attempt > max) {
                 shared.finish(end);
@@ -115,9 +107,9 @@ pub(super) async fn run(
                 opened = open_within(&*connect, &requested, &options) => opened,
             };
             match opened {
-                Ok((granted, feed)) => {
+                Ok((granted, stream)) => {
                     shared.push_marker(Item::Resynced(granted));
-                    break feed;
+                    break stream;
                 }
                 Err(err) => reason = err.to_string(),
             }
@@ -125,27 +117,27 @@ pub(super) async fn run(
     }
 }
 
-/// Moves one stream's arrivals into the buffer until it ends.
-async fn drive(feed: &mut dyn Feed, shared: &Shared) -> End {
+/// Moves one stream's events into the buffer until it ends.
+async fn drive<C: Connect>(stream: &mut C::Stream, shared: &Shared) -> End {
     loop {
         // Read the transport only while the buffer has room (under `Wait`),
         // so a slow reader pushes back on the server.
-        let arrival = tokio::select! {
+        let next = tokio::select! {
             biased;
             () = shared.cancel.cancelled() => return End::Cancelled,
-            arrival = async {
+            next = async {
                 shared.room().await;
-                feed.next().await
-            } => arrival,
+                stream.next().await
+            } => next,
         };
-        match arrival {
-            Arrival::Event(event) => {
+        match next {
+            Next::Event(event) => {
                 if let Err(dropped) = shared.push_event(event) {
                     return End::Overflowed { dropped };
                 }
             }
-            Arrival::Lagged(lost) => shared.add_lag(lost),
-            Arrival::End(end) => return end,
+            Next::Lagged(lost) => shared.add_lag(lost),
+            last => return C::end(stream, last),
         }
     }
 }

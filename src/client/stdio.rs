@@ -8,8 +8,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::RequestId;
 use serde_json::Value;
@@ -20,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, Step, acknowledged, arrival, cancelled, listen_request, meta};
-use super::pump::{Arrival, Connect, Feed, Opening};
+use super::protocol::{Expect, cancelled, listen_request, meta};
+use super::pump::Connect;
 use super::subscription::Subscription;
+use super::wire::{Wire, WireStream};
 use crate::filter::Filter;
+use crate::source::Next;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
 
 /// A line from the server for one stream: a message, or the text of a line
@@ -300,80 +300,66 @@ impl fmt::Debug for StdioClient {
     }
 }
 
-struct StdioFeed {
+/// One stream's inbox on a connection.
+pub(super) struct Inbox {
     connection: Arc<Connection>,
     id: RequestId,
     key: String,
-    inbox: mpsc::Receiver<Line>,
-    expect: Expect,
+    lines: mpsc::Receiver<Line>,
 }
 
-impl StdioFeed {
-    async fn step(&mut self) -> Result<Step, End> {
-        loop {
-            match self.inbox.recv().await {
-                None => return Err(End::Abrupt("the server's output ended".into())),
-                Some(Err(line)) => {
-                    return Err(End::Protocol(ProtocolError::InvalidJson(format!(
-                        "{:.80}",
-                        line
-                    ))));
-                }
-                Some(Ok(message)) => match self.expect.message(message) {
-                    Ok(Step::Skip) => {}
-                    Ok(step) => return Ok(step),
-                    Err(err) => return Err(End::Protocol(err)),
-                },
-            }
+impl Wire for Inbox {
+    async fn recv(&mut self) -> Result<Result<Value, ProtocolError>, String> {
+        match self.lines.recv().await {
+            None => Err("the server's output ended".into()),
+            Some(line) => Ok(line.map_err(|line| ProtocolError::InvalidJson(format!("{line:.80}")))),
+        }
+    }
+
+    fn cancel(self) {
+        // Nothing more for this id is routed (on drop); the server stops
+        // the stream.
+        if !self.connection.closed.is_cancelled() {
+            self.connection.send(&cancelled(&self.id));
         }
     }
 }
 
-impl Connect for StdioClient {
-    fn open<'a>(&'a self, requested: &'a Filter, options: &'a SubscribeOptions) -> Opening<'a> {
-        async move {
-            let connection = self.connection()?;
-            let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-            let id = RequestId::String(format!("listen-{n}").into());
-            let key = serde_json::to_string(&id).expect("an id serializes");
-            // One message in flight per stream: the stream's buffer paces
-            // the connection.
-            let (sender, inbox) = mpsc::channel(1);
-            connection.routes.lock().insert(key.clone(), sender);
-            let mut feed = StdioFeed {
-                connection: Arc::clone(&connection),
-                expect: Expect::new(&id, requested),
-                id: id.clone(),
-                key,
-                inbox,
-            };
-            if !connection.send(&listen_request(&id, requested, options)) {
-                return Err(SubscribeError::Closed);
-            }
-            let first = feed.step().await;
-            acknowledged(first, feed)
-        }
-        .boxed()
-    }
-}
-
-impl Drop for StdioFeed {
+impl Drop for Inbox {
     fn drop(&mut self) {
         self.connection.routes.lock().remove(&self.key);
     }
 }
 
-impl Feed for StdioFeed {
-    fn next(&mut self) -> BoxFuture<'_, Arrival> {
-        async move { arrival(self.step().await) }.boxed()
+impl Connect for StdioClient {
+    type Stream = WireStream<Inbox>;
+
+    async fn open(
+        &self,
+        requested: &Filter,
+        options: &SubscribeOptions,
+    ) -> Result<(Filter, Self::Stream), SubscribeError> {
+        let connection = self.connection()?;
+        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("listen-{n}").into());
+        let key = serde_json::to_string(&id).expect("an id serializes");
+        // One message in flight per stream: the stream's buffer paces the
+        // connection.
+        let (sender, lines) = mpsc::channel(1);
+        connection.routes.lock().insert(key.clone(), sender);
+        let inbox = Inbox {
+            connection: Arc::clone(&connection),
+            id: id.clone(),
+            key,
+            lines,
+        };
+        if !connection.send(&listen_request(&id, requested, options)) {
+            return Err(SubscribeError::Closed);
+        }
+        WireStream::acknowledged(inbox, Expect::new(&id, requested)).await
     }
 
-    fn cancel(self: Box<Self>) -> BoxFuture<'static, ()> {
-        // Nothing more for this id is routed; the server stops the stream.
-        self.connection.routes.lock().remove(&self.key);
-        if !self.connection.closed.is_cancelled() {
-            self.connection.send(&cancelled(&self.id));
-        }
-        std::future::ready(()).boxed()
+    fn end(stream: &mut Self::Stream, last: Next) -> End {
+        stream.end(last)
     }
 }

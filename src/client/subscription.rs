@@ -38,19 +38,19 @@ pub struct Subscription {
 impl Subscription {
     /// Opens a stream through `connect`, waits for its acknowledgement and
     /// starts the task that fills the buffer.
-    pub(super) async fn open(
-        connect: Arc<dyn Connect>,
+    pub(super) async fn open<C: Connect>(
+        connect: Arc<C>,
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        let (granted, feed) = pump::open_within(&*connect, requested, &options).await?;
+        let (granted, stream) = pump::open_within(&*connect, requested, &options).await?;
         let shared = Arc::new(Shared::new(&options, granted));
         let pump = tokio::spawn(pump::run(
             connect,
             requested.clone(),
             options,
             Arc::clone(&shared),
-            feed,
+            stream,
         ));
         Ok(Self {
             shared,
