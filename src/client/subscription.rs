@@ -99,8 +99,9 @@ impl Subscription {
     }
 
     /// Cancels the stream (`notifications/cancelled` on stdio, a closed
-    /// response over HTTP or the socket on the channel, a closed handle in
-    /// process) and waits until that was done. What was buffered is
+    /// response over HTTP, a closed handle in process, the WebSocket's
+    /// close handshake on the channel, which goes on by itself) and waits
+    /// until the task reading the stream stopped. What was buffered is
     /// discarded.
     pub async fn cancel(mut self) {
         self.shared.cancel.cancel();
