@@ -46,13 +46,16 @@ impl Connect for Channel {
         requested: &Filter,
         options: &SubscribeOptions,
     ) -> Result<(Filter, ChannelStream), SubscribeError> {
-        let mut request = self.url.as_str().into_client_request().map_err(cannot_connect)?;
+        let mut request = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(cannot_connect)?;
         for (name, value) in &options.headers {
             let name = tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
                 .map_err(cannot_connect)?;
-            let value =
-                tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
-                    .map_err(cannot_connect)?;
+            let value = tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
+                .map_err(cannot_connect)?;
             request.headers_mut().insert(name, value);
         }
         let (socket, _) = tokio_tungstenite::connect_async(request)

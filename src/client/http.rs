@@ -16,7 +16,7 @@ use super::options::SubscribeOptions;
 use super::protocol::{Expect, PROTOCOL_VERSION, listen_request};
 use super::pump::Connect;
 use super::subscription::Subscription;
-use super::wire::{Wire, WireStream};
+use super::wire::{Received, Wire, WireStream};
 use crate::filter::Filter;
 use crate::source::Next;
 
@@ -33,7 +33,7 @@ struct Response(Events);
 
 impl Wire for Response {
     /// SSE comments and events without data (keep-alives) are skipped.
-    async fn recv(&mut self) -> Result<Result<Value, ProtocolError>, String> {
+    async fn recv(&mut self) -> Result<Received, String> {
         loop {
             match self.0.next().await {
                 None => return Err("the response ended without a result".into()),

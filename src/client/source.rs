@@ -51,8 +51,8 @@ impl Subscription {
     /// [`Source`]. The source narrows the request as it would for a served
     /// stream, extension fields need the client's declaration (in the
     /// options' capabilities), and the subscription ends as a served one
-    /// would: [`End::Complete`] when the source completes,
-    /// [`End::Failed`] with the overflow error when the source's own queue
+    /// would: [`End::Complete`](super::End::Complete) when the source completes,
+    /// [`End::Failed`](super::End::Failed) with the overflow error when the source's own queue
     /// disconnected it. Events are not serialized.
     ///
     /// # Errors

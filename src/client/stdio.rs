@@ -21,7 +21,7 @@ use super::options::SubscribeOptions;
 use super::protocol::{Expect, cancelled, listen_request, meta};
 use super::pump::Connect;
 use super::subscription::Subscription;
-use super::wire::{Wire, WireStream};
+use super::wire::{Received, Wire, WireStream};
 use crate::filter::Filter;
 use crate::source::Next;
 use crate::wire::SUBSCRIPTION_ID_META_KEY;
@@ -309,10 +309,12 @@ pub(super) struct Inbox {
 }
 
 impl Wire for Inbox {
-    async fn recv(&mut self) -> Result<Result<Value, ProtocolError>, String> {
+    async fn recv(&mut self) -> Result<Received, String> {
         match self.lines.recv().await {
             None => Err("the server's output ended".into()),
-            Some(line) => Ok(line.map_err(|line| ProtocolError::InvalidJson(format!("{line:.80}")))),
+            Some(line) => {
+                Ok(line.map_err(|line| ProtocolError::InvalidJson(format!("{line:.80}"))))
+            }
         }
     }
 

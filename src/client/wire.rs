@@ -11,11 +11,14 @@ use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
 use serde_json::Value;
 
+/// A message for the stream, or why what came is not one (not JSON).
+pub(super) type Received = Result<Value, ProtocolError>;
+
 /// One stream's messages as a transport reads them.
 pub(super) trait Wire: Send + 'static {
-    /// The next message for this stream (or why it is not JSON); `Err`
-    /// with why once the transport closed without a result.
-    fn recv(&mut self) -> impl Future<Output = Result<Result<Value, ProtocolError>, String>> + Send;
+    /// The next message for this stream; `Err` with why once the
+    /// transport closed without a result.
+    fn recv(&mut self) -> impl Future<Output = Result<Received, String>> + Send;
 
     /// Ends the stream from our side: a closed response over HTTP,
     /// `notifications/cancelled` on stdio.
@@ -111,9 +114,12 @@ impl<W: Wire> SourceHandle for WireStream<W> {
             Ok(Step::Event(event)) => Next::Event(event),
             Ok(Step::End(end)) | Err(end) => self.ending.keep(end),
             // A second acknowledgement ends the stream too.
-            Ok(Step::Acknowledged(_) | Step::Skip) => self.ending.keep(End::Protocol(
-                ProtocolError::InvalidAcknowledgement("a second acknowledgement".into()),
-            )),
+            Ok(Step::Acknowledged(_) | Step::Skip) => {
+                self.ending
+                    .keep(End::Protocol(ProtocolError::InvalidAcknowledgement(
+                        "a second acknowledgement".into(),
+                    )))
+            }
         }
     }
 
