@@ -117,7 +117,7 @@ impl ChannelStream {
 
 impl SourceHandle for ChannelStream {
     async fn next(&mut self) -> Next {
-        if self.ending.is_over() {
+        if self.ending.is_over() || self.socket.is_none() {
             return Next::Closed;
         }
         match self.read().await {

@@ -129,3 +129,92 @@ impl<W: Wire> SourceHandle for WireStream<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use rmcp::model::RequestId;
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::StreamError;
+    use crate::sync::block_on_timeout;
+
+    /// Messages given in advance, then a closed transport.
+    struct Script(VecDeque<Value>, Arc<AtomicBool>);
+
+    impl Wire for Script {
+        async fn recv(&mut self) -> Result<Received, String> {
+            self.0.pop_front().map(Ok).ok_or_else(|| "gone".to_owned())
+        }
+
+        fn cancel(self) {
+            self.1.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn opened(messages: Vec<Value>) -> (WireStream<Script>, Arc<AtomicBool>) {
+        let stamp = json!({"io.modelcontextprotocol/subscriptionId": "l-1"});
+        let mut script = vec![json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": stamp, "notifications": {"toolsListChanged": true}},
+        })];
+        script.extend(messages);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let wire = Script(script.into(), Arc::clone(&cancelled));
+        let requested = Filter::new().with_tools_list_changed();
+        let expect = Expect::new(&RequestId::String("l-1".into()), &requested);
+        let opening = WireStream::acknowledged(wire, expect);
+        let (granted, stream) = block_on_timeout(opening, std::time::Duration::from_secs(1))
+            .expect("no wait")
+            .expect("acknowledged");
+        assert_eq!(granted, requested);
+        (stream, cancelled)
+    }
+
+    fn next(stream: &mut WireStream<Script>) -> Next {
+        stream
+            .next_timeout(std::time::Duration::from_secs(1))
+            .expect("no wait")
+    }
+
+    #[test]
+    fn an_abrupt_end_is_a_served_failure_and_the_pump_learns_why() {
+        let (mut stream, cancelled) = opened(vec![json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "l-1"}},
+        })]);
+        assert!(matches!(next(&mut stream), Next::Event(_)));
+        let last = next(&mut stream);
+        assert!(
+            matches!(last, Next::Failed(StreamError::Source(_))),
+            "{last:?}"
+        );
+        assert_eq!(next(&mut stream), Next::Closed, "nothing after the end");
+        assert_eq!(stream.end(last), End::Abrupt("gone".into()));
+        stream.close(CloseReason::Error);
+        assert!(cancelled.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_result_completes_and_a_closed_stream_yields_closed() {
+        let (mut stream, cancelled) =
+            opened(vec![json!({"jsonrpc": "2.0", "id": "l-1", "result": {}})]);
+        let last = next(&mut stream);
+        assert_eq!(last, Next::Complete);
+        assert_eq!(stream.end(last), End::Complete);
+
+        let (mut stream, _) = opened(vec![]);
+        stream.close(CloseReason::Cancelled);
+        assert_eq!(next(&mut stream), Next::Closed);
+        assert!(
+            !cancelled.load(Ordering::Relaxed),
+            "the first was never closed"
+        );
+    }
+}
