@@ -394,40 +394,6 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Why a server's capabilities cannot be advertised.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AdvertiseError {
-    /// A subscription capability is advertised but no source is installed.
-    NoSource {
-        /// The capability, such as `tools.listChanged`.
-        capability: &'static str,
-    },
-    /// A subscription capability is advertised that the installed source
-    /// does not serve.
-    NotServed {
-        /// The capability, such as `resources.subscribe`.
-        capability: &'static str,
-    },
-}
-
-impl fmt::Display for AdvertiseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoSource { capability } => write!(
-                f,
-                "{capability} is advertised but no subscription source is installed"
-            ),
-            Self::NotServed { capability } => write!(
-                f,
-                "{capability} is advertised but the subscription source does not serve it"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for AdvertiseError {}
-
 /// Why a notification-channel frame could not be decoded.
 #[cfg(feature = "channel")]
 #[derive(Debug)]

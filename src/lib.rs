@@ -65,7 +65,7 @@ pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
-pub use serve::{Advertise, Authorize, ListenService, ListenStream};
+pub use serve::{Authorize, ListenService, ListenStream};
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use transport::{Drained, Streams};

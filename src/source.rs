@@ -142,7 +142,7 @@ pub trait Source: Send + Sync {
     type Handle: SourceHandle;
 
     /// The notification kinds this source can serve, which a server
-    /// advertises (see [`Advertise`](crate::Advertise)) and requests are
+    /// advertises (see [`Capabilities::advertise`]) and requests are
     /// narrowed to. The default claims every core kind; override it when
     /// the source serves fewer.
     fn capabilities(&self) -> Capabilities {

@@ -46,14 +46,14 @@ use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Advertise, Capabilities, Event, Hub, ListenService, Overflow, Principal};
+use mcp_subscriptions::{Capabilities, Event, Hub, ListenService, Overflow, Principal};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use replicas::Replica;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    ErrorCode, ErrorData, Implementation, PromptsCapability, ProtocolVersion, RequestMetaObject,
-    ResourcesCapability, ServerCapabilities, ServerConfig, ToolsCapability,
+    ErrorCode, ErrorData, Implementation, ProtocolVersion, RequestMetaObject, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -316,14 +316,12 @@ impl DemoServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> ServerConfig {
-        let mut base = ServerCapabilities::default();
-        base.tools = Some(ToolsCapability::default());
-        base.prompts = Some(PromptsCapability::default());
-        base.resources = Some(ResourcesCapability::default());
-        let capabilities = Advertise::new(base)
-            .source(self.replica.hub())
-            .build()
-            .expect("the hub serves every subscription capability");
+        let base = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        let capabilities = self.replica.hub().advertise(base);
         ServerConfig::new(capabilities).with_server_info(server_info())
     }
 

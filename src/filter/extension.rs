@@ -32,7 +32,7 @@ struct Field {
 ///   its fields.
 ///
 /// The server advertises it in its capabilities' `extensions` (see
-/// [`Advertise`](crate::Advertise)) only when it is installed.
+/// [`Capabilities::advertise`](crate::Capabilities::advertise)) only when it is installed.
 ///
 /// ```
 /// use mcp_subscriptions::{Capabilities, Extension, Filter};

@@ -8,6 +8,7 @@
 //! ([`Filter::narrow`]), which is what the acknowledgement carries and what
 //! the hub routes by.
 
+mod advertise;
 mod capabilities;
 mod extension;
 mod field;

@@ -326,6 +326,28 @@ impl Hub {
         &self.shared.config.capabilities
     }
 
+    /// `base` with the subscription bits this hub serves, for a 2026-07-28
+    /// client: set only under a capability `base` declares, never more than
+    /// the hub serves (see [`Capabilities::advertise_to`] for a client of
+    /// an older revision).
+    ///
+    /// ```
+    /// use mcp_subscriptions::Hub;
+    /// use rmcp::model::ServerCapabilities;
+    ///
+    /// let hub = Hub::new();
+    /// let caps = hub.advertise(ServerCapabilities::builder().enable_resources().build());
+    /// let resources = caps.resources.unwrap();
+    /// assert_eq!((resources.list_changed, resources.subscribe), (Some(true), Some(true)));
+    /// assert!(caps.tools.is_none(), "a server without tools claims none");
+    /// ```
+    pub fn advertise(
+        &self,
+        base: rmcp::model::ServerCapabilities,
+    ) -> rmcp::model::ServerCapabilities {
+        self.capabilities().advertise(base)
+    }
+
     /// The most distinct resource URIs one listener may ask for.
     pub fn max_uris(&self) -> usize {
         self.shared.config.max_uris

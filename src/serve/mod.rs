@@ -4,17 +4,16 @@
 //! [`ListenService`] validates a listen request and opens a
 //! [`ListenStream`]; the stream yields the messages to write, in order, and
 //! enforces the protocol's serving rules. The transports (stdio, Streamable
-//! HTTP, the notification channel) are thin loops around it. [`Advertise`]
-//! builds the server capabilities from what the source serves.
+//! HTTP, the notification channel) are thin loops around it. What a server
+//! advertises comes from what its source serves:
+//! [`Capabilities::advertise`](crate::Capabilities::advertise).
 
-mod advertise;
 mod authorize;
 pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;
 mod stream;
 
-pub use advertise::Advertise;
 pub use authorize::Authorize;
 pub use service::ListenService;
 pub use stream::ListenStream;

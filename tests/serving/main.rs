@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod advertising;
 mod authorization;
 mod channel;
 mod extensions;
