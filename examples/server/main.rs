@@ -75,6 +75,15 @@ struct Options {
         default_value_t = SocketAddr::from(([127, 0, 0, 1], 8808))
     )]
     bind: SocketAddr,
+    /// Share the HTTP port with the other processes started with this flag
+    /// (SO_REUSEPORT): the kernel spreads new connections among them. Join
+    /// them with --relay, so that each hears the others' changes
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_REUSE_PORT",
+        value_parser = BoolishValueParser::new()
+    )]
+    reuse_port: bool,
     /// Serve MCP on stdin and stdout instead of HTTP
     #[arg(
         long,
@@ -330,6 +339,22 @@ impl ServerHandler for DemoServer {
     }
 }
 
+/// A listening socket on `addr`, shared with other processes when
+/// `reuse_port` (each sets it, and the kernel balances new connections).
+fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does: a restarted server rebinds at once.
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(reuse_port)?;
+    socket.bind(addr)?;
+    // The backlog a herd of reconnecting clients meets.
+    socket.listen(4096)
+}
+
 fn server_info() -> Implementation {
     Implementation::new("mcp-subscriptions-example", env!("CARGO_PKG_VERSION"))
 }
@@ -408,7 +433,7 @@ async fn serve_http(
                 )
             }),
         );
-    let listener = tokio::net::TcpListener::bind(options.bind).await?;
+    let listener = bind(options.bind, options.reuse_port)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     let (stopping, stopped) = tokio::sync::oneshot::channel();
     // Completing the hub ends every listen stream with its `complete`

@@ -155,3 +155,67 @@ async fn a_task_started_on_b_is_followed_to_its_end_on_a() {
         assert_eq!(last["params"]["taskId"], id.as_str());
     }
 }
+
+/// Two replicas on one port (`--reuse-port`), joined by the relay: the
+/// kernel spreads the listen streams over both, a change triggered on
+/// whichever answers reaches every stream, and killing one replica ends
+/// only the streams it held.
+#[tokio::test]
+async fn replicas_sharing_one_port_split_its_streams_and_each_change_reaches_all() {
+    let broker = crate::broker::Broker::redis();
+    let url = broker.url();
+    let a = HttpServer::start(&["--reuse-port", "--relay", &url]).await;
+    let b = HttpServer::start_on(&a.addr(), &["--reuse-port", "--relay", &url]).await;
+    assert_eq!(a.base, b.base, "one port");
+    // `/stats` reaches either replica: both are ready once a run of
+    // answers all are (each is one chance in two of asking the other).
+    let mut ready_in_a_row = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while ready_in_a_row < 16 {
+        let relay = a.stats().await["relay"].clone();
+        let ready = relay["connected"] == true
+            && relay["replicas"] == 1
+            && relay["resyncs"].as_u64() >= Some(1);
+        ready_in_a_row = if ready { ready_in_a_row + 1 } else { 0 };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never ready: {relay}"
+        );
+    }
+
+    let body = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
+    let mut streams = Vec::new();
+    for _ in 0..24 {
+        let mut stream = post(&a.base, &body, &[]).await;
+        assert!(stream.is_stream());
+        stream.next().await.expect("acknowledged");
+        streams.push(stream);
+    }
+    let client = a.client().await;
+    call(&client, "test_trigger_tool_change", json!({})).await;
+    drop(client);
+    for stream in &mut streams {
+        let notification = stream
+            .next()
+            .await
+            .expect("the change reaches every stream");
+        assert_eq!(notification["method"], "notifications/tools/list_changed");
+    }
+
+    // Killing the replica that started first ends the streams it held, and
+    // only those: the port's connections were spread over both.
+    let mut a = a;
+    a.child.kill().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut ended = 0;
+    for stream in &mut streams {
+        if stream.ends_within(Duration::from_millis(200)).await {
+            ended += 1;
+        }
+    }
+    assert!(
+        0 < ended && ended < streams.len(),
+        "{ended} of {} streams were on the killed replica",
+        streams.len()
+    );
+}

@@ -40,8 +40,13 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub async fn start(args: &[&str]) -> Self {
+        Self::start_on("127.0.0.1:0", args).await
+    }
+
+    /// The example server bound to `addr`.
+    pub async fn start_on(addr: &str, args: &[&str]) -> Self {
         let mut child = Command::new(binary())
-            .args(["--bind", "127.0.0.1:0"])
+            .args(["--bind", addr])
             .args(args)
             .stdout(Stdio::piped())
             .kill_on_drop(true)

@@ -99,6 +99,13 @@ impl Answer {
         tokio::time::timeout(within, self.next()).await.is_err()
     }
 
+    /// Whether the response ends (cleanly or cut) within `within`, whatever
+    /// it says before.
+    pub async fn ends_within(&mut self, within: Duration) -> bool {
+        let ending = async { while let Ok(Some(_)) = self.response.chunk().await {} };
+        tokio::time::timeout(within, ending).await.is_ok()
+    }
+
     /// The whole body of a plain JSON answer.
     pub async fn json(self) -> Value {
         serde_json::from_slice(&self.response.bytes().await.unwrap()).unwrap()
