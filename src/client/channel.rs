@@ -72,8 +72,8 @@ impl Connect for Channel {
         Ok((requested.clone(), stream))
     }
 
-    fn end(stream: &mut ChannelStream, last: Next) -> End {
-        stream.ending.take(last)
+    fn end(stream: &ChannelStream, last: Next) -> End {
+        stream.ending.reason(last)
     }
 }
 

@@ -103,7 +103,7 @@ impl Connect for Http {
         WireStream::acknowledged(Response(Box::pin(events)), Expect::new(&id, requested)).await
     }
 
-    fn end(stream: &mut Self::Stream, last: Next) -> End {
+    fn end(stream: &Self::Stream, last: Next) -> End {
         stream.end(last)
     }
 }

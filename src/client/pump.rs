@@ -29,7 +29,7 @@ pub(super) trait Connect: Send + Sync + 'static {
     /// How `stream` ended, given the terminal item it yielded last. A
     /// transport that knows more than [`Next`] says (an abrupt close, a
     /// protocol error) reports that.
-    fn end(stream: &mut Self::Stream, last: Next) -> End {
+    fn end(stream: &Self::Stream, last: Next) -> End {
         let _ = stream;
         End::of(last)
     }

@@ -361,7 +361,7 @@ impl Connect for StdioClient {
         WireStream::acknowledged(inbox, Expect::new(&id, requested)).await
     }
 
-    fn end(stream: &mut Self::Stream, last: Next) -> End {
+    fn end(stream: &Self::Stream, last: Next) -> End {
         stream.end(last)
     }
 }

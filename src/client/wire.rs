@@ -52,9 +52,10 @@ impl Ending {
         next
     }
 
-    /// How the stream ended, given the terminal item it yielded last.
-    pub(super) fn take(&mut self, last: Next) -> End {
-        self.0.take().unwrap_or_else(|| End::of(last))
+    /// How the stream ended, given the terminal item it yielded last (it
+    /// stays ended: nothing is read after it).
+    pub(super) fn reason(&self, last: Next) -> End {
+        self.0.clone().unwrap_or_else(|| End::of(last))
     }
 }
 
@@ -85,8 +86,8 @@ impl<W: Wire> WireStream<W> {
 
     /// How the stream ended, as the subscription reports it; `last` is what
     /// [`next`](SourceHandle::next) returned last.
-    pub(super) fn end(&mut self, last: Next) -> End {
-        self.ending.take(last)
+    pub(super) fn end(&self, last: Next) -> End {
+        self.ending.reason(last)
     }
 
     /// The next step: keep-alives and requests from the server are skipped.
@@ -197,6 +198,7 @@ mod tests {
         );
         assert_eq!(next(&mut stream), Next::Closed, "nothing after the end");
         assert_eq!(stream.end(last), End::Abrupt("gone".into()));
+        assert_eq!(next(&mut stream), Next::Closed, "still ended once told why");
         stream.close(CloseReason::Error);
         assert!(cancelled.load(Ordering::Relaxed));
     }
