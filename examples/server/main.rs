@@ -37,14 +37,12 @@ mod replicas;
 mod tasks;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
 use clap::Parser;
 use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
-use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Capabilities, Event, Hub, ListenService, Overflow, Principal};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
@@ -55,8 +53,7 @@ use rmcp::model::{
     ErrorCode, ErrorData, Implementation, ProtocolVersion, RequestMetaObject, ServerCapabilities,
     ServerConfig,
 };
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::json;
@@ -394,16 +391,12 @@ async fn serve_http(
     let keepalive = Duration::from_secs(options.keepalive_secs);
     let hub = replica.hub().clone();
     let server = DemoServer::new(replica.clone(), tasks);
-    let mcp = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_sse_keep_alive(Some(keepalive)),
-    );
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_sse_keep_alive(Some(keepalive));
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
-    let http = HttpTransport::new(listen, mcp).with_keepalive(keepalive);
+    let http = mcp_subscriptions::http::endpoint(listen, move || server.clone(), config);
     let streams = http.streams();
     let stats = replica.clone();
     let mut mcp_routes = axum::Router::new()

@@ -31,7 +31,12 @@ impl AllowedHosts {
         if self.0.is_empty() {
             return true;
         }
-        let is_allowed = |authority: &str| self.0.iter().any(|h| h == host_name(authority));
+        // An entry names a host, or a host and port (as rmcp's do).
+        let is_allowed = |authority: &str| {
+            self.0
+                .iter()
+                .any(|h| h == host_name(authority) || h == authority)
+        };
         let host = headers.get(HOST).and_then(|v| v.to_str().ok());
         let origin = headers.get(ORIGIN).and_then(|v| v.to_str().ok());
         host.is_some_and(is_allowed)
@@ -89,5 +94,13 @@ mod tests {
         assert!(!allowed.admit(&HeaderMap::new()));
         let any = AllowedHosts::new(Vec::<String>::new());
         assert!(any.admit(&headers("anything", None)));
+    }
+
+    #[test]
+    fn an_entry_with_a_port_admits_that_port_alone() {
+        let allowed = AllowedHosts::new(["example.com:8080"]);
+        assert!(allowed.admit(&headers("example.com:8080", None)));
+        assert!(!allowed.admit(&headers("example.com:9090", None)));
+        assert!(!allowed.admit(&headers("example.com", None)));
     }
 }
