@@ -428,31 +428,22 @@ async fn serve_http(
         );
     let listener = bind(options.bind, options.reuse_port)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    let (stopping, stopped) = tokio::sync::oneshot::channel();
     // Completing the hub ends every listen stream with its `complete`
-    // result; the graceful shutdown then waits for those responses.
-    let server = mcp_subscriptions::http::serve(listener, app, async move {
+    // result; each then has until the deadline to write it, and what is
+    // left (a client that stopped reading) is cut.
+    let deadline = Duration::from_secs(options.shutdown_deadline_secs);
+    let shutdown = async move {
         shutdown.requested().await;
         hub.complete();
-        let _ = stopping.send(());
-    });
-    // Once the hub is complete, each stream has until the deadline to
-    // write its `complete` result; a client that stopped reading must not
-    // hold the exit up for ever, so what is left is cut, and the server (its
-    // connections with it) goes when the streams have.
-    let deadline = Duration::from_secs(options.shutdown_deadline_secs);
-    let drain = async {
-        if stopped.await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        streams.finish_within(deadline).await
     };
-    tokio::select! {
-        () = server => {}
-        drained = drain => {
-            tracing::info!(open = drained.open, cut = drained.cut, "listen streams drained");
-        }
-    }
+    let drained =
+        mcp_subscriptions::http::serve_until_drained(listener, app, shutdown, streams, deadline)
+            .await;
+    tracing::info!(
+        open = drained.open,
+        cut = drained.cut,
+        "listen streams drained"
+    );
     // Upgraded WebSockets outlive the HTTP server; each closes cleanly once
     // the hub is complete.
     let drained = channels.finish_within(deadline).await;

@@ -17,5 +17,5 @@ mod transport;
 #[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
 pub use endpoint::endpoint;
-pub use serve::serve;
+pub use serve::{serve, serve_until_drained};
 pub use transport::{DEFAULT_KEEPALIVE, DEFAULT_PROTOCOL_VERSIONS, HttpTransport};

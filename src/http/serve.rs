@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::TaskTracker;
 
 use super::stop::{Stop, Watch};
+use crate::transport::{Drained, Streams};
 
 /// The most a connection buffers before it writes, and the longest request
 /// head it reads: hyper's least.
@@ -103,6 +104,56 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
     stop.stop();
     connections.close();
     connections.wait().await;
+}
+
+/// [`serve`] with the whole graceful shutdown: once `shutdown` resolves
+/// (it also completes the source, such as `hub.complete()`, so that each
+/// stream has a last message to write), `streams` get `deadline` to write
+/// it; those still open then are cut, and this returns what was found,
+/// after the server's connections closed or at the latest once the
+/// streams are cut.
+///
+/// ```no_run
+/// # async fn run(app: axum::Router, hub: mcp_subscriptions::Hub, streams: mcp_subscriptions::Streams) -> std::io::Result<()> {
+/// use std::time::Duration;
+///
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8808").await?;
+/// let shutdown = async move {
+///     let _ = tokio::signal::ctrl_c().await;
+///     hub.complete(); // every listen stream ends with its result
+/// };
+/// let drained =
+///     mcp_subscriptions::http::serve_until_drained(listener, app, shutdown, streams, Duration::from_secs(5))
+///         .await;
+/// println!("{} streams open at shutdown, {} cut", drained.open, drained.cut);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve_until_drained(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+    streams: Streams,
+    deadline: Duration,
+) -> Drained {
+    let (stopping, stopped) = tokio::sync::oneshot::channel();
+    let server = serve(listener, router, async move {
+        shutdown.await;
+        let _ = stopping.send(());
+    });
+    // A client that stopped reading must not hold the exit up for ever:
+    // at the deadline its stream is cut, and the server (its connection
+    // with it) goes with this future.
+    let drain = async {
+        if stopped.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        streams.finish_within(deadline).await
+    };
+    tokio::select! {
+        () = server => streams.finish_within(deadline).await,
+        drained = drain => drained,
+    }
 }
 
 /// One HTTP/1 connection, WebSocket upgrades included.

@@ -164,3 +164,53 @@ async fn http_serve_stops_accepting_ends_streams_closes_idle_connections_and_ret
     assert!(TcpStream::connect(addr).await.is_err(), "no more accepted");
     assert_eq!(hub.stats().listeners_active, 0);
 }
+
+/// `http::serve_until_drained`: once its signal resolves (completing the
+/// hub), a client that reads gets its result, one that never reads is cut
+/// at the deadline, and it returns what it found.
+#[tokio::test]
+async fn serve_until_drained_ends_read_streams_and_cuts_stalled_ones_at_the_deadline() {
+    let hub = Hub::new();
+    let http = mcp_subscriptions::http::HttpTransport::new(
+        ListenService::new(hub.clone()),
+        axum::Router::new(),
+    );
+    let streams = http.streams();
+    let app = axum::Router::new().route("/mcp", http.into_method_router());
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", tcp.local_addr().unwrap());
+    let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
+    let completing = hub.clone();
+    let shutdown = async move {
+        let _ = stopping.await;
+        completing.complete();
+    };
+    let served = tokio::spawn(mcp_subscriptions::http::serve_until_drained(
+        tcp,
+        app,
+        shutdown,
+        streams,
+        Duration::from_millis(300),
+    ));
+
+    let tools = json!({"toolsListChanged": true});
+    let mut reading = post(&url, &listen(json!(1), tools, &[]), &[]).await;
+    reading.next().await.expect("acknowledged");
+    let watched = json!({"resourceSubscriptions": ["file:///a"]});
+    let stalled = post(&url, &listen(json!(2), watched, &[]), &[]).await;
+    assert!(stalled.is_stream());
+    for _ in 0..200 {
+        hub.publish(big());
+    }
+    stop.send(()).unwrap();
+    let result = reading.next().await.unwrap();
+    assert_eq!(result["result"]["resultType"], "complete");
+    let drained = tokio::time::timeout(Duration::from_secs(5), served)
+        .await
+        .expect("it returns once the stalled stream is cut")
+        .unwrap();
+    // The reading stream may have ended before the drain began counting.
+    assert!(matches!(drained.open, 1 | 2), "{drained:?}");
+    assert_eq!(drained.cut, 1, "the stalled stream was cut");
+    drop(stalled);
+}
