@@ -29,8 +29,7 @@ pub(super) trait Connect: Send + Sync + 'static {
     /// How `stream` ended, given the terminal item it yielded last. A
     /// transport that knows more than [`Next`] says (an abrupt close, a
     /// protocol error) reports that.
-    fn end(stream: &Self::Stream, last: Next) -> End {
-        let _ = stream;
+    fn end(_stream: &Self::Stream, last: Next) -> End {
         End::of(last)
     }
 }

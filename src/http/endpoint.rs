@@ -20,8 +20,8 @@ use crate::source::Source;
 /// (`allowed_hosts`, against DNS rebinding) and the keep-alive interval of
 /// its streams (`sse_keep_alive`, when set), and from the server its
 /// protocol versions: those of `ServerHandler::supported_protocol_versions`
-/// that have listen streams (2026-07-28 and later). None is set twice, so
-/// they cannot drift apart.
+/// that have listen streams (2026-07-28 and later), read from one server
+/// made for it now. None is set twice, so they cannot drift apart.
 ///
 /// ```no_run
 /// use mcp_subscriptions::{Hub, ListenService};

@@ -2,6 +2,8 @@
 //! accepts: the subscription bits its hub serves, under the capabilities it
 //! declares, and none to a client of a revision without listen streams.
 
+#![cfg(feature = "stdio")]
+
 use std::time::Duration;
 
 use mcp_subscriptions::{Capabilities, Hub};

@@ -2,6 +2,8 @@
 //! so that they admit the same hosts and the listen route speaks the
 //! server's own protocol versions.
 
+#![cfg(all(feature = "http", feature = "tasks"))]
+
 use std::borrow::Cow;
 
 use mcp_subscriptions::{Hub, ListenService};
