@@ -211,12 +211,17 @@ mod tests {
         assert_eq!(last, Next::Complete);
         assert_eq!(stream.end(last), End::Complete);
 
-        let (mut stream, _) = opened(vec![]);
-        stream.close(CloseReason::Cancelled);
-        assert_eq!(next(&mut stream), Next::Closed);
         assert!(
             !cancelled.load(Ordering::Relaxed),
-            "the first was never closed"
+            "a completed stream is not cancelled"
         );
+
+        let (mut stream, cancelled) = opened(vec![]);
+        stream.close(CloseReason::Cancelled);
+        assert!(
+            cancelled.load(Ordering::Relaxed),
+            "closing cancels on the wire"
+        );
+        assert_eq!(next(&mut stream), Next::Closed);
     }
 }
