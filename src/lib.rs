@@ -59,6 +59,10 @@ pub mod relay;
 pub mod tasks;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 mod transport;
+// The older revisions' sessions, beside the transports that carry them
+// (above what they share).
+#[cfg(any(feature = "stdio", feature = "http"))]
+mod session;
 
 pub use context::{OpenContext, Principal, TransportKind};
 pub use event::{Event, EventKind, ListKind, Selector, Succession};
@@ -66,6 +70,8 @@ pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
 pub use serve::{Authorize, ListenService, ListenStream};
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use transport::{Drained, Streams};

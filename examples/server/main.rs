@@ -1,5 +1,7 @@
-//! A real MCP server (rmcp, protocol 2026-07-28) whose `subscriptions/listen`
-//! streams are served from a `Hub`.
+//! A real MCP server (rmcp) whose `subscriptions/listen` streams (protocol
+//! 2026-07-28) and older clients' sessions (2025-06-18, 2025-11-25:
+//! `resources/subscribe` and notifications on the session) are served from
+//! one `Hub`.
 //!
 //! ```sh
 //! cargo run --release --example server -- --help
@@ -44,7 +46,9 @@ use clap::Parser;
 use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Capabilities, Event, Hub, ListenService, Overflow, Principal};
+use mcp_subscriptions::{
+    Capabilities, Event, Hub, ListenService, Overflow, Principal, WithSubscriptions,
+};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use replicas::Replica;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -327,12 +331,18 @@ impl ServerHandler for DemoServer {
             .enable_prompts()
             .enable_resources()
             .build();
-        let capabilities = self.replica.hub().advertise(base);
-        ServerConfig::new(capabilities).with_server_info(server_info())
+        // `WithSubscriptions` sets the subscription bits under it.
+        ServerConfig::new(base).with_server_info(server_info())
     }
 
+    /// Every generation of clients, each served from the hub: listen
+    /// streams from 2026-07-28, sessions before.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
+        std::borrow::Cow::Borrowed(&[
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2026_07_28,
+        ])
     }
 }
 
@@ -391,12 +401,15 @@ async fn serve_http(
     let keepalive = Duration::from_secs(options.keepalive_secs);
     let hub = replica.hub().clone();
     let server = DemoServer::new(replica.clone(), tasks);
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_sse_keep_alive(Some(keepalive));
+    let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(keepalive));
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
-    let http = mcp_subscriptions::http::endpoint(listen, move || server.clone(), config);
+    let sessions = listen.clone();
+    let http = mcp_subscriptions::http::endpoint(
+        listen,
+        move || WithSubscriptions::new(&sessions, server.clone()),
+        config,
+    );
     let streams = http.streams();
     let stats = replica.clone();
     let mut mcp_routes = axum::Router::new()
@@ -459,11 +472,12 @@ async fn serve_stdio(
     shutdown: Shutdown,
 ) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("serving MCP on stdin/stdout");
-    let transport = StdioTransport::stdio(listen);
+    let transport = StdioTransport::stdio(listen.clone());
     let streams = transport.streams();
     let hub = replica.hub().clone();
     let serving = async {
-        let running = DemoServer::new(replica, tasks).serve(transport).await?;
+        let server = WithSubscriptions::new(&listen, DemoServer::new(replica, tasks));
+        let running = server.serve(transport).await?;
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())
     };

@@ -26,8 +26,9 @@ impl Capabilities {
     ///   other the base lists;
     /// - a client of a revision before 2026-07-28 never opens a listen
     ///   stream, so nothing served here reaches it: every subscription bit
-    ///   is withdrawn for it. A server that sends such a client
-    ///   notifications on its session itself sets those bits afterwards.
+    ///   is withdrawn for it, unless its session is served
+    ///   (`WithSubscriptions`, with the `stdio` or `http` feature, advertises
+    ///   to it itself).
     ///
     /// ```
     /// use mcp_subscriptions::Capabilities;
@@ -45,12 +46,31 @@ impl Capabilities {
     /// ```
     pub fn advertise_to(
         &self,
-        mut base: ServerCapabilities,
+        base: ServerCapabilities,
         version: &ProtocolVersion,
     ) -> ServerCapabilities {
         // ISO dates compare as strings in calendar order.
         let listens = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
-        let bit = |served: bool| (listens && served).then_some(true);
+        self.set_bits(base, listens, listens)
+    }
+
+    /// `base` as advertised to a client of an older revision whose session
+    /// is sent these capabilities' notifications: the bits of what is
+    /// served, and no extension, since none reaches a session.
+    pub(crate) fn advertise_to_session(&self, base: ServerCapabilities) -> ServerCapabilities {
+        self.set_bits(base, true, false)
+    }
+
+    /// Sets each subscription bit of `base` to whether it is served when
+    /// what is served `reaches` the client (else withdraws every one), and
+    /// lists the served extensions where `extensions`.
+    fn set_bits(
+        &self,
+        mut base: ServerCapabilities,
+        reaches: bool,
+        extensions: bool,
+    ) -> ServerCapabilities {
+        let bit = |served: bool| (reaches && served).then_some(true);
         if let Some(tools) = &mut base.tools {
             tools.list_changed = bit(self.list_changed(ListKind::Tools));
         }
@@ -61,7 +81,7 @@ impl Capabilities {
             resources.list_changed = bit(self.list_changed(ListKind::Resources));
             resources.subscribe = bit(self.resources_subscribe);
         }
-        if listens {
+        if extensions {
             // Additive only: the base may list extensions that have nothing
             // to do with subscriptions (skills, say).
             for extension in &self.extensions {
@@ -83,15 +103,17 @@ mod tests {
     use crate::filter::Extension;
 
     /// Every combination of served bits and declared capabilities, for
-    /// each revision: a bit is advertised exactly when it is served, its
-    /// capability is declared and the revision has listen streams; no
-    /// capability is ever created.
+    /// each revision and for an older revision's served session: a bit is
+    /// advertised exactly when it is served, its capability is declared and
+    /// what is served reaches the client; no capability is ever created.
     #[test]
     fn each_bit_is_advertised_exactly_when_served_declared_and_reachable() {
+        // `None`: an older revision's session that is served.
         let versions = [
-            (ProtocolVersion::V_2025_06_18, false),
-            (ProtocolVersion::V_2025_11_25, false),
-            (ProtocolVersion::V_2026_07_28, true),
+            (Some(ProtocolVersion::V_2025_06_18), false),
+            (Some(ProtocolVersion::V_2025_11_25), false),
+            (Some(ProtocolVersion::V_2026_07_28), true),
+            (None, true),
         ];
         for (version, listens) in versions {
             for served_bits in 0..16u8 {
@@ -117,7 +139,10 @@ mod tests {
                         claims.list_changed = Some(true);
                         base.resources = Some(claims);
                     }
-                    let caps = served.advertise_to(base, &version);
+                    let caps = match &version {
+                        Some(version) => served.advertise_to(base, version),
+                        None => served.advertise_to_session(base),
+                    };
                     let case =
                         format!("{version:?}, served {served_bits:04b}, declared {declared:03b}");
                     let expect = |declared: bool, served: bool| {
@@ -160,8 +185,11 @@ mod tests {
             .into_keys()
             .collect();
         assert_eq!(listed, ["io.modelcontextprotocol/tasks", "vendor/skills"]);
-        let older = served.advertise_to(base, &ProtocolVersion::V_2025_11_25);
+        let older = served.advertise_to(base.clone(), &ProtocolVersion::V_2025_11_25);
         let listed: Vec<_> = older.extensions.unwrap().into_keys().collect();
         assert_eq!(listed, ["vendor/skills"], "not reachable before 2026-07-28");
+        let session = served.advertise_to_session(base);
+        let listed: Vec<_> = session.extensions.unwrap().into_keys().collect();
+        assert_eq!(listed, ["vendor/skills"], "no extension reaches a session");
     }
 }

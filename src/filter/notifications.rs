@@ -97,6 +97,13 @@ impl Filter {
         self
     }
 
+    /// Removes `notifications/resources/updated` for `uri`, if present; the
+    /// other URIs keep their order.
+    pub fn without_resource(mut self, uri: &str) -> Self {
+        self.resource_subscriptions.shift_remove(uri);
+        self
+    }
+
     /// Sets an extension field (for example `taskIds`), kept verbatim.
     pub fn with_extension(mut self, field: impl Into<String>, value: Value) -> Self {
         self.extensions.insert(field.into(), value);

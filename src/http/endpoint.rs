@@ -52,6 +52,7 @@ where
         .map(|version| version.as_str().to_owned())
         .collect();
     let allowed_hosts = config.allowed_hosts.clone();
+    let legacy_sessions = config.legacy_session_mode;
     let keepalive = config.sse_keep_alive;
     let mcp = StreamableHttpService::new(
         move || Ok(server()),
@@ -60,7 +61,8 @@ where
     );
     let http = HttpTransport::new(listen, mcp)
         .with_allowed_hosts(allowed_hosts)
-        .with_protocol_versions(listening_versions);
+        .with_protocol_versions(listening_versions)
+        .with_legacy_sessions(legacy_sessions);
     match keepalive {
         Some(keepalive) => http.with_keepalive(keepalive),
         None => http,

@@ -20,13 +20,15 @@ use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
 use super::answers::{
-    into_json_error, method_removed, payload_too_large, refused, unsupported_media_type,
+    into_json_error, method_not_allowed, method_removed, payload_too_large, refused,
+    unsupported_media_type,
 };
 use super::headers;
 use super::sse;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
+use crate::transport::Stateless;
 use crate::transport::hosts::{AllowedHosts, forbidden};
 use crate::transport::incoming::{classify, reply_id};
 use crate::transport::request::{listen_request, request_id};
@@ -39,12 +41,18 @@ const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
 
 const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 
+/// What names an older revision's session (there are none from 2026-07-28
+/// on).
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
 /// What every request to the endpoint shares.
 pub(super) struct Route<S> {
     pub(super) listen: ListenService<S>,
     pub(super) keepalive: Duration,
     pub(super) allowed_hosts: AllowedHosts,
     pub(super) protocol_versions: Arc<[String]>,
+    /// Whether the service behind keeps older revisions' sessions.
+    pub(super) legacy_sessions: bool,
     pub(super) tasks: TaskTracker,
     pub(super) cut: CancellationToken,
 }
@@ -56,6 +64,7 @@ impl<S> Clone for Route<S> {
             keepalive: self.keepalive,
             allowed_hosts: self.allowed_hosts.clone(),
             protocol_versions: self.protocol_versions.clone(),
+            legacy_sessions: self.legacy_sessions,
             tasks: self.tasks.clone(),
             cut: self.cut.clone(),
         }
@@ -73,7 +82,7 @@ where
         B: HttpBody<Data = Bytes> + Send + 'static,
         B::Error: Into<axum::BoxError>,
     {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
             return payload_too_large();
         };
@@ -87,8 +96,10 @@ where
             Err(err) => return refused(&err, &reply_id(&bytes)),
         };
         let message = incoming.message();
+        // An older revision's session subscribes on the session.
+        let removed = !self.in_session(&parts);
         let ours = listen_request(message).is_some()
-            || REMOVED.iter().any(|m| request_id(message, m).is_some());
+            || removed && REMOVED.iter().any(|m| request_id(message, m).is_some());
         // What rmcp answers, rmcp guards; what we answer, we guard.
         if ours && !self.allowed_hosts.admit(&parts.headers) {
             return forbidden();
@@ -99,22 +110,40 @@ where
             }
             return self.serve_listen(id, message.get("params"), &parts);
         }
-        for removed in REMOVED {
-            if let Some(id) = request_id(message, removed) {
-                return method_removed(id, removed);
+        for method in REMOVED.iter().filter(|_| removed) {
+            if let Some(id) = request_id(message, method) {
+                return method_removed(id, method);
             }
         }
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let request = Request::from_parts(parts, Body::from(bytes));
-        let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
-        let response = match ready {
-            Ok(()) => mcp.call(request).await,
-            Err(never) => match never {},
-        };
-        match response {
-            Ok(response) => into_json_error(response.map(Body::new), &id).await,
-            Err(never) => match never {},
+        if !self.legacy_sessions {
+            parts.extensions.insert(Stateless);
         }
+        let response = call(&mut mcp, Request::from_parts(parts, Body::from(bytes))).await;
+        into_json_error(response.map(Body::new), &id).await
+    }
+
+    /// A `GET` or `DELETE`: an older revision's session's notification
+    /// stream or its end, for the service behind; else 405.
+    pub(super) async fn handle_other_method<M, B>(&self, mut mcp: M, request: Request) -> Response
+    where
+        M: Service<Request, Response = Response<B>, Error = Infallible>,
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        if !self.in_session(&parts) {
+            return method_not_allowed().await;
+        }
+        call(&mut mcp, Request::from_parts(parts, body))
+            .await
+            .map(Body::new)
+    }
+
+    /// Whether the request names an older revision's session that the
+    /// service behind keeps.
+    fn in_session(&self, parts: &Parts) -> bool {
+        self.legacy_sessions && parts.headers.contains_key(MCP_SESSION_ID)
     }
 
     fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
@@ -147,6 +176,22 @@ where
 /// these: hyper keeps a response's map, emptied, for the connection's next
 /// request, so its spare capacity (a default map holds six entries, over
 /// 600 bytes) would last as long as the stream.
+/// The service behind's answer to `request`.
+async fn call<M, B>(mcp: &mut M, request: Request) -> Response<B>
+where
+    M: Service<Request, Response = Response<B>, Error = Infallible>,
+{
+    let ready = poll_fn(|cx| mcp.poll_ready(cx)).await;
+    let response = match ready {
+        Ok(()) => mcp.call(request).await,
+        Err(never) => match never {},
+    };
+    match response {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
 fn sse_headers() -> HeaderMap {
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

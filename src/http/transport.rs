@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
-use super::answers;
 use super::route::Route;
 use crate::serve::ListenService;
 use crate::source::Source;
@@ -29,8 +28,8 @@ pub const DEFAULT_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// The MCP endpoint: `POST` serves `subscriptions/listen` from a
 /// [`ListenService`] as `text/event-stream` and hands every other message to
-/// `mcp` (rmcp's `StreamableHttpService`, or any service); `GET` and
-/// `DELETE` answer 405.
+/// `mcp` (rmcp's `StreamableHttpService`, or any service). `GET` and
+/// `DELETE` answer 405, except within an older revision's session (below).
 ///
 /// It is the front door for every message, not only listen requests:
 ///
@@ -44,6 +43,14 @@ pub const DEFAULT_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
 /// | `resources/subscribe`, `resources/unsubscribe` | 404, `-32601` |
 /// | `GET`, `DELETE` | 405, `-32600` |
 /// | any other valid message | rmcp's answer (its error answers always in JSON) |
+///
+/// A request that names an older revision's session in `Mcp-Session-Id`
+/// (2025-06-18, 2025-11-25: there are no sessions from 2026-07-28 on) is
+/// that session's, and `mcp`'s to answer: its `resources/subscribe` and
+/// `resources/unsubscribe`, its `GET` stream of notifications, its
+/// `DELETE`. [`WithSubscriptions`](crate::WithSubscriptions) serves those
+/// sessions from the hub. Unless the service behind
+/// [keeps no sessions](Self::with_legacy_sessions).
 ///
 /// Every error body is a JSON-RPC error with `Content-Type:
 /// application/json`, including those of the service behind.
@@ -80,6 +87,7 @@ pub struct HttpTransport<S, M> {
     keepalive: Duration,
     allowed_hosts: AllowedHosts,
     protocol_versions: Vec<String>,
+    legacy_sessions: bool,
     tasks: TaskTracker,
     cut: CancellationToken,
 }
@@ -104,6 +112,7 @@ where
                 .iter()
                 .map(|version| (*version).to_owned())
                 .collect(),
+            legacy_sessions: true,
             tasks: TaskTracker::new(),
             cut: CancellationToken::new(),
         }
@@ -141,6 +150,17 @@ where
         self
     }
 
+    /// Whether the service behind keeps sessions for clients of an older
+    /// revision (rmcp's `legacy_session_mode`, on by default, which
+    /// [`endpoint`](super::endpoint) reads). Without, a request naming a
+    /// session is answered as any other, and
+    /// [`WithSubscriptions`](crate::WithSubscriptions) promises no older
+    /// client notifications it could not be sent.
+    pub fn with_legacy_sessions(mut self, legacy_sessions: bool) -> Self {
+        self.legacy_sessions = legacy_sessions;
+        self
+    }
+
     /// The listen streams being served, for a graceful shutdown to wait on:
     /// each stream counts until its response body is finished or dropped.
     pub fn streams(&self) -> Streams {
@@ -154,15 +174,20 @@ where
             keepalive: self.keepalive,
             allowed_hosts: self.allowed_hosts,
             protocol_versions: self.protocol_versions.into(),
+            legacy_sessions: self.legacy_sessions,
             tasks: self.tasks,
             cut: self.cut,
         };
+        let (other_route, other_mcp) = (route.clone(), self.mcp.clone());
         let mcp = self.mcp;
         post(move |request: Request| {
             let (route, mcp) = (route.clone(), mcp.clone());
             async move { route.handle(mcp, request).await }
         })
-        .fallback(answers::method_not_allowed)
+        .fallback(move |request: Request| {
+            let (route, mcp) = (other_route.clone(), other_mcp.clone());
+            async move { route.handle_other_method(mcp, request).await }
+        })
     }
 }
 
@@ -172,6 +197,7 @@ impl<S, M> std::fmt::Debug for HttpTransport<S, M> {
             .field("keepalive", &self.keepalive)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("protocol_versions", &self.protocol_versions)
+            .field("legacy_sessions", &self.legacy_sessions)
             .finish_non_exhaustive()
     }
 }

@@ -1,6 +1,7 @@
 //! Per-hub options and their defaults.
 
-use crate::filter::{Capabilities, DEFAULT_MAX_URIS};
+use crate::error::{ListenParamsError, OpenError};
+use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
 use crate::overflow::Overflow;
 
 /// The queue capacity per listener unless configured otherwise.
@@ -38,5 +39,22 @@ impl Default for Config {
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_hub_queued_bytes: None,
         }
+    }
+}
+
+impl Config {
+    /// What a listener asking for `requested` is granted: the request
+    /// narrowed by the capabilities, or refused for naming more distinct
+    /// URIs than the limit.
+    pub(crate) fn grant(&self, requested: &Filter) -> Result<Filter, OpenError> {
+        let uris = requested.resource_subscriptions().len();
+        if uris > self.max_uris {
+            return Err(ListenParamsError::TooManyUris {
+                count: uris,
+                limit: self.max_uris,
+            }
+            .into());
+        }
+        Ok(requested.narrow(&self.capabilities))
     }
 }

@@ -19,7 +19,7 @@ use super::reader::Settings;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats};
 use crate::context::OpenContext;
-use crate::error::{ListenParamsError, OpenError};
+use crate::error::OpenError;
 use crate::event::Event;
 use crate::filter::{Capabilities, Filter};
 use crate::overflow::Overflow;
@@ -154,15 +154,7 @@ impl Hub {
         context: &OpenContext,
     ) -> Result<Listener, OpenError> {
         let config = &self.shared.config;
-        let uris = requested.resource_subscriptions().len();
-        if uris > config.max_uris {
-            return Err(ListenParamsError::TooManyUris {
-                count: uris,
-                limit: config.max_uris,
-            }
-            .into());
-        }
-        let filter = requested.narrow(&config.capabilities);
+        let filter = config.grant(requested)?;
         let settings = Settings {
             capacity: context.capacity.map_or(config.capacity, NonZeroUsize::get),
             max_bytes: context.max_queued_bytes.unwrap_or(config.max_queued_bytes),

@@ -16,6 +16,7 @@ use super::queue::Queue;
 use super::reader::Waiter;
 use super::shared::Shared;
 use super::stats::{ListenerStats, Retirement};
+use crate::error::OpenError;
 use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
 use crate::sync::{Arc, park_until};
@@ -59,6 +60,40 @@ impl Listener {
     /// capabilities. This is what the acknowledgement carries.
     pub fn filter(&self) -> &Filter {
         &self.entry.filter
+    }
+
+    /// Changes what this listener receives, in place: from now on it gets
+    /// the events `requested` matches, narrowed by the hub's capabilities,
+    /// as [`filter`](Self::filter) then says. Nothing is lost for what both
+    /// filters match, and events it already holds stay queued (a reader
+    /// that must not see what the new filter leaves out checks
+    /// [`filter`](Self::filter) as it reads). An older revision's session,
+    /// whose `resources/subscribe` calls grow and shrink what it watches,
+    /// is one listener changed this way.
+    ///
+    /// # Errors
+    ///
+    /// - [`OpenError::InvalidParams`] when `requested` names more distinct
+    ///   URIs than the hub's limit (the filter is unchanged);
+    /// - [`OpenError::Completed`] after the hub was completed, or once
+    ///   this listener has ended.
+    pub fn refilter(&mut self, requested: &Filter) -> Result<(), OpenError> {
+        let filter = self.hub.config.grant(requested)?;
+        let watchers = {
+            let mut registry = self.hub.registry.write();
+            if registry.completed {
+                return Err(OpenError::Completed);
+            }
+            let entry = registry
+                .refilter(self.entry.id, filter)
+                .ok_or(OpenError::Completed)?;
+            // The listener reads the new entry; dropping its old one gives
+            // back the seat it had in a lane, if any.
+            self.entry = entry;
+            registry.interest.take_wakers()
+        };
+        watchers.into_iter().for_each(std::task::Waker::wake);
+        Ok(())
     }
 
     /// The next item if one is ready, without waiting.

@@ -103,14 +103,7 @@ impl Registry {
                 .remove(&Target::Queue(queue.clone()), &entry.filter),
             Inbox::Seat(lane, _) => self.unseat(lane, &entry.filter),
         }
-        if let Some(hash) = entry.unpaired
-            && let hash_map::Entry::Occupied(mut alike) = self.unpaired.entry(hash)
-        {
-            *alike.get_mut() -= 1;
-            if *alike.get() == 0 {
-                alike.remove();
-            }
-        }
+        self.unpair(&entry);
         self.interest.retire(&entry.filter);
         let snap = entry.inbox.snapshot();
         self.retired += snap.counts;
@@ -129,6 +122,53 @@ impl Registry {
             why,
             events: snap.counts,
         })
+    }
+
+    /// Routes listener `id` by `filter` from now on: its entry in the
+    /// registry is replaced, and the new one returned for the listener to
+    /// read. It keeps its events in a queue of its own (moved out of its
+    /// lane if it sat in one), and never sits in a lane again: lanes hold
+    /// listeners alike, and this one's filter does not stay put. `None`
+    /// once it is retired.
+    pub(crate) fn refilter(&mut self, id: ListenerId, filter: Filter) -> Option<Arc<Entry>> {
+        let entry = self.entries.get(&id)?.clone();
+        let queue = match &entry.inbox {
+            Inbox::Own(queue) => {
+                self.index
+                    .remove(&Target::Queue(queue.clone()), &entry.filter);
+                queue.clone()
+            }
+            Inbox::Seat(lane, seat) => {
+                let queue = lane.move_out(*seat, id);
+                self.unseat(lane, &entry.filter);
+                queue
+            }
+        };
+        self.unpair(&entry);
+        self.index.insert(&Target::Queue(queue.clone()), &filter);
+        // Admitted before the old is retired: a key in both stays watched.
+        self.interest.admit(&filter);
+        self.interest.retire(&entry.filter);
+        let refiltered = Arc::new(Entry {
+            id,
+            filter,
+            inbox: Inbox::Own(queue),
+            unpaired: None,
+        });
+        self.entries.insert(id, refiltered.clone());
+        Some(refiltered)
+    }
+
+    /// Stops counting `entry` among the listeners that could open a lane.
+    fn unpair(&mut self, entry: &Entry) {
+        if let Some(hash) = entry.unpaired
+            && let hash_map::Entry::Occupied(mut alike) = self.unpaired.entry(hash)
+        {
+            *alike.get_mut() -= 1;
+            if *alike.get() == 0 {
+                alike.remove();
+            }
+        }
     }
 
     /// One listener fewer in `lane` (whose members' filter is `filter`); the

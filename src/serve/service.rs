@@ -196,6 +196,21 @@ impl<S: Source> ListenService<S> {
         ))
     }
 
+    /// What the authorizer grants of `requested`, never more than it; all
+    /// of it without one.
+    pub(crate) fn authorize(
+        &self,
+        context: &OpenContext,
+        requested: &Filter,
+    ) -> Result<Filter, OpenError> {
+        match &self.authorizer {
+            Some(authorizer) => Ok(authorizer
+                .authorize(context, requested)?
+                .intersect(requested)),
+            None => Ok(requested.clone()),
+        }
+    }
+
     /// Runs the admission checks from the extensions on, and opens the
     /// source: the stream, and its principal's slot.
     pub(crate) fn admit(
@@ -206,12 +221,7 @@ impl<S: Source> ListenService<S> {
         self.source
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
-        let authorized = match &self.authorizer {
-            Some(authorizer) => authorizer
-                .authorize(context, requested)?
-                .intersect(requested),
-            None => requested.clone(),
-        };
+        let authorized = self.authorize(context, requested)?;
         let slot = match (&self.limits, &context.principal) {
             (Some(limits), Some(principal)) => Some(limits.acquire(principal)?),
             _ => None,

@@ -18,4 +18,11 @@ pub(crate) mod incoming;
 pub(crate) mod request;
 mod streams;
 
+/// Marks a request the HTTP transport hands to an rmcp service that serves
+/// statelessly: there no older revision's session outlives its request,
+/// so none is promised notifications on it.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stateless;
+
 pub use streams::{Drained, Streams};

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("transport", 4),
     ("channel", 5),
     ("http", 5),
+    ("session", 5),
     ("stdio", 5),
     ("client", 6),
 ];
