@@ -1,6 +1,6 @@
 //! The example server run as a real process: its command line, rmcp's own
 //! client against it, its tasks, and two replicas joined by `--relay`
-//! through a real broker.
+//! through a real broker, and clients of an older revision.
 
 #[path = "../support/broker.rs"]
 mod broker;
@@ -11,3 +11,4 @@ mod cli;
 mod example_relay;
 mod example_server;
 mod example_tasks;
+mod older_clients;

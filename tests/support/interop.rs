@@ -46,7 +46,8 @@ fn ensure_installed() {
     INSTALLED.get_or_init(|| {
         let node = interop_dir().join("node/node_modules/@modelcontextprotocol/server");
         let python = interop_dir().join("py/bin/python");
-        if node.exists() && python.exists() {
+        let python_v1 = interop_dir().join("py1/bin/python");
+        if node.exists() && python.exists() && python_v1.exists() {
             return;
         }
         let status = std::process::Command::new(manifest_dir().join(".ci/interop-install"))
@@ -91,6 +92,37 @@ fn python() -> PathBuf {
         python.display()
     );
     python
+}
+
+/// A client of an older revision (2025-11-25), which plays one scenario
+/// against the example server (`tests/interop/*_v1_client.*`).
+#[derive(Clone, Copy, Debug)]
+pub enum OlderClient {
+    /// `@modelcontextprotocol/sdk` 1.x.
+    TypeScriptV1,
+    /// PyPI `mcp` 1.x.
+    PythonV1,
+}
+
+impl OlderClient {
+    /// The program and arguments that play the scenario against `server`:
+    /// `["http", URL]`, or `["stdio", COMMAND, ARG...]`.
+    pub fn command(self, server: &[OsString]) -> (OsString, Vec<OsString>) {
+        match self {
+            Self::TypeScriptV1 => {
+                let mut args = vec![script("typescript_v1_client.cjs"), node_modules().into()];
+                args.extend_from_slice(server);
+                ("node".into(), args)
+            }
+            Self::PythonV1 => {
+                ensure_installed();
+                let python = interop_dir().join("py1").join("bin").join("python");
+                let mut args = vec![script("python_v1_client.py")];
+                args.extend_from_slice(server);
+                (python.into_os_string(), args)
+            }
+        }
+    }
 }
 
 /// `target/<profile>/examples/rmcp_listen`, next to this test's own binary.
