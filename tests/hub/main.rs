@@ -14,6 +14,7 @@ mod interest;
 mod layers;
 mod lifecycle;
 mod metrics;
+mod refilter;
 mod send_sync;
 mod source;
 mod stress;

@@ -14,4 +14,5 @@ mod extensions;
 mod http_answers;
 mod http_transport;
 mod serving_rules;
+mod sessions;
 mod shutdown;

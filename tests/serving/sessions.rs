@@ -1,0 +1,333 @@
+//! `WithSubscriptions`: an older revision's session (2025-11-25) served
+//! from the hub over stdio, spoken to line by line: its subscribe calls
+//! and their errors, its bound under a client that stops reading, and the
+//! resync after a lag; and over Streamable HTTP served statelessly, where
+//! no session outlives its request.
+#![cfg(all(feature = "stdio", feature = "http"))]
+
+use std::time::Duration;
+
+use mcp_subscriptions::stdio::StdioTransport;
+use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, Overflow, WithSubscriptions};
+use rmcp::ServiceExt;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+struct Server(ServerCapabilities);
+
+impl rmcp::ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(self.0.clone())
+    }
+}
+
+fn resources_and_tools() -> ServerCapabilities {
+    ServerCapabilities::builder()
+        .enable_tools()
+        .enable_resources()
+        .build()
+}
+
+/// A client of 2025-11-25 on in-memory pipes; the server's output pipe is
+/// `width` bytes wide, so a client that stops reading stalls its writes.
+struct Session {
+    out: DuplexStream,
+    lines: Lines<BufReader<DuplexStream>>,
+    next_id: u64,
+}
+
+impl Session {
+    /// Serves `base` wrapped over stdio and says `initialize` and
+    /// `initialized`; returns the session and what `initialize` answered.
+    async fn open(
+        listen: &ListenService<Hub>,
+        base: ServerCapabilities,
+        width: usize,
+    ) -> (Self, Value) {
+        let (out, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, client_in) = tokio::io::duplex(width);
+        let transport = StdioTransport::new(listen.clone(), server_in, server_out);
+        let server = WithSubscriptions::new(listen, Server(base));
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let mut session = Self {
+            out,
+            lines: BufReader::new(client_in).lines(),
+            next_id: 0,
+        };
+        let initialized = session
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "older", "version": "1.0.0"},
+                }),
+            )
+            .await;
+        session
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        (session, initialized)
+    }
+
+    async fn send(&mut self, message: &Value) {
+        let line = format!("{message}\n");
+        self.out.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    /// The server's next line, parsed.
+    async fn read(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            .await
+            .expect("a line within 5 s")
+            .unwrap()
+            .expect("the pipe is open");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its response (its `result` or `error`
+    /// object), skipping notifications before it.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let message = self.read().await;
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+fn listen_service(hub: &Hub) -> ListenService<Hub> {
+    ListenService::new(hub.clone())
+}
+
+#[tokio::test]
+async fn an_older_session_is_told_what_is_served_and_gets_what_it_subscribed() {
+    let hub = Hub::new();
+    let listen = listen_service(&hub);
+    let (mut session, initialized) = Session::open(&listen, resources_and_tools(), 64 * 1024).await;
+    assert_eq!(
+        initialized["result"]["capabilities"],
+        json!({"resources": {"subscribe": true, "listChanged": true}, "tools": {"listChanged": true}}),
+        "no prompts, no extension"
+    );
+    let subscribed = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(subscribed["result"], json!({}));
+    hub.notify_prompts_list_changed(); // not advertised: never sent
+    hub.notify_resource_updated("file:///b");
+    hub.notify_resource_updated("file:///a");
+    hub.notify_tools_list_changed();
+    assert_eq!(
+        session.read().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a"}})
+    );
+    assert_eq!(
+        session.read().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    );
+    let unsubscribed = session
+        .request("resources/unsubscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(unsubscribed["result"], json!({}));
+    hub.notify_resource_updated("file:///a");
+    hub.notify_tools_list_changed();
+    assert_eq!(
+        session.read().await["method"],
+        "notifications/tools/list_changed",
+        "the update after unsubscribing is not sent"
+    );
+    // One listener, whose counts are the hub's.
+    let listeners = hub.listeners();
+    assert_eq!(listeners.len(), 1);
+    assert!(listeners[0].filter.tools_list_changed());
+    assert!(!listeners[0].filter.prompts_list_changed());
+    // The session ends with its pipe: its listener is freed.
+    drop(session);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while hub.stats().listeners_active > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the listener is freed");
+    assert!(hub.stats().events.is_balanced());
+}
+
+#[tokio::test]
+async fn subscribing_where_resources_are_not_served_is_method_not_found() {
+    let hub = Hub::new();
+    let listen = listen_service(&hub);
+    let tools_only = ServerCapabilities::builder().enable_tools().build();
+    let (mut session, initialized) = Session::open(&listen, tools_only, 64 * 1024).await;
+    assert_eq!(
+        initialized["result"]["capabilities"],
+        json!({"tools": {"listChanged": true}})
+    );
+    let refused = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+}
+
+#[tokio::test]
+async fn a_subscribe_past_the_uri_limit_is_invalid_params_and_loses_nothing() {
+    let hub = Hub::builder().max_uris(1).build();
+    let listen = listen_service(&hub);
+    let (mut session, _) = Session::open(&listen, resources_and_tools(), 64 * 1024).await;
+    let first = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(first["result"], json!({}));
+    let second = session
+        .request("resources/subscribe", json!({"uri": "file:///b"}))
+        .await;
+    assert_eq!(second["error"]["code"], -32602, "{second}");
+    hub.notify_resource_updated("file:///a");
+    assert_eq!(session.read().await["params"]["uri"], "file:///a");
+}
+
+#[tokio::test]
+async fn the_authorizer_decides_what_a_session_may_subscribe() {
+    let hub = Hub::new();
+    let listen = listen_service(&hub).with_authorizer(|_: &OpenContext, requested: &Filter| {
+        let mine = requested
+            .resource_subscriptions()
+            .filter(|uri| uri.starts_with("file:///mine/"))
+            .fold(Filter::new(), Filter::with_resource);
+        let lists = requested
+            .lists_changed()
+            .fold(mine, Filter::with_list_changed);
+        Ok(lists)
+    });
+    let (mut session, _) = Session::open(&listen, resources_and_tools(), 64 * 1024).await;
+    let refused = session
+        .request("resources/subscribe", json!({"uri": "file:///theirs/x"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let granted = session
+        .request("resources/subscribe", json!({"uri": "file:///mine/x"}))
+        .await;
+    assert_eq!(granted["result"], json!({}));
+    hub.notify_resource_updated("file:///theirs/x");
+    hub.notify_resource_updated("file:///mine/x");
+    assert_eq!(session.read().await["params"]["uri"], "file:///mine/x");
+}
+
+#[tokio::test]
+async fn a_session_that_stops_reading_is_bounded_by_its_policy_and_then_resynced() {
+    let hub = Hub::builder()
+        .capacity(4)
+        .overflow(Overflow::DropOldest)
+        .build();
+    let listen = listen_service(&hub);
+    // A pipe that holds about one notification: the rest wait in the queue.
+    let (mut session, _) = Session::open(&listen, resources_and_tools(), 128).await;
+    let subscribed = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(subscribed["result"], json!({}));
+    let mut beside = hub
+        .listen_with(
+            &Filter::new().with_resource("file:///a"),
+            &OpenContext::default().with_capacity(1_000),
+        )
+        .unwrap();
+    for _ in 0..200 {
+        hub.notify_resource_updated("file:///a");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stats = hub.stats();
+    let session_stats = hub
+        .listeners()
+        .into_iter()
+        .find(|l| l.id != beside.id())
+        .unwrap();
+    assert!(session_stats.events.queued <= 4, "{session_stats:?}");
+    assert!(session_stats.events.dropped > 150, "{session_stats:?}");
+    assert!(stats.events.is_balanced());
+    // The listener beside it, with room, lost nothing.
+    assert_eq!(crate::support::drain(&mut beside).len(), 200);
+    // Reading again: the resync (a change of every list it gets, an update
+    // of the URI it subscribed: told of the lag before what it still held),
+    // and what was left; never silence.
+    let mut methods = Vec::new();
+    while let Ok(line) =
+        tokio::time::timeout(Duration::from_millis(500), session.lines.next_line()).await
+    {
+        let message: Value = serde_json::from_str(&line.unwrap().unwrap()).unwrap();
+        methods.push(message["method"].as_str().unwrap().to_owned());
+    }
+    assert!(methods.len() < 20, "bounded: {methods:?}");
+    for resync in [
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+    ] {
+        assert_eq!(
+            methods.iter().filter(|m| *m == resync).count(),
+            1,
+            "{methods:?}"
+        );
+    }
+    assert!(methods.ends_with(&["notifications/resources/updated".to_owned()]));
+}
+
+#[tokio::test]
+async fn over_stateless_http_an_older_client_is_promised_nothing() {
+    let hub = Hub::new();
+    let listen = listen_service(&hub);
+    let sessions = listen.clone();
+    let config =
+        rmcp::transport::StreamableHttpServerConfig::default().with_legacy_session_mode(false);
+    let http = mcp_subscriptions::http::endpoint(
+        listen,
+        move || WithSubscriptions::new(&sessions, Server(resources_and_tools())),
+        config,
+    );
+    let app = axum::Router::new().route("/mcp", http.into_method_router());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", tcp.local_addr().unwrap());
+    tokio::spawn(mcp_subscriptions::http::serve(
+        tcp,
+        app,
+        std::future::pending(),
+    ));
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "older", "version": "1.0.0"},
+        }
+    });
+    let answer = reqwest::Client::new()
+        .post(format!("{url}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .unwrap();
+    let body = answer.text().await.unwrap();
+    let json_text = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&body);
+    let result: Value = serde_json::from_str(json_text).unwrap();
+    assert_eq!(
+        result["result"]["capabilities"],
+        json!({"resources": {}, "tools": {}}),
+        "{result}"
+    );
+    assert_eq!(hub.stats().listeners_opened, 0);
+}
