@@ -332,3 +332,52 @@ impl Drop for Pool {
         }
     }
 }
+
+/// Listeners alike (one filter, one policy), published a burst of
+/// distinct URI updates, then each drained: with coalescing off they share
+/// one lane (a publish is one push), with it on each has a queue of its own
+/// (a publish is a push per listener). Distinct URIs coalesce with nothing,
+/// so both deliver every event: the difference is the lane.
+pub struct Alike {
+    hub: Hub,
+    listeners: Vec<Listener>,
+    events: Vec<Event>,
+}
+
+impl Alike {
+    /// `n` listeners of [`BURST`] URIs each, coalescing or not.
+    pub fn new(n: usize, coalesce: bool) -> Self {
+        let hub = Hub::builder()
+            .capacity(BURST * 2)
+            .max_listeners(n)
+            .coalesce(coalesce)
+            .build();
+        let uris: Vec<String> = (0..BURST).map(|i| format!("file:///{i}")).collect();
+        let filter = uris
+            .iter()
+            .fold(Filter::new(), |f, uri| f.with_resource(uri));
+        let listeners = (0..n).map(|_| hub.listen(&filter).unwrap()).collect();
+        let events = uris.into_iter().map(Event::resource_updated).collect();
+        Self {
+            hub,
+            listeners,
+            events,
+        }
+    }
+}
+
+impl Scenario for Alike {
+    fn run(&mut self, iters: u64) -> Duration {
+        let start = Instant::now();
+        for _ in 0..iters {
+            for event in &self.events {
+                self.hub.publish(event.clone());
+            }
+            for listener in &mut self.listeners {
+                let read = std::iter::from_fn(|| listener.try_next()).count();
+                assert_eq!(read, BURST, "every event reaches every listener");
+            }
+        }
+        start.elapsed()
+    }
+}

@@ -28,7 +28,7 @@ mod sparse;
 use std::time::Duration;
 
 pub use client::{ClientBench, ClientRun, ListenClient};
-pub use fanout::{Fanout, Via, reader_polls_per_event};
+pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
 pub use latency::Latency;

@@ -404,12 +404,8 @@ async fn serve_http(
     let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(keepalive));
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
-    let sessions = listen.clone();
-    let http = mcp_subscriptions::http::endpoint(
-        listen,
-        move || WithSubscriptions::new(&sessions, server.clone()),
-        config,
-    );
+    let sessions = WithSubscriptions::factory(&listen, move || server.clone());
+    let http = mcp_subscriptions::http::endpoint(listen, sessions, config);
     let streams = http.streams();
     let stats = replica.clone();
     let mut mcp_routes = axum::Router::new()

@@ -65,6 +65,15 @@ impl HubBuilder {
     /// than one copy of each signal. The pending copy keeps its place in the
     /// queue, so the signal is delivered there, after its latest publish.
     /// Events with any other params (an `_meta`, say) are never absorbed.
+    ///
+    /// Off by default, though a duplicate signal is almost never wanted:
+    /// a coalescing listener keeps a queue of its own, so listeners alike
+    /// no longer share a lane, and a publish to thousands of them becomes a
+    /// push per listener instead of one (about 14 times fewer deliveries a
+    /// second at 4,096 listeners alike, `BENCHMARKS.md`). The drop-oldest
+    /// bound already keeps what a slow listener holds small; turn this on
+    /// where few listeners are alike, or where a reader may fall far behind
+    /// and must not lose a distinct signal to a run of duplicates.
     pub fn coalesce(mut self, coalesce: bool) -> Self {
         self.config.coalesce = coalesce;
         self

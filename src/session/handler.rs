@@ -113,6 +113,17 @@ impl<H> WithSubscriptions<H> {
         }
     }
 
+    /// A factory of wrapped handlers, one per session, for rmcp's
+    /// Streamable HTTP service (or [`http::endpoint`](crate::http::endpoint)):
+    /// each call wraps what `server` makes.
+    pub fn factory(
+        listen: &ListenService<Hub>,
+        server: impl Fn() -> H + Send + Sync + 'static,
+    ) -> impl Fn() -> Self + Send + Sync + 'static {
+        let listen = listen.clone();
+        move || Self::new(&listen, server())
+    }
+
     /// The wrapped handler.
     pub fn inner(&self) -> &H {
         &self.inner

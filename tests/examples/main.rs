@@ -11,4 +11,5 @@ mod cli;
 mod example_relay;
 mod example_server;
 mod example_tasks;
+mod files;
 mod older_clients;

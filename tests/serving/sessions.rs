@@ -286,14 +286,10 @@ async fn a_session_that_stops_reading_is_bounded_by_its_policy_and_then_resynced
 async fn over_stateless_http_an_older_client_is_promised_nothing() {
     let hub = Hub::new();
     let listen = listen_service(&hub);
-    let sessions = listen.clone();
     let config =
         rmcp::transport::StreamableHttpServerConfig::default().with_legacy_session_mode(false);
-    let http = mcp_subscriptions::http::endpoint(
-        listen,
-        move || WithSubscriptions::new(&sessions, Server(resources_and_tools())),
-        config,
-    );
+    let sessions = WithSubscriptions::factory(&listen, || Server(resources_and_tools()));
+    let http = mcp_subscriptions::http::endpoint(listen, sessions, config);
     let app = axum::Router::new().route("/mcp", http.into_method_router());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", tcp.local_addr().unwrap());

@@ -18,15 +18,20 @@ pub type Client = RunningService<RoleClient, ClientConfig>;
 
 /// `target/<profile>/examples/server`, next to this test's own binary.
 pub fn binary() -> PathBuf {
+    example("server")
+}
+
+/// `target/<profile>/examples/<name>`, next to this test's own binary.
+pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let profile_dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("tests run from target/<profile>/deps");
-    let path = profile_dir.join("examples").join("server");
+    let path = profile_dir.join("examples").join(name);
     assert!(
         path.exists(),
-        "{} is missing: `cargo test` builds the example server",
+        "{} is missing: `cargo test` builds the examples",
         path.display()
     );
     path

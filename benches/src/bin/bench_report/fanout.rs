@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use harness::{BURST, Fanout, Scenario, Via, reader_polls_per_event};
+use harness::{Alike, BURST, Fanout, Scenario, Via, reader_polls_per_event};
 
 use crate::plot::CurvePoint;
 use crate::rounds::interleaved;
@@ -60,6 +60,25 @@ pub(crate) fn rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row>
     }
 
     rows.extend(instruction_rows(quick));
+
+    // Why coalescing is off by default: listeners that coalesce keep
+    // queues of their own, so listeners alike no longer share a lane.
+    let n = 4_096;
+    let (mut lane, mut own) = (Alike::new(n, false), Alike::new(n, true));
+    let deliveries = (n * BURST) as f64;
+    let rate = |alike: &mut Alike| deliveries / alike.per_iteration(budget).as_secs_f64();
+    let [lane, own] = interleaved(rounds, [&mut || rate(&mut lane), &mut || rate(&mut own)]);
+    rows.push(
+        Row::rounds(
+            "fanout_lane_vs_coalescing_queues",
+            n,
+            &lane,
+            "the same listeners, coalescing",
+            &own,
+            1.0,
+        )
+        .reported(),
+    );
 
     // How often readers wake per event.
     let bursts = if quick { 20 } else { 200 };
