@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_subscriptions::http::HttpTransport;
-use mcp_subscriptions::{Hub, ListenService};
+use mcp_subscriptions::http::{HttpTransport, endpoint};
+use mcp_subscriptions::{Hub, ListenService, WithSubscriptions};
 use rmcp::ServerHandler;
 use rmcp::model::{ServerCapabilities, ServerConfig, SubscriptionFilter};
 use rmcp::service::{SubscriptionContext, SubscriptionSink};
@@ -58,6 +58,17 @@ impl ServerHandler for RmcpPattern {
 struct Plain;
 
 impl ServerHandler for Plain {}
+
+/// An rmcp handler with tools, whose sessions of an older revision
+/// `WithSubscriptions` serves from the hub.
+#[derive(Clone)]
+struct Tools;
+
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
 
 fn rmcp_config() -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default().with_legacy_session_mode(false)
@@ -157,6 +168,10 @@ pub enum Server {
     /// The anchor: rmcp itself, each stream's sink kept in a list and every
     /// publish awaiting each sink in turn.
     RmcpPattern,
+    /// The crate's endpoint, its streams held as older revisions' sessions
+    /// (2025-11-25: `initialize`, then the session's GET stream), served
+    /// from the hub by `WithSubscriptions`.
+    Sessions,
 }
 
 impl Server {
@@ -186,8 +201,97 @@ impl Server {
                 let app = axum::Router::new().nest_service("/mcp", mcp);
                 (app, Publisher::Sinks(sinks))
             }
+            Server::Sessions => {
+                let listen = ListenService::new(hub.clone());
+                let sessions = WithSubscriptions::factory(&listen, || Tools);
+                let http = endpoint(listen, sessions, StreamableHttpServerConfig::default());
+                let app = axum::Router::new().route("/mcp", http.into_method_router());
+                (app, Publisher::Hub(hub.clone()))
+            }
         }
     }
+
+    /// Its stream to `addr` over sockets made by `socket` (a listen
+    /// stream, or an older revision's session), once acknowledged.
+    pub async fn open(
+        self,
+        socket: impl Fn() -> io::Result<TcpSocket>,
+        addr: SocketAddr,
+        id: usize,
+    ) -> io::Result<BufReader<TcpStream>> {
+        match self {
+            Server::Endpoint | Server::RmcpPattern => listen_on(socket()?, addr, id).await,
+            Server::Sessions => session_on(socket, addr).await,
+        }
+    }
+}
+
+/// An older revision's session (2025-11-25) to `addr`, each request on a
+/// socket of its own: `initialize`, `notifications/initialized`, then the
+/// session's GET stream, held.
+async fn session_on(
+    socket: impl Fn() -> io::Result<TcpSocket>,
+    addr: SocketAddr,
+) -> io::Result<BufReader<TcpStream>> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "held", "version": "1.0.0"},
+    }});
+    let answer = exchange(socket()?, addr, "POST", &[], &initialize.to_string()).await?;
+    let session = answer
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .ok_or_else(|| io::Error::other(format!("no session id in {answer:?}")))?;
+    let headers = [
+        format!("Mcp-Session-Id: {session}"),
+        "MCP-Protocol-Version: 2025-11-25".to_owned(),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    exchange(socket()?, addr, "POST", &headers, &initialized.to_string()).await?;
+    let mut stream = socket()?.connect(addr).await?;
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n{}\r\n\r\n",
+        headers.join("\r\n")
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).await?;
+    if !status.contains(" 200 ") {
+        return Err(io::Error::other(format!("the GET stream: {status:?}")));
+    }
+    Ok(reader)
+}
+
+/// One request on a connection of its own, closed after it; the whole
+/// answer.
+async fn exchange(
+    socket: TcpSocket,
+    addr: SocketAddr,
+    method: &str,
+    headers: &[String],
+    body: &str,
+) -> io::Result<String> {
+    let mut stream = socket.connect(addr).await?;
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    for header in headers {
+        request += &format!("{header}\r\n");
+    }
+    request += &format!("\r\n{body}");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut answer).await?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
 /// What publishes a tools-list change to every stream of a [`Server`].

@@ -56,6 +56,9 @@ enum Serving {
     Endpoint,
     /// The anchor: rmcp's own listen, each sink kept in a list
     Rmcp,
+    /// The crate's endpoint, the streams older revisions' sessions
+    /// (2025-11-25: initialize, then the session's GET stream)
+    Sessions,
 }
 
 impl Serving {
@@ -63,6 +66,7 @@ impl Serving {
         match self {
             Serving::Endpoint => Server::Endpoint,
             Serving::Rmcp => Server::RmcpPattern,
+            Serving::Sessions => Server::Sessions,
         }
     }
 
@@ -70,6 +74,7 @@ impl Serving {
         match self {
             Serving::Endpoint => "mcp-subscriptions endpoint",
             Serving::Rmcp => "rmcp pattern",
+            Serving::Sessions => "older sessions (2025-11-25)",
         }
     }
 }

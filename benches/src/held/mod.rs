@@ -35,7 +35,8 @@ use indicatif::ProgressBar;
 use crate::Server;
 
 /// The environment variable that makes this executable a child of a run:
-/// `server endpoint|rmcp ADDR STREAMS` or `shard ADDR FROM FIRST_ID COUNT`.
+/// `server KIND ADDR STREAMS` or `shard KIND ADDR FROM FIRST_ID COUNT`, KIND
+/// one of `endpoint`, `rmcp`, `sessions`.
 const CHILD: &str = "HARNESS_HELD_STREAMS_CHILD";
 
 /// The most streams one client shard opens.
@@ -64,15 +65,9 @@ pub fn become_held_child() {
     let words: Vec<&str> = role.split_whitespace().collect();
     let number = |word: &str| word.parse::<usize>().expect("a count");
     match words[..] {
-        ["server", kind, addr, streams] => {
-            let server = match kind {
-                "endpoint" => Server::Endpoint,
-                "rmcp" => Server::RmcpPattern,
-                _ => panic!("unknown server {kind}"),
-            };
-            server::main(server, addr, number(streams));
-        }
-        ["shard", addr, from, first_id, count] => shard::main(
+        ["server", kind, addr, streams] => server::main(server_kind(kind), addr, number(streams)),
+        ["shard", kind, addr, from, first_id, count] => shard::main(
+            server_kind(kind),
             addr.parse().expect("a server address"),
             from.parse().expect("a source address"),
             number(first_id),
@@ -81,6 +76,16 @@ pub fn become_held_child() {
         _ => panic!("{CHILD}={role}: not a part of a held-streams run"),
     }
     std::process::exit(0);
+}
+
+/// The server a child's role names.
+fn server_kind(kind: &str) -> Server {
+    match kind {
+        "endpoint" => Server::Endpoint,
+        "rmcp" => Server::RmcpPattern,
+        "sessions" => Server::Sessions,
+        _ => panic!("unknown server {kind}"),
+    }
 }
 
 /// One line to the parent, flushed at once: it is waiting on it.
@@ -219,6 +224,7 @@ impl HeldStreams {
         let kind = match self.server {
             Server::Endpoint => "endpoint",
             Server::RmcpPattern => "rmcp",
+            Server::Sessions => "sessions",
         };
         let role = format!("server {kind} {} {}", self.addr, self.streams);
         let mut server = Process::spawn(&role, &self.server_under, SERVER, &lines)?;
@@ -235,7 +241,7 @@ impl HeldStreams {
                 let first_id = shard * SHARD_STREAMS;
                 let count = SHARD_STREAMS.min(self.streams - first_id);
                 let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + shard as u8));
-                let role = format!("shard {addr} {from} {first_id} {count}");
+                let role = format!("shard {kind} {addr} {from} {first_id} {count}");
                 Process::spawn(&role, &[], shard, &lines)
             })
             .collect::<Result<_, _>>()?;

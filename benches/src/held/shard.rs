@@ -1,5 +1,6 @@
-//! A client shard: a process opening its share of the listen streams from
-//! one loopback source address, and holding them.
+//! A client shard: a process opening its share of the streams (listen
+//! streams, or older revisions' sessions) from one loopback source
+//! address, and holding them.
 //!
 //! Its lines to the parent: `acked` for each acknowledged stream, `failed
 //! ERROR` for each that was not, `opened` once every attempt is done,
@@ -16,7 +17,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::Semaphore;
 
 use super::say;
-use crate::{listen_on, read};
+use crate::{Server, read};
 
 /// Connections being opened at once: enough to keep the server busy,
 /// few enough to stay within its listen backlog.
@@ -24,7 +25,7 @@ const OPENING_AT_ONCE: usize = 64;
 
 /// Opens `count` listen streams to `addr` from `from`, request ids from
 /// `first_id` on, and holds them until stdin closes.
-pub(crate) fn main(addr: SocketAddr, from: IpAddr, first_id: usize, count: usize) {
+pub(crate) fn main(server: Server, addr: SocketAddr, from: IpAddr, first_id: usize, count: usize) {
     // Held until the parent is gone; then the process ends, streams and all.
     std::thread::spawn(|| {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -46,7 +47,7 @@ pub(crate) fn main(addr: SocketAddr, from: IpAddr, first_id: usize, count: usize
             let (opening, attempts, streams) = (opening.clone(), attempts.clone(), streams.clone());
             tokio::spawn(async move {
                 let permit = opening.acquire_owned().await;
-                let opened = open_from(from, addr, id).await;
+                let opened = server.open(|| bound(from), addr, id).await;
                 drop(permit);
                 let held = match opened {
                     Ok(reader) => {
@@ -78,15 +79,11 @@ pub(crate) fn main(addr: SocketAddr, from: IpAddr, first_id: usize, count: usize
     });
 }
 
-/// A listen stream to `addr` from a socket bound to `from`.
-async fn open_from(
-    from: IpAddr,
-    addr: SocketAddr,
-    id: usize,
-) -> std::io::Result<tokio::io::BufReader<tokio::net::TcpStream>> {
+/// A socket bound to `from`.
+fn bound(from: IpAddr) -> std::io::Result<TcpSocket> {
     let socket = TcpSocket::new_v4()?;
     socket.bind(SocketAddr::new(from, 0))?;
-    listen_on(socket, addr, id).await
+    Ok(socket)
 }
 
 /// One more stream done; the last says so.
