@@ -62,9 +62,9 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::json;
 
-/// A real MCP server (protocol 2026-07-28) whose subscriptions/listen
-/// streams are served from a hub. Every option can also come from its
-/// environment variable.
+/// A real MCP server whose subscriptions/listen streams (2026-07-28) and
+/// older clients' sessions (2025-06-18, 2025-11-25) are served from one
+/// hub. Every option can also come from its environment variable.
 #[derive(Parser)]
 #[command(version)]
 struct Options {
