@@ -55,9 +55,20 @@ impl Capabilities {
     }
 
     /// `base` as advertised to a client of an older revision whose session
-    /// is sent these capabilities' notifications: the bits of what is
-    /// served, and no extension, since none reaches a session.
-    pub(crate) fn advertise_to_session(&self, base: ServerCapabilities) -> ServerCapabilities {
+    /// is sent these capabilities' notifications (as `WithSubscriptions`
+    /// sends them, or a server itself): the bits of what is served, under
+    /// what `base` declares, and no extension, since none reaches a
+    /// session.
+    ///
+    /// ```
+    /// use mcp_subscriptions::Capabilities;
+    /// use rmcp::model::ServerCapabilities;
+    ///
+    /// let base = ServerCapabilities::builder().enable_resources().build();
+    /// let caps = Capabilities::default().advertise_to_session(base);
+    /// assert_eq!(caps.resources.unwrap().subscribe, Some(true));
+    /// ```
+    pub fn advertise_to_session(&self, base: ServerCapabilities) -> ServerCapabilities {
         self.set_bits(base, true, false)
     }
 

@@ -114,7 +114,7 @@ impl<H> WithSubscriptions<H> {
     }
 
     /// A factory of wrapped handlers, one per session, for rmcp's
-    /// Streamable HTTP service (or [`http::endpoint`](crate::http::endpoint)):
+    /// Streamable HTTP service (or `http::endpoint`):
     /// each call wraps what `server` makes.
     pub fn factory(
         listen: &ListenService<Hub>,
