@@ -48,6 +48,24 @@ impl Default for Capabilities {
 }
 
 impl Capabilities {
+    /// These capabilities less the core bits whose capability `base` does
+    /// not declare: what a server that declares `base` may grant (a server
+    /// without prompts grants no prompt changes). Extensions are kept.
+    pub(crate) fn within(&self, base: &rmcp::model::ServerCapabilities) -> Self {
+        let (tools, prompts, resources) = (
+            base.tools.is_some(),
+            base.prompts.is_some(),
+            base.resources.is_some(),
+        );
+        Self {
+            tools_list_changed: self.tools_list_changed && tools,
+            prompts_list_changed: self.prompts_list_changed && prompts,
+            resources_list_changed: self.resources_list_changed && resources,
+            resources_subscribe: self.resources_subscribe && resources,
+            extensions: self.extensions.clone(),
+        }
+    }
+
     /// Advertises nothing.
     pub fn none() -> Self {
         Self {

@@ -1,8 +1,8 @@
 //! The service that opens listen streams from a source.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use rmcp::model::{ErrorData, Implementation, RequestId};
+use rmcp::model::{ErrorData, Implementation, RequestId, ServerCapabilities};
 use serde_json::Value;
 
 use super::authorize::Authorize;
@@ -59,6 +59,9 @@ pub struct ListenService<S> {
     server_info: Arc<Implementation>,
     authorizer: Option<Arc<dyn Authorize>>,
     limits: Option<PrincipalLimits>,
+    /// What the server declares, once a handler said (see
+    /// [`declare`](Self::declare)): no stream is granted a list it lacks.
+    declared: Arc<OnceLock<ServerCapabilities>>,
 }
 
 impl<S> Clone for ListenService<S> {
@@ -68,6 +71,7 @@ impl<S> Clone for ListenService<S> {
             server_info: self.server_info.clone(),
             authorizer: self.authorizer.clone(),
             limits: self.limits.clone(),
+            declared: self.declared.clone(),
         }
     }
 }
@@ -85,6 +89,7 @@ impl<S: Source> ListenService<S> {
             )),
             authorizer: None,
             limits: None,
+            declared: Arc::default(),
         }
     }
 
@@ -196,6 +201,15 @@ impl<S: Source> ListenService<S> {
         ))
     }
 
+    /// Records the capabilities the server declares (its handler's
+    /// `get_info`, before the subscription bits), for this service and
+    /// every clone of it: from then on a stream is granted no list whose
+    /// capability the server lacks, as the acknowledgement must never
+    /// carry more than the server advertises. The first declaration holds.
+    pub(crate) fn declare(&self, base: ServerCapabilities) {
+        let _ = self.declared.set(base);
+    }
+
     /// What the authorizer grants of `requested`, never more than it; all
     /// of it without one.
     pub(crate) fn authorize(
@@ -221,6 +235,11 @@ impl<S: Source> ListenService<S> {
         self.source
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
+        let declared = self
+            .declared
+            .get()
+            .map(|base| requested.narrow(&self.source.capabilities().within(base)));
+        let requested = declared.as_ref().unwrap_or(requested);
         let authorized = self.authorize(context, requested)?;
         let slot = match (&self.limits, &context.principal) {
             (Some(limits), Some(principal)) => Some(limits.acquire(principal)?),

@@ -102,10 +102,16 @@ pub struct WithSubscriptions<H> {
     session: Mutex<Option<Session>>,
 }
 
-impl<H> WithSubscriptions<H> {
+impl<H: ServerHandler> WithSubscriptions<H> {
     /// Wraps `inner`, serving subscriptions from `listen`'s hub under its
     /// admission checks (authorizer, per-principal limits).
+    ///
+    /// It also tells `listen` (and every clone of it) what `inner`
+    /// declares, so that no listen stream, over any transport, is granted
+    /// a list the server lacks: the acknowledgement never carries more
+    /// than the server advertises.
     pub fn new(listen: &ListenService<Hub>, inner: H) -> Self {
+        listen.declare(inner.get_info().capabilities);
         Self {
             inner,
             listen: listen.clone(),
@@ -114,12 +120,16 @@ impl<H> WithSubscriptions<H> {
     }
 
     /// A factory of wrapped handlers, one per session, for rmcp's
-    /// Streamable HTTP service (or `http::endpoint`):
-    /// each call wraps what `server` makes.
+    /// Streamable HTTP service (or `http::endpoint`): each call wraps what
+    /// `server` makes. It calls `server` once now, to tell `listen` what
+    /// the server declares (see [`new`](Self::new)).
     pub fn factory(
         listen: &ListenService<Hub>,
         server: impl Fn() -> H + Send + Sync + 'static,
     ) -> impl Fn() -> Self + Send + Sync + 'static {
+        // Declared now, not at the first session: a listen stream may come
+        // first.
+        listen.declare(server().get_info().capabilities);
         let listen = listen.clone();
         move || Self::new(&listen, server())
     }
@@ -128,7 +138,9 @@ impl<H> WithSubscriptions<H> {
     pub fn inner(&self) -> &H {
         &self.inner
     }
+}
 
+impl<H> WithSubscriptions<H> {
     fn hub(&self) -> &Hub {
         self.listen.source()
     }
