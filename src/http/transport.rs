@@ -20,6 +20,12 @@ use crate::transport::hosts::AllowedHosts;
 
 /// How often an idle stream sends a keep-alive comment unless configured
 /// otherwise.
+///
+/// Why 5 s: well inside the idle timeouts of the proxies a stream crosses
+/// (nginx's `proxy_read_timeout` is 60 s, many load balancers' 60 s too),
+/// and a comment line costs a few bytes. [`endpoint`](super::endpoint)
+/// takes rmcp's `sse_keep_alive` instead (15 s by default), so that the
+/// listen streams and rmcp's own SSE responses keep one interval.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(5);
 
 /// The protocol versions a transport accepts on listen requests unless

@@ -206,6 +206,7 @@ impl<S: Source> ListenService<S> {
     /// every clone of it: from then on a stream is granted no list whose
     /// capability the server lacks, as the acknowledgement must never
     /// carry more than the server advertises. The first declaration holds.
+    #[cfg(any(feature = "stdio", feature = "http"))]
     pub(crate) fn declare(&self, base: ServerCapabilities) {
         let _ = self.declared.set(base);
     }

@@ -1,6 +1,6 @@
-//! Clients of an older revision (2025-11-25, the official TypeScript SDK's
-//! and Python SDK's 1.x lines) against the example server, over stdio and
-//! stateful Streamable HTTP: told what is served, `resources/subscribe`
+//! Clients of an older revision (2025-11-25: the official TypeScript SDK's
+//! and Python SDK's 1.x lines, and rmcp's own client asked to speak it)
+//! against the example server, over stdio and stateful Streamable HTTP: told what is served, `resources/subscribe`
 //! then updates arrive, `resources/unsubscribe` stops them, list changes
 //! arrive; a 2026-07-28 listen stream beside them is unaffected, and a
 //! session that ends frees its listener.
@@ -133,4 +133,120 @@ async fn the_python_v1_client_gets_its_notifications_on_its_stdio_session() {
 #[tokio::test]
 async fn the_python_v1_client_gets_its_notifications_on_its_http_session() {
     over_http(OlderClient::PythonV1).await;
+}
+
+/// rmcp 3.11's client, on 2025-11-25: what it is sent goes to `seen`.
+#[derive(Clone)]
+struct Rmcp2025 {
+    seen: tokio::sync::mpsc::UnboundedSender<Value>,
+}
+
+impl rmcp::ClientHandler for Rmcp2025 {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let note = json!({"method": "notifications/resources/updated", "uri": params.uri});
+        let _ = self.seen.send(note);
+    }
+
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self
+            .seen
+            .send(json!({"method": "notifications/tools/list_changed"}));
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self
+            .seen
+            .send(json!({"method": "notifications/prompts/list_changed"}));
+    }
+}
+
+#[tokio::test]
+#[expect(
+    deprecated,
+    reason = "resources/subscribe is what a 2025-11-25 client calls"
+)]
+async fn rmcp_s_own_client_on_2025_11_25_gets_its_notifications_on_its_stdio_session() {
+    use rmcp::model::{CallToolRequestParams, SubscribeRequestParams, UnsubscribeRequestParams};
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+
+    let mut child = Command::new(binary())
+        .arg("--stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example server starts");
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let (seen, mut notes) = tokio::sync::mpsc::unbounded_channel();
+    let client = Rmcp2025 { seen }
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+        .expect("the client initializes");
+    let info = client.peer_info().expect("the server's initialize result");
+    assert_eq!(
+        info.protocol_version,
+        rmcp::model::ProtocolVersion::V_2025_11_25
+    );
+    assert_eq!(
+        serde_json::to_value(&info.capabilities).unwrap(),
+        advertised()
+    );
+
+    let call = |tool: &'static str, uri: Option<&str>| {
+        let mut params = CallToolRequestParams::new(tool);
+        if let Some(uri) = uri {
+            params = params.with_arguments(json!({"uri": uri}).as_object().unwrap().clone());
+        }
+        client.call_tool(params)
+    };
+    client
+        .subscribe(SubscribeRequestParams::new("file:///watched.txt"))
+        .await
+        .unwrap();
+    call("test_trigger_resource_update", Some("file:///watched.txt"))
+        .await
+        .unwrap();
+    call("test_trigger_resource_update", Some("file:///other.txt"))
+        .await
+        .unwrap();
+    call("test_trigger_tool_change", None).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        got.push(
+            tokio::time::timeout(Duration::from_secs(10), notes.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    client
+        .unsubscribe(UnsubscribeRequestParams::new("file:///watched.txt"))
+        .await
+        .unwrap();
+    call("test_trigger_resource_update", Some("file:///watched.txt"))
+        .await
+        .unwrap();
+    call("test_trigger_prompt_change", None).await.unwrap();
+    got.push(
+        tokio::time::timeout(Duration::from_secs(10), notes.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(Value::Array(got), notified());
 }
