@@ -172,10 +172,6 @@ where
     }
 }
 
-/// A listen stream's response headers, in a map with room for exactly
-/// these: hyper keeps a response's map, emptied, for the connection's next
-/// request, so its spare capacity (a default map holds six entries, over
-/// 600 bytes) would last as long as the stream.
 /// The service behind's answer to `request`.
 async fn call<M, B>(mcp: &mut M, request: Request) -> Response<B>
 where
@@ -192,6 +188,10 @@ where
     }
 }
 
+/// A listen stream's response headers, in a map with room for exactly
+/// these: hyper keeps a response's map, emptied, for the connection's next
+/// request, so its spare capacity (a default map holds six entries, over
+/// 600 bytes) would last as long as the stream.
 fn sse_headers() -> HeaderMap {
     let mut headers = HeaderMap::with_capacity(3);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

@@ -5,6 +5,7 @@
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_core::Stream;
 use parking_lot::Mutex;
@@ -29,6 +30,7 @@ use crate::source::Next;
 /// drops the session's handler) ends the task and closes the listener.
 pub(super) struct Session {
     shared: Arc<Shared>,
+    started: AtomicBool,
     stop: CancellationToken,
     _stopped_on_drop: DropGuard,
 }
@@ -67,6 +69,7 @@ impl Session {
                 listener: Mutex::new(opened.handle),
                 _slot: slot,
             }),
+            started: AtomicBool::new(false),
             _stopped_on_drop: stop.clone().drop_guard(),
             stop,
         })
@@ -75,6 +78,10 @@ impl Session {
     /// Starts sending the session's events to `peer`: once the client said
     /// it is initialized, since nothing may reach it before.
     pub(super) fn start(&self, peer: Peer<RoleServer>) {
+        // A client that says so twice still gets one sender.
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let (shared, stop) = (self.shared.clone(), self.stop.clone());
         tokio::spawn(async move {
             tokio::select! {
