@@ -3,7 +3,7 @@
 //! and their errors, its bound under a client that stops reading, and the
 //! resync after a lag; and over Streamable HTTP served statelessly, where
 //! no session outlives its request.
-#![cfg(all(feature = "stdio", feature = "http"))]
+#![cfg(all(feature = "stdio", feature = "http", feature = "tasks"))]
 
 use std::time::Duration;
 
@@ -13,6 +13,8 @@ use rmcp::ServiceExt;
 use rmcp::model::{ServerCapabilities, ServerConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+use crate::support::http::{listen, post};
 
 struct Server(ServerCapabilities);
 
@@ -291,13 +293,7 @@ async fn over_stateless_http_an_older_client_is_promised_nothing() {
     let sessions = WithSubscriptions::factory(&listen, || Server(resources_and_tools()));
     let http = mcp_subscriptions::http::endpoint(listen, sessions, config);
     let app = axum::Router::new().route("/mcp", http.into_method_router());
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", tcp.local_addr().unwrap());
-    tokio::spawn(mcp_subscriptions::http::serve(
-        tcp,
-        app,
-        std::future::pending(),
-    ));
+    let url = crate::support::http::serve(app).await;
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
@@ -331,43 +327,16 @@ async fn over_stateless_http_an_older_client_is_promised_nothing() {
 #[tokio::test]
 async fn a_listen_stream_beside_is_granted_no_list_the_server_lacks() {
     let hub = Hub::new(); // serves every core kind
-    let listen = listen_service(&hub);
+    let service = listen_service(&hub);
     let tools_only = ServerCapabilities::builder().enable_tools().build();
-    let sessions = WithSubscriptions::factory(&listen, move || Server(tools_only.clone()));
-    let http = mcp_subscriptions::http::endpoint(listen, sessions, Default::default());
+    let sessions = WithSubscriptions::factory(&service, move || Server(tools_only.clone()));
+    let http = mcp_subscriptions::http::endpoint(service, sessions, Default::default());
     let app = axum::Router::new().route("/mcp", http.into_method_router());
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", tcp.local_addr().unwrap());
-    tokio::spawn(mcp_subscriptions::http::serve(
-        tcp,
-        app,
-        std::future::pending(),
-    ));
-    let listen_request = json!({
-        "jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
-        "params": {
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
-            "notifications": {"toolsListChanged": true, "promptsListChanged": true,
-                              "resourceSubscriptions": ["file:///a"]},
-        }
-    });
-    let mut answer = reqwest::Client::new()
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .body(listen_request.to_string())
-        .send()
-        .await
-        .unwrap();
-    let mut text = String::new();
-    while !text.contains("\n\n") {
-        let chunk = answer.chunk().await.unwrap().expect("the acknowledgement");
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
-    let data = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-    let ack: Value = serde_json::from_str(data).unwrap();
+    let url = crate::support::http::serve(app).await;
+    let notifications = json!({"toolsListChanged": true, "promptsListChanged": true,
+                               "resourceSubscriptions": ["file:///a"]});
+    let mut answer = post(&url, &listen(json!("l"), notifications, &[]), &[]).await;
+    let ack = answer.next().await.expect("the acknowledgement");
     assert_eq!(
         ack["params"]["notifications"],
         json!({"toolsListChanged": true}),
