@@ -1,13 +1,12 @@
 //! What a source learns about the stream being opened: who asks, over what,
 //! and with which per-stream options.
 
-use std::fmt;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 
 use rmcp::model::{ClientCapabilities, Implementation, RequestId};
 use serde_json::{Map, Value};
 
+use crate::audience::{Label, Membership, Principal};
 use crate::error::ListenParamsError;
 use crate::overflow::Overflow;
 
@@ -17,41 +16,6 @@ const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The `_meta` key of the client's name and version.
 const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-
-/// Who is asking, as an authentication layer in front of the transport
-/// established it: a user, a tenant, a token's subject.
-///
-/// The crate never authenticates anyone. An HTTP layer (a tower middleware,
-/// as rmcp's auth examples use) inserts a `Principal` into the request's
-/// extensions; the HTTP and channel transports copy it into
-/// [`OpenContext::principal`]; a stdio transport is given one for its whole
-/// connection. Authorization hooks and per-principal limits key on it.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Principal(Arc<str>);
-
-impl Principal {
-    /// The principal named `name`.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self(Arc::from(name.into()))
-    }
-
-    /// Its name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Principal").field(&&*self.0).finish()
-    }
-}
-
-impl fmt::Display for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// The transport a stream is served over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,6 +71,11 @@ pub struct OpenContext {
     pub transport: Option<TransportKind>,
     /// Who is asking, when an authentication layer said so.
     pub principal: Option<Principal>,
+    /// The labels the stream carries besides its principal (a tenant, a
+    /// role), so that events addressed to them reach it (see
+    /// [`Audience`](crate::Audience)); an authorizer's
+    /// [`Grant`](crate::Grant) adds to them.
+    pub labels: Vec<Label>,
     /// The HTTP request's head (method, URI, headers, extensions) for the
     /// HTTP and channel transports: what a layer in front attached is in its
     /// `extensions`.
@@ -141,6 +110,17 @@ impl OpenContext {
     pub fn with_principal(mut self, principal: Principal) -> Self {
         self.principal = Some(principal);
         self
+    }
+
+    /// Adds a label the stream carries (see [`labels`](Self::labels)).
+    pub fn with_label(mut self, label: impl Into<Label>) -> Self {
+        self.labels.push(label.into());
+        self
+    }
+
+    /// Its principal and labels, as the hub routes by them.
+    pub(crate) fn membership(&self) -> Membership {
+        Membership::new(self.principal.clone(), &self.labels)
     }
 
     /// Records the client's declared capabilities.

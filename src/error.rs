@@ -5,7 +5,8 @@
 //! guess a code: malformed listen params are `-32602`, a full server is
 //! `-32603` with the message `Subscription limit reached`, and a listener
 //! disconnected for overflow ends with [`OVERFLOW_ERROR_CODE`] and
-//! `data: {"reason":"overflow","dropped":N}`.
+//! `data: {"reason":"overflow","dropped":N}`; one revoked or expired ends with
+//! [`REVOKED_ERROR_CODE`] and `data: {"reason":"revoked"}` (or `"expired"`).
 
 use std::fmt;
 
@@ -19,6 +20,13 @@ use crate::wire::response::error_response;
 /// because its queue overflowed (a server-defined code, so that a client can
 /// tell it from a source failure and simply listen again).
 pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
+
+/// The JSON-RPC error code that ends a stream whose authorization ended:
+/// its principal or label was revoked, or the expiry it was granted with
+/// passed. `error.data.reason` says which (`"revoked"` or `"expired"`). A
+/// server-defined code apart from overflow's, so that a client can tell
+/// that listening again with the same credentials is pointless.
+pub const REVOKED_ERROR_CODE: ErrorCode = ErrorCode(-32003);
 
 /// Why a message posted to the MCP endpoint was refused before anything
 /// looked at what it asks: it is not JSON, not a JSON-RPC message, or its
@@ -304,6 +312,12 @@ pub enum StreamError {
         /// everything still queued at that moment.
         dropped: u64,
     },
+    /// The stream's principal or label was revoked
+    /// ([`Hub::revoke`](crate::Hub::revoke)): what it held was discarded.
+    Revoked,
+    /// The stream reached the expiry its authorizer gave it
+    /// ([`Grant::with_expiry`](crate::Grant::with_expiry)).
+    Expired,
     /// A hand-written [`Source`](crate::Source) failed with its own error.
     /// Boxed, so that every [`Next`](crate::Next) a reader moves stays
     /// small (24 bytes, not 80).
@@ -319,6 +333,8 @@ impl fmt::Display for StreamError {
                     "listener disconnected for overflow after losing {dropped} events"
                 )
             }
+            Self::Revoked => f.write_str("stream revoked"),
+            Self::Expired => f.write_str("stream expired"),
             Self::Source(data) => write!(f, "source failed: {}", data.message),
         }
     }
@@ -331,12 +347,25 @@ impl StreamError {
     ///
     /// [`Overflow`](Self::Overflow) is [`OVERFLOW_ERROR_CODE`] with
     /// `data: {"reason":"overflow","dropped":N}`.
+    /// [`Revoked`](Self::Revoked) and [`Expired`](Self::Expired) are
+    /// [`REVOKED_ERROR_CODE`] with `data: {"reason":"revoked"}` or
+    /// `{"reason":"expired"}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
             Self::Overflow { dropped } => ErrorData::new(
                 OVERFLOW_ERROR_CODE,
                 "Subscription overflow",
                 Some(json!({ "reason": "overflow", "dropped": dropped })),
+            ),
+            Self::Revoked => ErrorData::new(
+                REVOKED_ERROR_CODE,
+                "Subscription revoked",
+                Some(json!({ "reason": "revoked" })),
+            ),
+            Self::Expired => ErrorData::new(
+                REVOKED_ERROR_CODE,
+                "Subscription expired",
+                Some(json!({ "reason": "expired" })),
             ),
             Self::Source(data) => (**data).clone(),
         }

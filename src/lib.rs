@@ -26,6 +26,7 @@
 // (see ARCHITECTURE.md, and `tests/hub/layers.rs`, which checks it).
 //
 // The wire and the vocabulary: no transport, no runtime.
+mod audience;
 #[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 mod backoff;
 mod counts;
@@ -64,12 +65,13 @@ mod transport;
 #[cfg(any(feature = "stdio", feature = "http"))]
 mod session;
 
-pub use context::{OpenContext, Principal, TransportKind};
+pub use audience::{Audience, Label, Principal};
+pub use context::{OpenContext, TransportKind};
 pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
-pub use serve::{Authorize, ListenService, ListenStream};
+pub use serve::{Authorize, Grant, ListenService, ListenStream};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};

@@ -54,17 +54,20 @@ pub enum CloseReason {
     Complete,
     /// The stream ended because of an error.
     Error,
+    /// The stream reached the expiry it was granted with.
+    Expired,
 }
 
 impl CloseReason {
     /// Its name in logs and metrics labels: `cancelled`, `disconnected`,
-    /// `complete` or `error`.
+    /// `complete`, `error` or `expired`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Cancelled => "cancelled",
             Self::Disconnected => "disconnected",
             Self::Complete => "complete",
             Self::Error => "error",
+            Self::Expired => "expired",
         }
     }
 }

@@ -6,7 +6,6 @@ use crate::context::OpenContext;
 use crate::error::OpenError;
 use crate::filter::Filter;
 use crate::serve::ListenService;
-use crate::serve::limits::Slot;
 use crate::serve::pull::{Pull, Pulled};
 use crate::source::{CloseReason, Source, SourceHandle};
 
@@ -24,9 +23,9 @@ use crate::source::{CloseReason, Source, SourceHandle};
 /// cleanly, with no error frame), or the source fails (a listener
 /// disconnected for overflow, say) and the last frame is an error frame.
 pub struct ChannelStream<H: SourceHandle> {
+    /// The source, and the principal's slot, given back when the channel
+    /// ends.
     pull: Pull<H>,
-    /// Its principal's slot, given back when the channel is dropped.
-    _slot: Option<Slot>,
 }
 
 impl<S: Source> ListenService<S> {
@@ -54,10 +53,10 @@ impl<S: Source> ListenService<S> {
         &self,
         context: OpenContext,
     ) -> Result<ChannelStream<S::Handle>, OpenError> {
-        let (opened, slot) = self.admit(&context, &Filter::everything())?;
+        let mut context = context;
+        let (opened, lease) = self.admit(&mut context, &Filter::everything())?;
         Ok(ChannelStream {
-            pull: Pull::new(opened.handle),
-            _slot: slot,
+            pull: Pull::new(opened.handle, lease),
         })
     }
 }

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 pub use kind::{EventKind, ListKind, Selector};
 pub use succession::Succession;
 
+use crate::audience::Audience;
 use crate::wire::notification::Rendering;
 use crate::wire::{Message, SubscriptionId};
 
@@ -46,6 +47,7 @@ struct Published {
     /// no more than the kind does (no `_meta`, no extra fields).
     idempotent: bool,
     succession: Option<Succession>,
+    audience: Audience,
 }
 
 impl Event {
@@ -57,6 +59,7 @@ impl Event {
             rendering,
             idempotent,
             succession: None,
+            audience: Audience::everyone(),
         }))
     }
 
@@ -146,6 +149,34 @@ impl Event {
         self
     }
 
+    /// Addresses this event to `audience`: it reaches only the listeners
+    /// whose filter matches and that the audience names (see [`Audience`]).
+    pub fn with_audience(mut self, audience: Audience) -> Self {
+        Arc::make_mut(&mut self.0).audience = audience;
+        self
+    }
+
+    /// Who it is for: everyone, unless [`with_audience`](Self::with_audience)
+    /// said otherwise.
+    pub fn audience(&self) -> &Audience {
+        &self.0.audience
+    }
+
+    /// What other replicas are sent of it: the event without the listener
+    /// ids its audience names (another hub's ids name other listeners), or
+    /// nothing when those were all it named.
+    pub(crate) fn for_other_replicas(self) -> Option<Self> {
+        let Some(members) = self.0.audience.members() else {
+            return Some(self);
+        };
+        if members.listeners.is_empty() {
+            return Some(self);
+        }
+        let audience = self.0.audience.without_listeners();
+        let names_someone = audience.members().is_some_and(|m| m.len() > 0);
+        names_someone.then(|| self.with_audience(audience))
+    }
+
     /// Its place among the events about one thing, if it has one.
     pub fn succession(&self) -> Option<&Succession> {
         self.0.succession.as_ref()
@@ -217,10 +248,13 @@ impl fmt::Debug for Event {
 }
 
 impl PartialEq for Event {
-    /// Events are equal when they are the same kind with the same rendering.
+    /// Events are equal when they are the same kind with the same rendering,
+    /// for the same audience.
     fn eq(&self, other: &Self) -> bool {
         self.ptr_eq(other)
-            || (self.0.kind == other.0.kind && self.to_plain_json() == other.to_plain_json())
+            || (self.0.kind == other.0.kind
+                && self.0.audience == other.0.audience
+                && self.to_plain_json() == other.to_plain_json())
     }
 }
 

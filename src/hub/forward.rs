@@ -4,6 +4,7 @@
 //! every `notify_*`) reaches the other replicas whenever a relay is
 //! running, and nothing beside the hub repeats its publishing methods.
 
+use crate::audience::Audience;
 use crate::event::Event;
 use crate::sync::{AtomicBool, Ordering, RwLock};
 
@@ -14,6 +15,10 @@ use crate::sync::{AtomicBool, Ordering, RwLock};
 /// the relay pushes onto its bounded outbound queue under a short lock.
 pub(crate) trait Forward: Send + Sync {
     fn forward(&self, event: Event);
+
+    /// Ends every stream `audience` names on the other replicas (never
+    /// listener ids: those are this hub's).
+    fn revoke(&self, audience: Audience);
 }
 
 /// The slot a [`Forward`] attaches to, one per hub.

@@ -18,6 +18,7 @@ use super::queue::Queue;
 use super::reader::Settings;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats};
+use crate::audience::Audience;
 use crate::context::OpenContext;
 use crate::error::OpenError;
 use crate::event::Event;
@@ -139,7 +140,8 @@ impl Hub {
     }
 
     /// Opens a listener for `requested`, with `context` overriding its
-    /// capacity or policy.
+    /// capacity or policy. Its principal and labels are the context's: the
+    /// [audiences](crate::Audience) it is in.
     ///
     /// # Errors
     ///
@@ -161,7 +163,8 @@ impl Hub {
             overflow: context.overflow.unwrap_or(config.overflow),
             coalesce: context.coalesce.unwrap_or(config.coalesce),
         };
-        let lane = LaneKey::of(&filter, settings, self.shared.budget.is_some());
+        let membership = context.membership();
+        let lane = LaneKey::of(&filter, &membership, settings, self.shared.budget.is_some());
         let mut registry = self.shared.registry.write();
         if registry.completed {
             return Err(OpenError::Completed);
@@ -173,11 +176,12 @@ impl Hub {
         }
         let id = ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let queue = || Queue::new(id, settings, self.shared.budget.clone());
-        let (inbox, unpaired) = registry.place(lane, &filter, queue);
+        let (inbox, unpaired) = registry.place(lane, &filter, &membership, queue);
         let entry = Arc::new(Entry {
             id,
             filter,
             inbox,
+            membership,
             unpaired,
         });
         registry.admit(entry.clone());
@@ -191,7 +195,7 @@ impl Hub {
     /// each under its own overflow policy, and reports what happened. With
     /// a relay attached (module `relay`, features `redis` and `nats`), the
     /// event is then queued for the other replicas too (the report is this
-    /// hub's).
+    /// hub's), unless its audience names only listeners of this hub.
     ///
     /// Never blocks on a listener and never awaits: a full queue applies its
     /// policy instead of waiting. The only waits are for the short locks a
@@ -201,7 +205,9 @@ impl Hub {
             return self.publish_here(event);
         };
         let report = self.publish_here(event.clone());
-        forward.forward(event);
+        if let Some(event) = event.for_other_replicas() {
+            forward.forward(event);
+        }
         report
     }
 
@@ -236,6 +242,40 @@ impl Hub {
     /// Publishes `notifications/resources/updated` for `uri`.
     pub fn notify_resource_updated(&self, uri: impl Into<String>) -> PublishReport {
         self.publish(Event::resource_updated(uri))
+    }
+
+    /// Ends every stream `audience` names (every stream, for everyone) with
+    /// [`StreamError::Revoked`](crate::error::StreamError::Revoked): what
+    /// each held is discarded, and its reader gets the error next, which a
+    /// listen stream sends as [`REVOKED_ERROR_CODE`](crate::error::REVOKED_ERROR_CODE)
+    /// with `data: {"reason":"revoked"}`. Returns how many of this hub's
+    /// listeners it ended: 0 for a principal or label no open stream has.
+    /// With a relay attached, every other replica ends its own streams of
+    /// the audience too (listeners named by id are this hub's alone).
+    ///
+    /// ```
+    /// use mcp_subscriptions::{Audience, Filter, Hub, Next, OpenContext, Principal};
+    ///
+    /// let hub = Hub::new();
+    /// let alice = OpenContext::default().with_principal(Principal::new("alice"));
+    /// let mut listener = hub.listen_with(&Filter::new().with_tools_list_changed(), &alice).unwrap();
+    /// assert_eq!(hub.revoke(&Audience::principal("alice")), 1);
+    /// assert!(matches!(listener.try_next(), Some(Next::Failed(_))));
+    /// assert_eq!(hub.revoke(&Audience::principal("mallory")), 0, "no stream of hers is open");
+    /// ```
+    pub fn revoke(&self, audience: &Audience) -> usize {
+        let ended = self.shared.revoke_here(audience);
+        if let Some(forward) = self.shared.door.forward() {
+            forward.revoke(audience.without_listeners());
+        }
+        ended
+    }
+
+    /// [`revoke`](Self::revoke) among this hub's listeners alone: what a
+    /// relay does for another replica's revocation.
+    #[cfg(any(feature = "redis", feature = "nats"))]
+    pub(crate) fn revoke_here(&self, audience: &Audience) -> usize {
+        self.shared.revoke_here(audience)
     }
 
     /// Shuts the hub down gracefully: refuses new listeners, stops matching,
@@ -450,7 +490,8 @@ mod tests {
     fn targets(hub: &Hub, kind: &EventKind) -> usize {
         let registry = hub.shared.registry.read();
         registry
-            .index
+            .routes
+            .everyone
             .matches(kind)
             .iter()
             .map(|run| run.len())

@@ -72,6 +72,15 @@ impl Inbox {
         }
     }
 
+    /// Ends it as [`close`](Self::close) does, but its reader is told it
+    /// was revoked. Returns the waiter to wake once no lock is held.
+    pub(crate) fn revoke(&self) -> Option<Waiter> {
+        match self {
+            Self::Own(queue) => queue.revoke(),
+            Self::Seat(lane, seat) => lane.revoke(*seat),
+        }
+    }
+
     pub(crate) fn snapshot(&self) -> Snapshot {
         match self {
             Self::Own(queue) => queue.snapshot(),

@@ -27,10 +27,10 @@ pub(crate) enum Target {
 
 /// A target's identity while the index holds it: the address of what it
 /// points to.
-type TargetId = usize;
+pub(crate) type TargetId = usize;
 
 impl Target {
-    fn id(&self) -> TargetId {
+    pub(crate) fn id(&self) -> TargetId {
         match self {
             Self::Queue(queue) => Arc::as_ptr(queue) as usize,
             Self::Lane(lane) => Arc::as_ptr(lane) as usize,
@@ -191,8 +191,7 @@ impl Index {
     }
 
     /// Whether no bucket holds anything (every listener was removed).
-    #[cfg(all(test, not(mcp_subscriptions_loom)))]
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lists.iter().all(Bucket::is_empty)
             && self.everything.is_empty()
             && self.uris.is_empty()

@@ -31,6 +31,7 @@ use super::id::ListenerId;
 use super::queue::Queue;
 use super::reader::{Reader, Settings, Snapshot, Waiter};
 use super::ring::{Cursor, InRing, Ring};
+use crate::audience::Membership;
 use crate::event::{Event, ListKind};
 use crate::filter::Filter;
 use crate::overflow::Overflow;
@@ -46,6 +47,9 @@ pub(crate) struct LaneKey {
     lists: [bool; 3],
     /// Sorted, so the order a request named them in does not matter.
     uris: Vec<String>,
+    /// Listeners of different audiences never share a ring: an event for
+    /// one of them must not wait in the others' view.
+    membership: Membership,
 }
 
 impl LaneKey {
@@ -53,7 +57,12 @@ impl LaneKey {
     /// its queue must be its own: it coalesces, disconnects on overflow,
     /// counts against a hub-wide byte budget, or takes extension events or
     /// everything.
-    pub(crate) fn of(filter: &Filter, settings: Settings, budgeted: bool) -> Option<Self> {
+    pub(crate) fn of(
+        filter: &Filter,
+        membership: &Membership,
+        settings: Settings,
+        budgeted: bool,
+    ) -> Option<Self> {
         if settings.coalesce
             || budgeted
             || settings.overflow != Overflow::DropOldest
@@ -62,16 +71,17 @@ impl LaneKey {
         {
             return None;
         }
-        Some(Self::new(filter, settings))
+        Some(Self::new(filter, membership, settings))
     }
 
-    fn new(filter: &Filter, settings: Settings) -> Self {
+    fn new(filter: &Filter, membership: &Membership, settings: Settings) -> Self {
         let mut uris: Vec<String> = filter.resource_subscriptions().map(str::to_owned).collect();
         uris.sort_unstable();
         Self {
             settings,
             lists: ListKind::ALL.map(|list| filter.list_changed(list)),
             uris,
+            membership: membership.clone(),
         }
     }
 }
@@ -129,9 +139,9 @@ impl Lane {
         }
     }
 
-    /// Its key, given a member's `filter`.
-    pub(crate) fn key(&self, filter: &Filter) -> LaneKey {
-        LaneKey::new(filter, self.settings)
+    /// Its key, given a member's `filter` and `membership`.
+    pub(crate) fn key(&self, filter: &Filter, membership: &Membership) -> LaneKey {
+        LaneKey::new(filter, membership, self.settings)
     }
 
     /// A new member, reading from the next event on; returns its seat.
@@ -220,6 +230,19 @@ impl Lane {
                 seat.reader.end(discarded)
             },
             Queue::stop,
+        )
+    }
+
+    /// As [`Queue::revoke`]: the member leaves, discarding what it had yet
+    /// to read, and its reader is told it was revoked.
+    pub(crate) fn revoke(&self, seat: usize) -> Option<Waiter> {
+        self.with_seat(
+            seat,
+            |seat, ring| {
+                let discarded = seat.cursor.leave(ring, &mut seat.reader);
+                seat.reader.revoke(discarded)
+            },
+            Queue::revoke,
         )
     }
 
@@ -368,6 +391,7 @@ mod tests {
         Lane::new(
             &LaneKey::of(
                 &filter,
+                &Membership::default(),
                 Settings::new(capacity, Overflow::DropOldest, false),
                 false,
             )
@@ -401,7 +425,12 @@ mod tests {
     fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
         let filter = Filter::new().with_tools_list_changed();
         let key = |overflow, coalesce, budgeted, filter: &Filter| {
-            LaneKey::of(filter, Settings::new(8, overflow, coalesce), budgeted)
+            LaneKey::of(
+                filter,
+                &Membership::default(),
+                Settings::new(8, overflow, coalesce),
+                budgeted,
+            )
         };
         assert!(key(Overflow::DropOldest, false, false, &filter).is_some());
         assert!(key(Overflow::Disconnect, false, false, &filter).is_none());

@@ -11,7 +11,6 @@ use futures_core::Stream;
 
 use super::entry::Entry;
 use super::id::ListenerId;
-use super::inbox::Inbox;
 use super::queue::Queue;
 use super::reader::Waiter;
 use super::shared::Shared;
@@ -183,12 +182,7 @@ impl Listener {
     /// dropped, frees the seat.
     #[cold]
     fn follow(&mut self, queue: Arc<Queue>) {
-        self.entry = Arc::new(Entry {
-            id: self.entry.id,
-            filter: self.entry.filter.clone(),
-            inbox: Inbox::Own(queue),
-            unpaired: None,
-        });
+        self.entry = Arc::new(self.entry.in_queue(self.entry.filter.clone(), queue));
     }
 
     #[inline(always)]

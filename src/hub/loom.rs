@@ -192,7 +192,7 @@ mod loom_model_lane {
         model.check(|| {
             let filter = Filter::new().with_resource("a");
             let settings = Settings::new(1, Overflow::DropOldest, false);
-            let key = LaneKey::of(&filter, settings, false).unwrap();
+            let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
             let lane = Arc::new(Lane::new(&key));
             let (waiting, polling) = (lane.join(), lane.join());
             let publisher = {

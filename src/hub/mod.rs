@@ -21,8 +21,11 @@
 //!   before a succession reaches the lane);
 //! - `inbox`: where a listener's events wait, its own queue or a lane seat;
 //! - `stats`: the snapshots read from the queues;
-//! - `entry`: one listener as the hub sees it (its id, filter and inbox);
 //! - `index`: the routing index over listeners' own queues, and lanes;
+//! - `entry`: one listener as the hub sees it (its id, filter, inbox and
+//!   membership);
+//! - `routes`: the index over everyone, and one per principal and label,
+//!   so an event for an audience walks only its members' targets;
 //! - `interest`: the keys listeners watch, pushed to whoever watches them;
 //! - `registry`: every live entry, the lanes, the index, and the totals of
 //!   retired listeners (lock order: registry, then a lane, then a queue,
@@ -57,6 +60,7 @@ mod queue;
 pub(crate) mod reader;
 mod registry;
 mod ring;
+mod routes;
 mod shared;
 mod stats;
 mod succession;

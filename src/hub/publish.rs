@@ -65,18 +65,30 @@ impl Shared {
             // A read lock: publishers run side by side, and only opening,
             // closing and completing (all brief) exclude them.
             let registry = self.registry_for(&event, &routed);
-            for target in registry.index.matches(&routed).into_iter().flatten() {
-                match target {
-                    Target::Queue(queue) => {
-                        let (pushed, waiter) = queue.push(&event);
-                        tally[pushed as usize] += 1;
-                        waiters.extend(waiter);
-                        if pushed == Pushed::Disconnected {
-                            overflowed.push(queue.id());
-                        }
+            let mut push = |target: &Target| match target {
+                Target::Queue(queue) => {
+                    let (pushed, waiter) = queue.push(&event);
+                    tally[pushed as usize] += 1;
+                    waiters.extend(waiter);
+                    if pushed == Pushed::Disconnected {
+                        overflowed.push(queue.id());
                     }
-                    Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
                 }
+                Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
+            };
+            if event.audience().is_everyone() {
+                // The common case walks the index's own slices.
+                registry
+                    .routes
+                    .everyone
+                    .matches(&routed)
+                    .into_iter()
+                    .flatten()
+                    .for_each(&mut push);
+            } else {
+                let mut targets = Vec::new();
+                registry.targets_of(&routed, event.audience(), &mut targets);
+                targets.iter().for_each(push);
             }
         }
         let count = |pushed: Pushed| tally[pushed as usize];
@@ -138,10 +150,11 @@ impl Shared {
     }
 
     /// The registry, read-locked for a publish of `event` (routed as
-    /// `routed`): an event with a succession must reach no lane, so lanes
-    /// are closed first when it would (see `lane`). Checked under the read
-    /// lock that the publish then pushes under, so no lane can open in
-    /// between.
+    /// `routed`), once what the event needs of lanes holds: an event with a
+    /// succession must reach no lane, so lanes are closed first when it
+    /// would (see `lane`), and a listener an event names by id must have a
+    /// queue of its own. Checked under the read lock that the publish then
+    /// pushes under, so no lane can open or be joined in between.
     pub(crate) fn registry_for(
         &self,
         event: &Event,
@@ -149,19 +162,27 @@ impl Shared {
     ) -> impl Deref<Target = Registry> + '_ {
         loop {
             let registry = self.registry.read();
+            let seated = registry.seated_among(event.audience());
+            let is_lane = |target: &Target| matches!(target, Target::Lane(_));
             let reaches_lane = || {
-                registry
-                    .index
-                    .matches(routed)
-                    .into_iter()
-                    .flatten()
-                    .any(|target| matches!(target, Target::Lane(_)))
+                if event.audience().is_everyone() {
+                    let targets = registry.routes.everyone.matches(routed).into_iter();
+                    return targets.flatten().any(is_lane);
+                }
+                let mut targets = Vec::new();
+                registry.targets_of(routed, event.audience(), &mut targets);
+                targets.iter().any(is_lane)
             };
-            if event.succession().is_none() || !reaches_lane() {
+            let closes_lanes = event.succession().is_some() && reaches_lane();
+            if seated.is_empty() && !closes_lanes {
                 return registry;
             }
             drop(registry);
-            self.registry.write().close_lanes();
+            let mut registry = self.registry.write();
+            seated.into_iter().for_each(|id| registry.seat_alone(id));
+            if closes_lanes {
+                registry.close_lanes();
+            }
         }
     }
 }

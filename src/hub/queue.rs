@@ -114,6 +114,13 @@ impl Queue {
         state.reader.end(discarded)
     }
 
+    /// As [`stop`](Self::stop), but the reader is told it was revoked.
+    pub(crate) fn revoke(&self) -> Option<Waiter> {
+        let mut state = self.state.lock();
+        let discarded = state.events.clear() as u64;
+        state.reader.revoke(discarded)
+    }
+
     pub(crate) fn snapshot(&self) -> Snapshot {
         let state = self.state.lock();
         let held = Held {

@@ -46,6 +46,9 @@ pub(crate) enum Phase {
     /// [`Overflow::Disconnect`] fails a listener, and under it nothing is
     /// dropped but at the failure, so the count it lost is its `dropped`.
     Failed,
+    /// Revoked (see `Hub::revoke`), with what it held discarded: report
+    /// the error once.
+    Revoked,
     /// Ended and reported, or closed: every pull returns `Closed`.
     Ended,
 }
@@ -181,6 +184,7 @@ impl Reader {
             Phase::Failed => Some(Next::Failed(StreamError::Overflow {
                 dropped: self.dropped,
             })),
+            Phase::Revoked => Some(Next::Failed(StreamError::Revoked)),
             Phase::Ended => Some(Next::Closed),
         }
     }
@@ -205,9 +209,23 @@ impl Reader {
     /// Ends it, with `discarded` events it had yet to read thrown away.
     /// Returns the waiter to wake once no lock is held.
     pub(crate) fn end(&mut self, discarded: u64) -> Option<Waiter> {
+        self.end_in(Phase::Ended, discarded)
+    }
+
+    /// Ends it as [`end`](Self::end) does, but its reader is told it was
+    /// revoked; a reader that has already ended is left as it is.
+    pub(crate) fn revoke(&mut self, discarded: u64) -> Option<Waiter> {
+        if self.phase == Phase::Ended {
+            self.discarded += discarded;
+            return None;
+        }
+        self.end_in(Phase::Revoked, discarded)
+    }
+
+    fn end_in(&mut self, phase: Phase, discarded: u64) -> Option<Waiter> {
         self.discarded += discarded;
         self.lag = 0;
-        self.phase = Phase::Ended;
+        self.phase = phase;
         self.waiter.take()
     }
 

@@ -13,13 +13,16 @@ use std::hash::BuildHasher;
 use super::entry::Entry;
 use super::id::ListenerId;
 use super::inbox::Inbox;
-use super::index::{Index, Target};
+use super::index::Target;
 use super::interest::Interest;
 use super::lane::{Lane, LaneKey};
 use super::queue::Queue;
 use super::reader::Waiter;
+use super::routes::Routes;
 use super::stats::{ClosedCounts, Retired, Retirement};
+use crate::audience::{Audience, Member, Membership};
 use crate::counts::Counts;
+use crate::event::EventKind;
 use crate::filter::Filter;
 use crate::sync::Arc;
 
@@ -36,7 +39,10 @@ pub(crate) struct Registry {
     /// listener alike opens the lane, so one alike to no other pays for no
     /// lane.
     unpaired: HashMap<u64, usize>,
-    pub(crate) index: Index,
+    /// Where events go: by kind, among everyone and among each member's.
+    pub(crate) routes: Routes,
+    /// The listeners of each principal and label, for revoking them.
+    members: HashMap<Member, HashSet<ListenerId>>,
     /// The final counts of retired listeners, so totals survive them.
     pub(crate) retired: Counts,
     /// The deepest any retired listener's queue has been.
@@ -57,6 +63,7 @@ impl Registry {
         &mut self,
         lane: Option<LaneKey>,
         filter: &Filter,
+        membership: &Membership,
         queue: impl FnOnce() -> Queue,
     ) -> (Inbox, Option<u64>) {
         let own = |unpaired| (Inbox::Own(Arc::new(queue())), unpaired);
@@ -73,7 +80,8 @@ impl Registry {
         }
         let (lane, seated) = self.lanes.entry(key).or_insert_with_key(|key| {
             let lane = Arc::new(Lane::new(key));
-            self.index.insert(&Target::Lane(lane.clone()), filter);
+            self.routes
+                .insert(&Target::Lane(lane.clone()), filter, membership);
             (lane, 0)
         });
         *seated += 1;
@@ -82,8 +90,14 @@ impl Registry {
 
     pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
         if let Inbox::Own(queue) = &entry.inbox {
-            self.index
-                .insert(&Target::Queue(queue.clone()), &entry.filter);
+            self.routes.insert(
+                &Target::Queue(queue.clone()),
+                &entry.filter,
+                &entry.membership,
+            );
+        }
+        for member in entry.membership.members() {
+            self.members.entry(member).or_default().insert(entry.id);
         }
         self.interest.admit(&entry.filter);
         self.entries.insert(entry.id, entry);
@@ -98,10 +112,20 @@ impl Registry {
     pub(crate) fn retire(&mut self, id: ListenerId, why: Retirement) -> Option<Retired> {
         let entry = self.entries.remove(&id)?;
         match &entry.inbox {
-            Inbox::Own(queue) => self
-                .index
-                .remove(&Target::Queue(queue.clone()), &entry.filter),
-            Inbox::Seat(lane, _) => self.unseat(lane, &entry.filter),
+            Inbox::Own(queue) => self.routes.remove(
+                &Target::Queue(queue.clone()),
+                &entry.filter,
+                &entry.membership,
+            ),
+            Inbox::Seat(lane, _) => self.unseat(lane, &entry),
+        }
+        for member in entry.membership.members() {
+            if let hash_map::Entry::Occupied(mut ids) = self.members.entry(member) {
+                ids.get_mut().remove(&id);
+                if ids.get().is_empty() {
+                    ids.remove();
+                }
+            }
         }
         self.unpair(&entry);
         self.interest.retire(&entry.filter);
@@ -131,32 +155,121 @@ impl Registry {
     /// listeners alike, and this one's filter does not stay put. `None`
     /// once it is retired.
     pub(crate) fn refilter(&mut self, id: ListenerId, filter: Filter) -> Option<Arc<Entry>> {
+        let (entry, queue) = self.unroute(id)?;
+        let target = Target::Queue(queue.clone());
+        self.routes.insert(&target, &filter, &entry.membership);
+        // Admitted before the old is retired: a key in both stays watched.
+        self.interest.admit(&filter);
+        self.interest.retire(&entry.filter);
+        let refiltered = Arc::new(entry.in_queue(filter, queue));
+        self.entries.insert(id, refiltered.clone());
+        Some(refiltered)
+    }
+
+    /// Gives listener `id` a queue of its own if it sits in a lane, so that
+    /// an event for it alone can reach it (its reader follows, as after
+    /// [`close_lanes`](Self::close_lanes)).
+    pub(crate) fn seat_alone(&mut self, id: ListenerId) {
+        let Some(entry) = self.entries.get(&id) else {
+            return;
+        };
+        if matches!(entry.inbox, Inbox::Own(_)) {
+            return;
+        }
+        if let Some((entry, queue)) = self.unroute(id) {
+            let target = Target::Queue(queue.clone());
+            self.routes
+                .insert(&target, &entry.filter, &entry.membership);
+            let alone = entry.in_queue(entry.filter.clone(), queue);
+            self.entries.insert(id, Arc::new(alone));
+        }
+    }
+
+    /// Takes listener `id` out of the routes (and its lane, moving it out
+    /// to a queue of its own): its entry, and that queue, to route anew.
+    fn unroute(&mut self, id: ListenerId) -> Option<(Arc<Entry>, Arc<Queue>)> {
         let entry = self.entries.get(&id)?.clone();
         let queue = match &entry.inbox {
             Inbox::Own(queue) => {
-                self.index
-                    .remove(&Target::Queue(queue.clone()), &entry.filter);
+                let target = Target::Queue(queue.clone());
+                self.routes
+                    .remove(&target, &entry.filter, &entry.membership);
                 queue.clone()
             }
             Inbox::Seat(lane, seat) => {
                 let queue = lane.move_out(*seat, id);
-                self.unseat(lane, &entry.filter);
+                self.unseat(lane, &entry);
                 queue
             }
         };
         self.unpair(&entry);
-        self.index.insert(&Target::Queue(queue.clone()), &filter);
-        // Admitted before the old is retired: a key in both stays watched.
-        self.interest.admit(&filter);
-        self.interest.retire(&entry.filter);
-        let refiltered = Arc::new(Entry {
-            id,
-            filter,
-            inbox: Inbox::Own(queue),
-            unpaired: None,
-        });
-        self.entries.insert(id, refiltered.clone());
-        Some(refiltered)
+        Some((entry, queue))
+    }
+
+    /// Every target an event of `kind` for `audience` (not everyone)
+    /// reaches, each once, into `out`: its principals' and labels' through
+    /// their indexes, and the listeners it names by id, each through its
+    /// own queue (see [`seat_alone`](Self::seat_alone)) if its filter
+    /// matches.
+    pub(crate) fn targets_of(&self, kind: &EventKind, audience: &Audience, out: &mut Vec<Target>) {
+        let Some(members) = audience.members() else {
+            out.extend(
+                self.routes
+                    .everyone
+                    .matches(kind)
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            );
+            return;
+        };
+        self.routes.for_members(kind, members, out);
+        for id in &members.listeners {
+            let Some(entry) = self.entries.get(&ListenerId(*id)) else {
+                continue;
+            };
+            if !audience_reached(out, entry) && entry.filter.matches(kind) {
+                out.extend(entry.target());
+            }
+        }
+    }
+
+    /// The listeners `audience` names that sit in a lane: each needs a
+    /// queue of its own before an event for it alone is pushed.
+    pub(crate) fn seated_among(&self, audience: &Audience) -> Vec<ListenerId> {
+        let Some(members) = audience.members() else {
+            return Vec::new();
+        };
+        members
+            .listeners
+            .iter()
+            .filter_map(|id| self.entries.get(&ListenerId(*id)))
+            .filter(|entry| matches!(entry.inbox, Inbox::Seat(..)))
+            .map(|entry| entry.id)
+            .collect()
+    }
+
+    /// The open listeners `audience` names (every one, for everyone).
+    pub(crate) fn members_of(&self, audience: &Audience) -> Vec<ListenerId> {
+        let Some(members) = audience.members() else {
+            return self.entries.keys().copied().collect();
+        };
+        let principals = members.principals.iter().cloned().map(Member::Principal);
+        let labels = members.labels.iter().cloned().map(Member::Label);
+        let mut ids: HashSet<ListenerId> = principals
+            .chain(labels)
+            .filter_map(|member| self.members.get(&member))
+            .flatten()
+            .copied()
+            .collect();
+        ids.extend(
+            members
+                .listeners
+                .iter()
+                .map(|id| ListenerId(*id))
+                .filter(|id| self.entries.contains_key(id)),
+        );
+        ids.into_iter().collect()
     }
 
     /// Stops counting `entry` among the listeners that could open a lane.
@@ -171,10 +284,11 @@ impl Registry {
         }
     }
 
-    /// One listener fewer in `lane` (whose members' filter is `filter`); the
-    /// last one takes the lane out of the index.
-    fn unseat(&mut self, lane: &Lane, filter: &Filter) {
-        let key = lane.key(filter);
+    /// One listener fewer in `lane`, `entry`'s; the last one takes the lane
+    /// out of the routes.
+    fn unseat(&mut self, lane: &Lane, entry: &Entry) {
+        let (filter, membership) = (&entry.filter, &entry.membership);
+        let key = lane.key(filter, membership);
         let Some((_, seated)) = self.lanes.get_mut(&key) else {
             return;
         };
@@ -182,7 +296,7 @@ impl Registry {
         if *seated == 0
             && let Some((lane, _)) = self.lanes.remove(&key)
         {
-            self.index.remove(&Target::Lane(lane), filter);
+            self.routes.remove(&Target::Lane(lane), filter, membership);
         }
     }
 
@@ -199,21 +313,17 @@ impl Registry {
                 continue;
             };
             let (lane, seat) = (lane.clone(), *seat);
+            let (filter, membership) = (&entry.filter, &entry.membership);
             if unrouted.insert(Arc::as_ptr(&lane)) {
-                self.index
-                    .remove(&Target::Lane(lane.clone()), &entry.filter);
+                self.routes
+                    .remove(&Target::Lane(lane.clone()), filter, membership);
             }
             let queue = lane.move_out(seat, entry.id);
-            self.index
-                .insert(&Target::Queue(queue.clone()), &entry.filter);
+            self.routes
+                .insert(&Target::Queue(queue.clone()), filter, membership);
             // The listener keeps the old entry (and with it the seat) until
             // it finds the seat moved; the registry's is the queue's.
-            *entry = Arc::new(Entry {
-                id: entry.id,
-                filter: entry.filter.clone(),
-                inbox: Inbox::Own(queue),
-                unpaired: None,
-            });
+            *entry = Arc::new(entry.in_queue(entry.filter.clone(), queue));
         }
     }
 
@@ -222,7 +332,7 @@ impl Registry {
     /// Returns the waiters to wake once the registry is unlocked.
     pub(crate) fn complete(&mut self) -> Vec<Waiter> {
         self.completed = true;
-        self.index = Index::default();
+        self.routes = Routes::default();
         self.lanes = HashMap::new();
         self.unpaired = HashMap::new();
         self.interest.complete();
@@ -231,4 +341,12 @@ impl Registry {
             .filter_map(|entry| entry.inbox.complete())
             .collect()
     }
+}
+
+/// Whether `entry`'s own queue is among `targets` already (a listener the
+/// audience names by id and by principal or label is pushed once).
+fn audience_reached(targets: &[Target], entry: &Entry) -> bool {
+    entry
+        .target()
+        .is_some_and(|own| targets.iter().any(|t| t.id() == own.id()))
 }

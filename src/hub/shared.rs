@@ -4,8 +4,10 @@ use super::budget::Budget;
 use super::config::Config;
 use super::forward::Door;
 use super::id::ListenerId;
+use super::reader::Waiter;
 use super::registry::Registry;
-use super::stats::Retirement;
+use super::stats::{Retired, Retirement};
+use crate::audience::Audience;
 use crate::sync::{Arc, AtomicU64, AtomicUsize, RwLock};
 
 pub(crate) struct Shared {
@@ -36,6 +38,34 @@ impl Shared {
             handles: AtomicUsize::new(1),
             door: Door::new(),
         }
+    }
+
+    /// Ends every listener of this hub that `audience` names, as revoked;
+    /// how many it ended.
+    pub(crate) fn revoke_here(&self, audience: &Audience) -> usize {
+        let (retired, waiters, watchers) = {
+            let mut registry = self.registry.write();
+            let mut waiters = Vec::new();
+            let mut retired = Vec::new();
+            for id in registry.members_of(audience) {
+                if let Some(entry) = registry.entries.get(&id) {
+                    waiters.extend(entry.inbox.revoke());
+                }
+                retired.extend(registry.retire(id, Retirement::Revoked));
+            }
+            (retired, waiters, registry.interest.take_wakers())
+        };
+        // Woken with no lock held, as after a publish.
+        waiters.into_iter().for_each(Waiter::wake);
+        watchers.into_iter().for_each(std::task::Waker::wake);
+        tracing::info!(
+            target: "mcp_subscriptions",
+            audience = ?audience,
+            ended = retired.len(),
+            "audience revoked"
+        );
+        retired.iter().for_each(Retired::trace);
+        retired.len()
     }
 
     pub(crate) fn retire(&self, id: ListenerId, why: Retirement) {

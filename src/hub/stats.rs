@@ -11,6 +11,7 @@ use crate::source::CloseReason;
 pub(crate) enum Retirement {
     Closed(CloseReason),
     Overflow,
+    Revoked,
 }
 
 impl Retirement {
@@ -19,6 +20,7 @@ impl Retirement {
         match self {
             Self::Closed(reason) => reason.as_str(),
             Self::Overflow => "overflow",
+            Self::Revoked => "revoked",
         }
     }
 }
@@ -64,12 +66,22 @@ pub struct ClosedCounts {
     pub error: u64,
     /// Disconnected by the [`Disconnect`](Overflow::Disconnect) policy.
     pub overflow: u64,
+    /// Ended by [`Hub::revoke`](crate::Hub::revoke).
+    pub revoked: u64,
+    /// Ended at the expiry they were granted with.
+    pub expired: u64,
 }
 
 impl ClosedCounts {
     /// All listeners ended, whatever the reason.
     pub fn total(&self) -> u64 {
-        self.cancelled + self.disconnected + self.complete + self.error + self.overflow
+        self.cancelled
+            + self.disconnected
+            + self.complete
+            + self.error
+            + self.overflow
+            + self.revoked
+            + self.expired
     }
 
     pub(crate) fn count(&mut self, why: Retirement) {
@@ -78,7 +90,9 @@ impl ClosedCounts {
             Retirement::Closed(CloseReason::Disconnected) => &mut self.disconnected,
             Retirement::Closed(CloseReason::Complete) => &mut self.complete,
             Retirement::Closed(CloseReason::Error) => &mut self.error,
+            Retirement::Closed(CloseReason::Expired) => &mut self.expired,
             Retirement::Overflow => &mut self.overflow,
+            Retirement::Revoked => &mut self.revoked,
         };
         *slot += 1;
     }
@@ -104,7 +118,7 @@ impl ClosedCounts {
 /// | --- | --- | --- |
 /// | `mcp_subscriptions_listeners_active` | gauge | listeners open now |
 /// | `mcp_subscriptions_listeners_opened_total` | counter | listeners ever opened |
-/// | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow` |
+/// | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow`, `revoked`, `expired` |
 /// | `mcp_subscriptions_events_published_total` | counter | events published |
 /// | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
 /// | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
@@ -153,6 +167,8 @@ impl HubStats {
             (CloseReason::Complete.as_str(), closed.complete),
             (CloseReason::Error.as_str(), closed.error),
             (Retirement::Overflow.as_str(), closed.overflow),
+            (Retirement::Revoked.as_str(), closed.revoked),
+            (CloseReason::Expired.as_str(), closed.expired),
         ] {
             counter!("mcp_subscriptions_listeners_closed_total", "reason" => reason)
                 .absolute(count);

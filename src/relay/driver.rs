@@ -381,6 +381,9 @@ impl Driver {
     /// as dropped whole (part of it may have reached the broker): the next
     /// heartbeat tells the others.
     async fn send_queued(&mut self, link: &mut Link) -> bool {
+        if !self.send_revocations(link).await {
+            return false;
+        }
         loop {
             // One short lock per batch, so a publisher never waits behind a
             // send.
@@ -397,6 +400,33 @@ impl Driver {
             add(&self.inner.counters.published, sent);
             bump(&self.inner.counters.batches);
         }
+    }
+
+    /// Sends every queued revocation on the catalog channel; ones the
+    /// broker did not take wait for the next connection, ahead of any
+    /// revoked since.
+    async fn send_revocations(&mut self, link: &mut Link) -> bool {
+        let revocations = std::mem::take(&mut *self.inner.revocations.lock());
+        if revocations.is_empty() {
+            return true;
+        }
+        let messages = revocations
+            .iter()
+            .map(|audience| {
+                let stamp = self.stamp(true);
+                BusMessage {
+                    channel: self.catalog.clone(),
+                    payload: envelope::encode_revoke(&self.inner.origin, stamp, audience),
+                }
+            })
+            .collect();
+        if self.send(link, messages).await {
+            return true;
+        }
+        let mut queued = self.inner.revocations.lock();
+        let later = std::mem::replace(&mut *queued, revocations);
+        queued.extend(later);
+        false
     }
 
     /// An event as the message that carries it: on its key's channel, or
@@ -454,9 +484,15 @@ impl Driver {
         if channel == self.catalog {
             self.heard(&envelope);
         }
-        if let Body::Event(event) = envelope.body {
-            self.inner.hub.publish_here(event);
-            bump(&self.inner.counters.received);
+        match envelope.body {
+            Body::Event(event) => {
+                self.inner.hub.publish_here(event);
+                bump(&self.inner.counters.received);
+            }
+            Body::Revoke(audience) => {
+                self.inner.hub.revoke_here(&audience);
+            }
+            Body::Heartbeat { .. } => {}
         }
     }
 
@@ -465,7 +501,7 @@ impl Driver {
     fn heard(&mut self, envelope: &Envelope) {
         let dropped = match envelope.body {
             Body::Heartbeat { dropped } => Some(dropped),
-            Body::Event(_) => None,
+            Body::Event(_) | Body::Revoke(_) => None,
         };
         let heard = self.origins.heard(
             &envelope.origin,

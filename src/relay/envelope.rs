@@ -7,6 +7,11 @@
 //!  "succession":{"key":"t1","version":"1764583205000000000","terminal":false},
 //!  "notification":{"method":"notifications/tasks","params":{...}}}
 //! {"v":1,"origin":"9f..","seq":8,"order":13,"type":"heartbeat","dropped":0}
+//! {"v":1,"origin":"9f..","seq":9,"order":14,"type":"scoped",
+//!  "audience":{"principals":["alice"],"labels":["tenant:a"]},
+//!  "notification":{"method":"notifications/tools/list_changed","params":{}}}
+//! {"v":1,"origin":"9f..","seq":10,"order":15,"type":"revoke",
+//!  "audience":{"principals":["alice"]}}
 //! ```
 //!
 //! The notification is the event's own rendering, spliced in as it is;
@@ -20,10 +25,24 @@
 //! `dropped` is how many events the origin's outbound queue has dropped
 //! since it started (a rise means lost messages too). A receiver reads a
 //! missing `order` as 0.
+//!
+//! # Audiences
+//!
+//! An event for an [`Audience`] other than everyone travels as type
+//! `scoped`, with the principals and labels it names (never listener ids:
+//! those are the publishing hub's), and each receiver delivers it to its
+//! own members of the audience alone. A revocation travels as type
+//! `revoke` on the catalog channel. Both types were added to version 1:
+//! a replica that predates them ignores a message of a type it does not
+//! know, so it never delivers a scoped event to anyone (it cannot tell who
+//! may see it) and does not revoke; a scoped event or a revocation on the
+//! catalog channel leaves a gap in the `seq` it reads, and that gap resyncs
+//! its listeners as a lost message would.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::audience::{Audience, Label, Principal};
 use crate::event::{Event, EventKind, Selector, Succession};
 use crate::hub::InterestKey;
 
@@ -138,6 +157,41 @@ struct Header<'a> {
     selector: Option<WireSelector>,
     #[serde(skip_serializing_if = "Option::is_none")]
     succession: Option<WireSuccession>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audience: Option<WireAudience>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireAudience {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    principals: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    labels: Vec<String>,
+}
+
+impl WireAudience {
+    fn of(audience: &Audience) -> Self {
+        Self {
+            principals: audience
+                .principals()
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
+            labels: audience.labels().iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    fn into_audience(self) -> Audience {
+        let audience = self
+            .principals
+            .into_iter()
+            .map(Principal::from)
+            .fold(Audience::nobody(), Audience::with_principal);
+        self.labels
+            .into_iter()
+            .map(Label::from)
+            .fold(audience, Audience::with_label)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -173,6 +227,8 @@ struct Received {
     succession: Option<WireSuccession>,
     #[serde(default)]
     notification: Option<Notification>,
+    #[serde(default)]
+    audience: Option<WireAudience>,
 }
 
 #[derive(Deserialize)]
@@ -202,7 +258,11 @@ pub(crate) struct Stamp {
 #[derive(Debug)]
 pub(crate) enum Body {
     Event(Event),
-    Heartbeat { dropped: u64 },
+    Heartbeat {
+        dropped: u64,
+    },
+    /// End the streams of this audience.
+    Revoke(Audience),
 }
 
 /// `event` from `origin`.
@@ -222,15 +282,17 @@ pub(crate) fn encode_event(origin: &str, stamp: Stamp, event: &Event) -> Vec<u8>
         version: s.version().to_string(),
         terminal: s.is_terminal(),
     });
+    let scoped = !event.audience().is_everyone();
     let header = Header {
         v: VERSION,
         origin,
         seq: stamp.seq,
         order: stamp.order,
-        kind: "event",
+        kind: if scoped { "scoped" } else { "event" },
         dropped: None,
         selector,
         succession,
+        audience: scoped.then(|| WireAudience::of(event.audience())),
     };
     let mut out = serde_json::to_vec(&header).expect("a header serializes");
     // Splice the rendering in after the header's members: no second
@@ -253,6 +315,23 @@ pub(crate) fn encode_heartbeat(origin: &str, stamp: Stamp, dropped: u64) -> Vec<
         dropped: Some(dropped),
         selector: None,
         succession: None,
+        audience: None,
+    };
+    serde_json::to_vec(&header).expect("a header serializes")
+}
+
+/// A revocation of `audience`'s streams from `origin`.
+pub(crate) fn encode_revoke(origin: &str, stamp: Stamp, audience: &Audience) -> Vec<u8> {
+    let header = Header {
+        v: VERSION,
+        origin,
+        seq: stamp.seq,
+        order: stamp.order,
+        kind: "revoke",
+        dropped: None,
+        selector: None,
+        succession: None,
+        audience: Some(WireAudience::of(audience)),
     };
     serde_json::to_vec(&header).expect("a header serializes")
 }
@@ -268,7 +347,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
         "heartbeat" => Body::Heartbeat {
             dropped: received.dropped,
         },
-        "event" => {
+        "revoke" => Body::Revoke(received.audience?.into_audience()),
+        kind @ ("event" | "scoped") => {
+            // A scoped event whose audience went missing reaches no one.
+            let audience = match kind {
+                "scoped" => received.audience?.into_audience(),
+                _ => Audience::everyone(),
+            };
             let notification = received.notification?;
             let selector = received.selector.map(|s| Selector::new(s.field, s.key));
             let mut event = Event::extension(notification.method, notification.params, selector);
@@ -280,7 +365,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
                     succession
                 });
             }
-            Body::Event(event)
+            Body::Event(event.with_audience(audience))
         }
         _ => return None,
     };
@@ -303,7 +388,7 @@ mod tests {
     fn event_of(bytes: &[u8]) -> Event {
         match decode(bytes).unwrap().body {
             Body::Event(event) => event,
-            Body::Heartbeat { .. } => panic!("a heartbeat"),
+            other => panic!("not an event: {other:?}"),
         }
     }
 
@@ -345,6 +430,33 @@ mod tests {
                 key: "t1".into()
             })
         );
+    }
+
+    #[test]
+    fn scoped_events_and_revocations_carry_their_audience_by_name() {
+        let audience = Audience::principal("alice").with_label("tenant:a");
+        let event = Event::tools_list_changed().with_audience(audience.clone());
+        let bytes = encode_event("o", Stamp { seq: 1, order: 1 }, &event);
+        let text = std::str::from_utf8(&bytes).unwrap();
+        assert!(
+            text.contains(
+                r#""type":"scoped","audience":{"principals":["alice"],"labels":["tenant:a"]}"#
+            ),
+            "{text}"
+        );
+        let back = event_of(&bytes);
+        assert_eq!(back.audience(), &audience);
+        assert_eq!(back, event);
+        // An event for no one stays for no one.
+        let nobody = Event::tools_list_changed().with_audience(Audience::nobody());
+        let back = event_of(&encode_event("o", Stamp { seq: 2, order: 2 }, &nobody));
+        assert_eq!(back.audience(), &Audience::nobody());
+
+        let revoke = decode(&encode_revoke("o", Stamp { seq: 3, order: 3 }, &audience)).unwrap();
+        assert!(matches!(revoke.body, Body::Revoke(a) if a == audience));
+        // A scoped event without its audience is dropped, never widened.
+        let bare = br#"{"v":1,"origin":"o","type":"scoped","notification":{"method":"notifications/tools/list_changed"}}"#;
+        assert!(decode(bare).is_none());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::options::RelayOptions;
 use super::outbound::Outbound;
 use super::shared::Inner;
 use super::stats::{Counters, RelayStats, bump};
+use crate::audience::Audience;
 use crate::backoff::random_u64;
 use crate::event::Event;
 use crate::hub::bounded::Pushed;
@@ -74,6 +75,7 @@ impl Relay {
             hub: hub.clone(),
             origin: origin_id(),
             outbound: Mutex::new(Outbound::new(options.outbound_capacity)),
+            revocations: Mutex::new(Vec::new()),
             wake: Notify::new(),
             closing: Notify::new(),
             counters: Counters::default(),
@@ -145,6 +147,11 @@ impl Forward for Inner {
         if pushed != Pushed::Coalesced {
             self.wake.notify_one();
         }
+    }
+
+    fn revoke(&self, audience: Audience) {
+        self.revocations.lock().push(audience);
+        self.wake.notify_one();
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::context::Principal;
+use crate::audience::Principal;
 use crate::error::OpenError;
 use crate::sync::{Arc, Mutex};
 

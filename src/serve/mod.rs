@@ -14,6 +14,6 @@ pub(crate) mod pull;
 mod service;
 mod stream;
 
-pub use authorize::Authorize;
+pub use authorize::{Authorize, Grant};
 pub use service::ListenService;
 pub use stream::ListenStream;

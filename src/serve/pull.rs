@@ -1,11 +1,17 @@
 //! A stream's hold on its source: pulling events, and closing the source
-//! exactly once, whatever ends the stream.
+//! exactly once, whatever ends the stream; and its lease, what it holds
+//! only while it lasts: its principal's slot, given back the moment the
+//! stream ends however it ends (not when the stream's value is dropped),
+//! and its expiry.
 
 use std::panic::AssertUnwindSafe;
+use std::time::Instant;
 
 use futures_util::FutureExt;
 use rmcp::model::{ErrorCode, ErrorData};
 
+use super::limits::Slot;
+use crate::error::StreamError;
 use crate::event::Event;
 use crate::source::{CloseReason, Next, SourceHandle};
 
@@ -18,16 +24,27 @@ pub(crate) enum Pulled {
     Failed(ErrorData),
 }
 
+/// What a stream holds while it lasts, from its admission.
+#[derive(Debug, Default)]
+pub(crate) struct Lease {
+    /// Its place under its principal's limit.
+    pub(crate) slot: Option<Slot>,
+    /// When it ends with [`StreamError::Expired`].
+    pub(crate) expires_at: Option<Instant>,
+}
+
 pub(crate) struct Pull<H: SourceHandle> {
     handle: Option<H>,
     drop_reason: CloseReason,
+    lease: Lease,
 }
 
 impl<H: SourceHandle> Pull<H> {
-    pub(crate) fn new(handle: H) -> Self {
+    pub(crate) fn new(handle: H, lease: Lease) -> Self {
         Self {
             handle: Some(handle),
             drop_reason: CloseReason::Disconnected,
+            lease,
         }
     }
 
@@ -41,8 +58,28 @@ impl<H: SourceHandle> Pull<H> {
 
     /// Pulls the next event or the end; `None` once ended. Lag reports are
     /// skipped: no transport has a way to say them. A source that panics,
-    /// or that reports itself closed underneath the stream, fails it.
+    /// or that reports itself closed underneath the stream, fails it; so
+    /// does its lease's expiry, waited for on tokio's timer where a
+    /// transport brings it (and otherwise checked at each pull).
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
+        self.handle.as_ref()?;
+        let Some(at) = self.lease.expires_at else {
+            return self.pull_source().await;
+        };
+        if Instant::now() < at {
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            tokio::select! {
+                pulled = self.pull_source() => return pulled,
+                () = tokio::time::sleep_until(at.into()) => {}
+            }
+            #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
+            return self.pull_source().await;
+        }
+        self.finish(CloseReason::Expired);
+        Some(Pulled::Failed(StreamError::Expired.to_error_data()))
+    }
+
+    async fn pull_source(&mut self) -> Option<Pulled> {
         let handle = self.handle.as_mut()?;
         let mut skipped = 0u32;
         let (reason, pulled) = loop {
@@ -65,11 +102,13 @@ impl<H: SourceHandle> Pull<H> {
         Some(pulled)
     }
 
-    /// Closes the source for `reason`, once.
+    /// Closes the source for `reason`, once, and gives back the lease's
+    /// slot: the stream has ended.
     pub(crate) fn finish(&mut self, reason: CloseReason) {
         if let Some(mut handle) = self.handle.take() {
             handle.close(reason);
         }
+        self.lease.slot = None;
     }
 }
 

@@ -5,11 +5,12 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{ErrorData, Implementation, RequestId, ServerCapabilities};
 use serde_json::Value;
 
-use super::authorize::Authorize;
-use super::limits::{PrincipalLimits, Slot};
+use super::authorize::{Authorize, Grant};
+use super::limits::PrincipalLimits;
+use super::pull::Lease;
 use super::stream::ListenStream;
 use crate::context::OpenContext;
-use crate::error::{OpenError, Refusal};
+use crate::error::{OpenError, Refusal, StreamError};
 use crate::filter::Filter;
 use crate::source::{Opened, Source};
 
@@ -102,8 +103,9 @@ impl<S: Source> ListenService<S> {
 
     /// Lets each [`Principal`](crate::Principal) hold at most `limit` open
     /// streams (listen streams and channels together); one more is refused
-    /// with `-32603` `Subscription limit reached`, and a slot is freed when
-    /// a stream ends, however it ends. Streams without a principal are
+    /// with `-32603` `Subscription limit reached`, and a slot is freed the
+    /// moment a stream ends, however it ends (its terminal message, a
+    /// cancel, a dropped connection), not when its value is dropped. Streams without a principal are
     /// limited only by the source.
     pub fn with_max_streams_per_principal(mut self, limit: usize) -> Self {
         self.limits = Some(PrincipalLimits::new(limit));
@@ -190,14 +192,14 @@ impl<S: Source> ListenService<S> {
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
         context.subscription_id = Some(id.clone());
-        let (opened, slot) = self.admit(&context, requested)?;
+        let (opened, lease) = self.admit(&mut context, requested)?;
         trace_opened(&context, &opened.granted);
         Ok(ListenStream::new(
             opened.handle,
             id,
             opened.granted,
             self.server_info.clone(),
-            slot,
+            lease,
         ))
     }
 
@@ -217,22 +219,22 @@ impl<S: Source> ListenService<S> {
         &self,
         context: &OpenContext,
         requested: &Filter,
-    ) -> Result<Filter, OpenError> {
+    ) -> Result<Grant, OpenError> {
         match &self.authorizer {
-            Some(authorizer) => Ok(authorizer
-                .authorize(context, requested)?
-                .intersect(requested)),
-            None => Ok(requested.clone()),
+            Some(authorizer) => Ok(authorizer.authorize(context, requested)?.within(requested)),
+            None => Ok(Grant::new(requested.clone())),
         }
     }
 
     /// Runs the admission checks from the extensions on, and opens the
-    /// source: the stream, and its principal's slot.
+    /// source: the stream, and its lease (its principal's slot, its
+    /// expiry). The labels the authorizer granted are added to `context`,
+    /// which the source opens with.
     pub(crate) fn admit(
         &self,
-        context: &OpenContext,
+        context: &mut OpenContext,
         requested: &Filter,
-    ) -> Result<(Opened<S::Handle>, Option<Slot>), OpenError> {
+    ) -> Result<(Opened<S::Handle>, Lease), OpenError> {
         self.source
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
@@ -241,14 +243,19 @@ impl<S: Source> ListenService<S> {
             .get()
             .map(|base| requested.narrow(&self.source.capabilities().within(base)));
         let requested = declared.as_ref().unwrap_or(requested);
-        let authorized = self.authorize(context, requested)?;
+        let grant = self.authorize(context, requested)?;
+        let expires_at = grant.expires_at();
+        if expires_at.is_some_and(|at| at <= std::time::Instant::now()) {
+            return Err(OpenError::Refused(StreamError::Expired.to_error_data()));
+        }
         let slot = match (&self.limits, &context.principal) {
             (Some(limits), Some(principal)) => Some(limits.acquire(principal)?),
             _ => None,
         };
+        context.labels.extend_from_slice(grant.labels());
         // A refusal from the source drops the slot, freeing it again.
-        let opened = self.source.open(&authorized, context)?;
-        Ok((opened, slot))
+        let opened = self.source.open(grant.filter(), context)?;
+        Ok((opened, Lease { slot, expires_at }))
     }
 }
 

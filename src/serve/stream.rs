@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use rmcp::model::{Implementation, RequestId};
 
-use super::limits::Slot;
-use super::pull::{Pull, Pulled, SKIPS_PER_YIELD, yield_every};
+use super::pull::{Lease, Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use crate::filter::Filter;
 use crate::source::{CloseReason, SourceHandle};
 use crate::wire::response::{acknowledgement, completion, error_response};
@@ -31,7 +30,12 @@ use crate::wire::{Message, SubscriptionId};
 /// 6. a source that completes ends the stream with the `complete` result
 ///    (with the server's info);
 /// 7. a source that fails, is disconnected for overflow, panics or closes
-///    underneath ends it with a JSON-RPC error response instead.
+///    underneath ends it with a JSON-RPC error response instead; so does a
+///    revocation ([`Hub::revoke`](crate::Hub::revoke)) or the expiry its
+///    authorizer granted it with ([`Grant::with_expiry`](crate::Grant::with_expiry)).
+///
+/// Its principal's slot is given back the moment it ends, by any of these
+/// or by [`cancel`](Self::cancel).
 pub struct ListenStream<H: SourceHandle> {
     pull: Pull<H>,
     id: RequestId,
@@ -40,8 +44,6 @@ pub struct ListenStream<H: SourceHandle> {
     granted: Filter,
     acknowledged: bool,
     server_info: Arc<Implementation>,
-    /// Its principal's slot, given back when the stream is dropped.
-    _slot: Option<Slot>,
 }
 
 impl<H: SourceHandle> ListenStream<H> {
@@ -50,16 +52,15 @@ impl<H: SourceHandle> ListenStream<H> {
         id: RequestId,
         granted: Filter,
         server_info: Arc<Implementation>,
-        slot: Option<Slot>,
+        lease: Lease,
     ) -> Self {
         Self {
-            pull: Pull::new(handle),
+            pull: Pull::new(handle, lease),
             stamp: SubscriptionId::new(&id),
             id,
             granted,
             acknowledged: false,
             server_info,
-            _slot: slot,
         }
     }
 

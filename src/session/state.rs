@@ -23,7 +23,7 @@ use crate::event::{EventKind, ListKind};
 use crate::filter::{Capabilities, Filter};
 use crate::hub::{Hub, Listener};
 use crate::serve::ListenService;
-use crate::serve::limits::Slot;
+use crate::serve::pull::Lease;
 use crate::source::Next;
 
 /// A session's listener and the task sending its events; dropping it (rmcp
@@ -43,8 +43,8 @@ struct Shared {
     advertised: Capabilities,
     /// Locked only to pull, or to change the filter: never across an await.
     listener: Mutex<Listener>,
-    /// The principal's slot, held for the session's life.
-    _slot: Option<Slot>,
+    /// The principal's slot, held for the session's life, and its expiry.
+    _lease: Lease,
 }
 
 impl Session {
@@ -52,14 +52,14 @@ impl Session {
     /// `advertised` to it, through the listen service's admission.
     pub(super) fn open(
         listen: &ListenService<Hub>,
-        context: OpenContext,
+        mut context: OpenContext,
         advertised: Capabilities,
     ) -> Result<Self, OpenError> {
         let lists = ListKind::ALL
             .into_iter()
             .fold(Filter::new(), Filter::with_list_changed)
             .narrow(&advertised);
-        let (opened, slot) = listen.admit(&context, &lists)?;
+        let (opened, lease) = listen.admit(&mut context, &lists)?;
         let stop = CancellationToken::new();
         Ok(Self {
             shared: Arc::new(Shared {
@@ -67,7 +67,7 @@ impl Session {
                 context,
                 advertised,
                 listener: Mutex::new(opened.handle),
-                _slot: slot,
+                _lease: lease,
             }),
             started: AtomicBool::new(false),
             _stopped_on_drop: stop.clone().drop_guard(),
@@ -101,7 +101,9 @@ impl Session {
             .shared
             .listen
             .authorize(&self.shared.context, &requested)
-            .map_err(|err| err.to_error_data())?;
+            .map_err(|err| err.to_error_data())?
+            .filter()
+            .clone();
         if !granted
             .resource_subscriptions()
             .any(|granted| granted == uri)

@@ -26,7 +26,8 @@ use tracing::Instrument;
 #[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
 
-use crate::context::{OpenContext, Principal, TransportKind};
+use crate::audience::Principal;
+use crate::context::{OpenContext, TransportKind};
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
 use crate::sync::Mutex;

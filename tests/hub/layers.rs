@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// layer or from its own module. The bottom layer's modules may import one
 /// another, as long as no cycle forms.
 const LAYERS: &[(&str, u8)] = &[
+    ("audience", 0),
     ("backoff", 0),
     ("counts", 0),
     ("error", 0),

@@ -7,6 +7,7 @@
 mod support;
 
 mod accounting;
+mod audiences;
 mod byte_bounds;
 mod coalescing;
 mod hub;
