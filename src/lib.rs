@@ -72,6 +72,8 @@ pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, HubBuilder, Listener, PublishReport};
 pub use overflow::Overflow;
 pub use serve::{Authorize, Grant, ListenService, ListenStream};
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+pub use serve::{DEFAULT_GRACE, Demand};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};

@@ -28,7 +28,7 @@ pub struct ChannelStream<H: SourceHandle> {
     pull: Pull<H>,
 }
 
-impl<S: Source> ListenService<S> {
+impl<S: Source + 'static> ListenService<S> {
     /// Opens a notification channel on this service's source.
     ///
     /// # Errors

@@ -112,7 +112,7 @@ impl<S> std::fmt::Debug for ChannelTransport<S> {
     }
 }
 
-async fn serve<S: Source>(
+async fn serve<S: Source + 'static>(
     listen: ListenService<S>,
     context: OpenContext,
     socket: WebSocket,

@@ -12,10 +12,12 @@ mod advertise;
 mod capabilities;
 mod extension;
 mod field;
+mod key;
 mod notifications;
 mod parse;
 
 pub use capabilities::Capabilities;
 pub use extension::Extension;
+pub use key::InterestKey;
 pub use notifications::Filter;
 pub use parse::DEFAULT_MAX_URIS;

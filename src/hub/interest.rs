@@ -36,28 +36,13 @@
 //! notification channel) and one that takes a whole extension field
 //! (`"taskIds": true`) name no key, so they add no interest.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::task::{Context, Poll, Waker};
 
 use super::entry::Entry;
-use crate::filter::Filter;
+use crate::filter::{Filter, InterestKey};
 use crate::sync::{Arc, Mutex};
-
-/// A key some listener watches: what an event is routed by besides its kind.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum InterestKey {
-    /// A resource URI in some listener's `resourceSubscriptions`.
-    Resource(String),
-    /// One key of an extension field's id list (a task id in `taskIds`).
-    Extension {
-        /// The filter field, for example `taskIds`.
-        field: String,
-        /// The key within it.
-        key: String,
-    },
-}
 
 /// A change in the set of watched keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,23 +51,6 @@ pub enum InterestChange {
     Watched(InterestKey),
     /// The last open listener that named the key left.
     Unwatched(InterestKey),
-}
-
-/// The keys `filter` names, each once.
-fn keys(filter: &Filter) -> HashSet<InterestKey> {
-    if filter.is_everything() {
-        return HashSet::new();
-    }
-    let uris = filter
-        .resource_subscriptions()
-        .map(|uri| InterestKey::Resource(uri.to_owned()));
-    let extension = filter
-        .extension_keys()
-        .map(|(field, key)| InterestKey::Extension {
-            field: field.to_owned(),
-            key: key.to_owned(),
-        });
-    uris.chain(extension).collect()
 }
 
 /// One watch's pending changes and its waiting reader.
@@ -143,7 +111,7 @@ impl Interest {
         if self.watches.is_empty() {
             self.counts.clear();
             for entry in entries {
-                for key in keys(&entry.filter) {
+                for key in entry.filter.interest_keys() {
                     *self.counts.entry(key).or_default() += 1;
                 }
             }
@@ -163,7 +131,7 @@ impl Interest {
         if self.watches.is_empty() {
             return;
         }
-        for key in keys(filter) {
+        for key in filter.interest_keys() {
             let count = self.counts.entry(key.clone()).or_default();
             *count += 1;
             if *count == 1 {
@@ -177,7 +145,7 @@ impl Interest {
         if self.watches.is_empty() {
             return;
         }
-        for key in keys(filter) {
+        for key in filter.interest_keys() {
             let Some(count) = self.counts.get_mut(&key) else {
                 continue;
             };
@@ -288,32 +256,10 @@ impl InterestWatch {
 
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     fn uri(uri: &str) -> InterestKey {
         InterestKey::Resource(uri.to_owned())
-    }
-
-    #[test]
-    fn a_filter_names_each_key_once() {
-        let filter = Filter::new()
-            .with_resource("file:///a")
-            .with_extension("taskIds", json!(["t1", "t1"]));
-        let mut found: Vec<_> = keys(&filter).into_iter().collect();
-        found.sort_unstable();
-        assert_eq!(
-            found,
-            [
-                uri("file:///a"),
-                InterestKey::Extension {
-                    field: "taskIds".into(),
-                    key: "t1".into()
-                }
-            ]
-        );
-        assert!(keys(&Filter::everything()).is_empty());
     }
 
     #[test]

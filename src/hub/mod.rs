@@ -67,13 +67,14 @@ mod succession;
 
 pub use crate::counts::Counts;
 pub use crate::filter::DEFAULT_MAX_URIS;
+pub use crate::filter::InterestKey;
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
 #[cfg(any(feature = "redis", feature = "nats"))]
 pub(crate) use forward::Forward;
 pub use handle::Hub;
 pub use id::ListenerId;
-pub use interest::{InterestChange, InterestKey, InterestWatch};
+pub use interest::{InterestChange, InterestWatch};
 pub use listener::{Listener, NextItem};
 pub use publish::PublishReport;
 pub use stats::{ClosedCounts, HubStats, ListenerStats};

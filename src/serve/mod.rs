@@ -9,11 +9,15 @@
 //! [`Capabilities::advertise`](crate::Capabilities::advertise).
 
 mod authorize;
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+mod demand;
 pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;
 mod stream;
 
 pub use authorize::{Authorize, Grant};
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+pub use demand::{DEFAULT_GRACE, Demand};
 pub use service::ListenService;
 pub use stream::ListenStream;

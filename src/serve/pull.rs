@@ -27,10 +27,14 @@ pub(crate) enum Pulled {
 /// What a stream holds while it lasts, from its admission.
 #[derive(Debug, Default)]
 pub(crate) struct Lease {
-    /// Its place under its principal's limit.
+    /// Its place under its principal's limit, given back when dropped.
+    #[allow(dead_code, reason = "held for its drop")]
     pub(crate) slot: Option<Slot>,
     /// When it ends with [`StreamError::Expired`].
     pub(crate) expires_at: Option<Instant>,
+    /// Its keys, held against the service's demand hooks.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    pub(crate) demand: Option<super::demand::Hold>,
 }
 
 pub(crate) struct Pull<H: SourceHandle> {
@@ -102,13 +106,16 @@ impl<H: SourceHandle> Pull<H> {
         Some(pulled)
     }
 
-    /// Closes the source for `reason`, once, and gives back the lease's
-    /// slot: the stream has ended.
+    /// Closes the source for `reason`, once, and gives back what the lease
+    /// holds (its slot, its keys): the stream has ended.
     pub(crate) fn finish(&mut self, reason: CloseReason) {
         if let Some(mut handle) = self.handle.take() {
             handle.close(reason);
         }
-        self.lease.slot = None;
+        self.lease = Lease {
+            expires_at: self.lease.expires_at,
+            ..Lease::default()
+        };
     }
 }
 

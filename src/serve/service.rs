@@ -9,10 +9,12 @@ use super::authorize::{Authorize, Grant};
 use super::limits::PrincipalLimits;
 use super::pull::Lease;
 use super::stream::ListenStream;
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+use super::stream::Waiting;
 use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal, StreamError};
 use crate::filter::Filter;
-use crate::source::{Opened, Source};
+use crate::source::Source;
 
 /// Serves listen streams from one source; cheap to clone.
 ///
@@ -53,7 +55,10 @@ use crate::source::{Opened, Source};
 /// 4. the principal, if any, holds fewer than its
 ///    [limit](Self::with_max_streams_per_principal) of open streams
 ///    (`-32603` `Subscription limit reached`);
-/// 5. the source opens it, narrowing to what it serves (`-32603` for a full
+/// 5. with [demand hooks](Self::with_demand), the attach of each of its
+///    keys no stream held before (the hook's error, or `-32603` for a
+///    hook that panicked), waited for before the acknowledgement;
+/// 6. the source opens it, narrowing to what it serves (`-32603` for a full
 ///    hub).
 pub struct ListenService<S> {
     source: Arc<S>,
@@ -63,6 +68,8 @@ pub struct ListenService<S> {
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
     declared: Arc<OnceLock<ServerCapabilities>>,
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    demand: Option<Arc<super::demand::Keys>>,
 }
 
 impl<S> Clone for ListenService<S> {
@@ -73,11 +80,13 @@ impl<S> Clone for ListenService<S> {
             authorizer: self.authorizer.clone(),
             limits: self.limits.clone(),
             declared: self.declared.clone(),
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            demand: self.demand.clone(),
         }
     }
 }
 
-impl<S: Source> ListenService<S> {
+impl<S: Source + 'static> ListenService<S> {
     /// Serves `source`, naming this crate as the server in `complete`
     /// results until [`with_server_info`](Self::with_server_info) says
     /// otherwise.
@@ -91,6 +100,8 @@ impl<S: Source> ListenService<S> {
             authorizer: None,
             limits: None,
             declared: Arc::default(),
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            demand: None,
         }
     }
 
@@ -98,6 +109,17 @@ impl<S: Source> ListenService<S> {
     /// [`Authorize`]).
     pub fn with_authorizer(mut self, authorizer: impl Authorize) -> Self {
         self.authorizer = Some(Arc::new(authorizer));
+        self
+    }
+
+    /// Runs `demand`'s hooks as keys (resource URIs, task ids) gain their
+    /// first stream of this service, before that stream's source is opened
+    /// or anything is acknowledged, and after the last has gone (see
+    /// [`Demand`](crate::Demand)). An attach that refuses answers each
+    /// request waiting for it with its error, and opens nothing.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    pub fn with_demand(mut self, demand: super::demand::Demand) -> Self {
+        self.demand = Some(super::demand::Keys::new(demand));
         self
     }
 
@@ -192,7 +214,43 @@ impl<S: Source> ListenService<S> {
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
         context.subscription_id = Some(id.clone());
-        let (opened, lease) = self.admit(&mut context, requested)?;
+        #[allow(unused_mut, reason = "demand hooks need a transport's runtime")]
+        let (grant, mut lease) = self.lease(&mut context, requested)?;
+        #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+        if let Some(keys) = &self.demand {
+            let wanted = grant.narrow(&self.source.capabilities()).interest_keys();
+            let (hold, attach) = keys.hold(wanted);
+            lease.demand = Some(hold);
+            if let Some(attach) = attach {
+                let source = self.source.clone();
+                let (asked, stream_id) = (grant.clone(), id.clone());
+                let open = move |attached: Result<(), ErrorData>| {
+                    let opened = attached.and_then(|()| {
+                        source
+                            .open(&grant, &context)
+                            .map_err(|err| err.to_error_data())
+                    });
+                    match &opened {
+                        Ok(opened) => trace_opened(&context, &opened.granted),
+                        Err(error) => trace_refused(&context, &stream_id, error),
+                    }
+                    opened
+                };
+                let waiting = Waiting {
+                    attach,
+                    open: Box::new(open),
+                    lease,
+                };
+                return Ok(ListenStream::waiting(
+                    waiting,
+                    id,
+                    asked,
+                    self.server_info.clone(),
+                ));
+            }
+        }
+        // A refusal from the source drops the lease, freeing its slot.
+        let opened = self.source.open(&grant, &context)?;
         trace_opened(&context, &opened.granted);
         Ok(ListenStream::new(
             opened.handle,
@@ -227,14 +285,28 @@ impl<S: Source> ListenService<S> {
     }
 
     /// Runs the admission checks from the extensions on, and opens the
-    /// source: the stream, and its lease (its principal's slot, its
-    /// expiry). The labels the authorizer granted are added to `context`,
-    /// which the source opens with.
+    /// source: the stream, and its lease (see [`lease`](Self::lease)).
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     pub(crate) fn admit(
         &self,
         context: &mut OpenContext,
         requested: &Filter,
-    ) -> Result<(Opened<S::Handle>, Lease), OpenError> {
+    ) -> Result<(crate::source::Opened<S::Handle>, Lease), OpenError> {
+        let (grant, lease) = self.lease(context, requested)?;
+        // A refusal from the source drops the lease, freeing its slot.
+        let opened = self.source.open(&grant, context)?;
+        Ok((opened, lease))
+    }
+
+    /// Runs the admission checks from the extensions to the principal's
+    /// limit: the filter to open the source with, and the stream's lease
+    /// (its principal's slot, its expiry). The labels the authorizer
+    /// granted are added to `context`, which the source opens with.
+    fn lease(
+        &self,
+        context: &mut OpenContext,
+        requested: &Filter,
+    ) -> Result<(Filter, Lease), OpenError> {
         self.source
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
@@ -253,9 +325,12 @@ impl<S: Source> ListenService<S> {
             _ => None,
         };
         context.labels.extend_from_slice(grant.labels());
-        // A refusal from the source drops the slot, freeing it again.
-        let opened = self.source.open(grant.filter(), context)?;
-        Ok((opened, Lease { slot, expires_at }))
+        let lease = Lease {
+            slot,
+            expires_at,
+            ..Lease::default()
+        };
+        Ok((grant.filter().clone(), lease))
     }
 }
 

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{Implementation, RequestId};
+use futures_util::future::BoxFuture;
+use rmcp::model::{ErrorData, Implementation, RequestId};
 
 use super::pull::{Lease, Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use crate::filter::Filter;
-use crate::source::{CloseReason, SourceHandle};
+use crate::source::{CloseReason, Opened, SourceHandle};
 use crate::wire::response::{acknowledgement, completion, error_response};
 use crate::wire::{Message, SubscriptionId};
 
@@ -37,13 +38,31 @@ use crate::wire::{Message, SubscriptionId};
 /// Its principal's slot is given back the moment it ends, by any of these
 /// or by [`cancel`](Self::cancel).
 pub struct ListenStream<H: SourceHandle> {
-    pull: Pull<H>,
+    /// `None` while it waits for demand hooks, or once they refused it.
+    pull: Option<Pull<H>>,
+    waiting: Option<Waiting<H>>,
+    /// The reason its source is closed with if it is dropped, for a
+    /// source opened after waiting.
+    drop_reason: CloseReason,
     id: RequestId,
     /// The id as every message carries it, rendered once.
     stamp: SubscriptionId,
     granted: Filter,
     acknowledged: bool,
     server_info: Arc<Implementation>,
+}
+
+/// Opens a waiting stream's source given its attach's outcome.
+type OpenAfter<H> = dyn FnOnce(Result<(), ErrorData>) -> Result<Opened<H>, ErrorData> + Send;
+
+/// A stream admitted but not yet opened: it waits for the demand hooks'
+/// attach of its keys (see `demand`), then opens its source, or is
+/// answered with the refusal.
+pub(crate) struct Waiting<H> {
+    pub(crate) attach: BoxFuture<'static, Result<(), ErrorData>>,
+    /// Opens the source given the attach's outcome, or says why not.
+    pub(crate) open: Box<OpenAfter<H>>,
+    pub(crate) lease: Lease,
 }
 
 impl<H: SourceHandle> ListenStream<H> {
@@ -55,7 +74,30 @@ impl<H: SourceHandle> ListenStream<H> {
         lease: Lease,
     ) -> Self {
         Self {
-            pull: Pull::new(handle, lease),
+            pull: Some(Pull::new(handle, lease)),
+            waiting: None,
+            drop_reason: CloseReason::Disconnected,
+            stamp: SubscriptionId::new(&id),
+            id,
+            granted,
+            acknowledged: false,
+            server_info,
+        }
+    }
+
+    /// A stream that opens its source once `waiting` allows; `granted` is
+    /// what it asks of the source until then.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    pub(crate) fn waiting(
+        waiting: Waiting<H>,
+        id: RequestId,
+        granted: Filter,
+        server_info: Arc<Implementation>,
+    ) -> Self {
+        Self {
+            pull: None,
+            waiting: Some(waiting),
+            drop_reason: CloseReason::Disconnected,
             stamp: SubscriptionId::new(&id),
             id,
             granted,
@@ -69,7 +111,8 @@ impl<H: SourceHandle> ListenStream<H> {
         &self.id
     }
 
-    /// The filter the source granted, which the acknowledgement carries.
+    /// The filter the source granted, which the acknowledgement carries
+    /// (while it waits for demand hooks, what it will ask the source for).
     pub fn granted(&self) -> &Filter {
         &self.granted
     }
@@ -77,7 +120,7 @@ impl<H: SourceHandle> ListenStream<H> {
     /// Whether the stream has ended (its terminal message was produced, or
     /// it was cancelled).
     pub fn is_finished(&self) -> bool {
-        self.pull.is_finished()
+        self.waiting.is_none() && self.pull.as_ref().is_none_or(Pull::is_finished)
     }
 
     /// Sets the reason the source is closed with if the stream is dropped
@@ -85,7 +128,10 @@ impl<H: SourceHandle> ListenStream<H> {
     /// transport, where a closed response is the client cancelling, sets
     /// [`CloseReason::Cancelled`].
     pub fn set_drop_reason(&mut self, reason: CloseReason) {
-        self.pull.set_drop_reason(reason);
+        self.drop_reason = reason;
+        if let Some(pull) = &mut self.pull {
+            pull.set_drop_reason(reason);
+        }
     }
 
     /// The next message to write, or `None` once the stream has ended.
@@ -95,16 +141,31 @@ impl<H: SourceHandle> ListenStream<H> {
     /// Cancel-safe when the source's `next` is (as the [`Hub`](crate::Hub)'s
     /// is): dropping the future loses no event.
     pub async fn next_message(&mut self) -> Option<Message> {
-        if self.pull.is_finished() {
+        if self.is_finished() {
             return None;
         }
         if !self.acknowledged {
+            if let Some(waiting) = &mut self.waiting {
+                // Cancel-safe: the attach stays here until it settles.
+                let outcome = (&mut waiting.attach).await;
+                let waiting = self.waiting.take().expect("it was waiting");
+                match (waiting.open)(outcome) {
+                    Ok(opened) => {
+                        let mut pull = Pull::new(opened.handle, waiting.lease);
+                        pull.set_drop_reason(self.drop_reason);
+                        self.pull = Some(pull);
+                        self.granted = opened.granted;
+                    }
+                    // Its lease goes with it: nothing was opened.
+                    Err(error) => return Some(error_response(self.stamp.as_json(), &error).into()),
+                }
+            }
             self.acknowledged = true;
             return Some(acknowledgement(self.stamp.as_json(), &self.granted).into());
         }
         let mut skipped = 0u32;
         let message = loop {
-            match self.pull.next().await? {
+            match self.pull.as_mut()?.next().await? {
                 // Rule 5: what the client was not granted is never sent.
                 Pulled::Event(event) if !self.granted.matches(event.kind()) => {
                     skipped += 1;
@@ -125,7 +186,10 @@ impl<H: SourceHandle> ListenStream<H> {
     /// Ends the stream for `reason` without another message: the client
     /// cancelled it, or the transport is gone.
     pub fn cancel(&mut self, reason: CloseReason) {
-        self.pull.finish(reason);
+        self.waiting = None;
+        if let Some(pull) = &mut self.pull {
+            pull.finish(reason);
+        }
     }
 }
 

@@ -9,6 +9,7 @@ mod support;
 mod advertising;
 mod authorization;
 mod channel;
+mod demand;
 mod endpoint;
 mod extensions;
 mod http_answers;

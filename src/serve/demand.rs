@@ -1,0 +1,416 @@
+//! Demand hooks: the application told when a key (a resource URI, a task
+//! id) gains its first listen stream, before that stream is acknowledged,
+//! and again a grace period after its last one has gone.
+//!
+//! # Attaching
+//!
+//! A listen request whose keys include some that no stream of the service
+//! holds waits, before its acknowledgement and before its source is even
+//! opened, for the attach of each such key. An attach runs on a task of
+//! its own, so a client that gives up waiting cannot cut it short; every
+//! request that needs the key meanwhile waits for the same attach, so
+//! concurrent first listeners cause one. The request is all or nothing:
+//! if any of its keys is refused, it is answered with that error (a panic
+//! in the hook is `-32603`) and nothing is opened, while the keys that did
+//! attach are released as if a stream had left them.
+//!
+//! # Detaching
+//!
+//! When the last stream holding a key ends, the key stays attached for the
+//! grace period; a stream that arrives in that time finds it attached and
+//! waits for nothing. Once the grace has passed with no stream back, the
+//! detach hook runs, once. A key whose attach was refused was never
+//! attached, so it is never detached.
+//!
+//! # State
+//!
+//! One short lock over a map from key to its holders and phase; never
+//! held across an `.await` or a hook call. Each time a key goes from no
+//! entry to an entry it gets a new generation, so that a late attach
+//! outcome, grace timer or release of an older generation changes nothing.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use parking_lot::Mutex;
+use rmcp::model::{ErrorCode, ErrorData};
+use tokio::sync::watch;
+
+use crate::filter::InterestKey;
+
+/// What an attach settles to: `Ok`, or the error that refuses the listens
+/// waiting for it.
+type Outcome = Result<(), ErrorData>;
+
+type Attach = dyn Fn(InterestKey) -> BoxFuture<'static, Outcome> + Send + Sync;
+type Detach = dyn Fn(InterestKey) + Send + Sync;
+
+/// The grace a key stays attached after its last stream left, unless
+/// [`Demand::with_grace`] says otherwise: long enough that a client
+/// re-listening after a dropped connection (the crate's client waits
+/// about a second at first) finds its keys still attached.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+/// Hooks run as keys gain their first listen stream and lose their last
+/// (see the [module docs](self)); install them with
+/// [`ListenService::with_demand`](crate::ListenService::with_demand).
+///
+/// ```
+/// use mcp_subscriptions::{Demand, Hub, ListenService};
+/// use mcp_subscriptions::hub::InterestKey;
+///
+/// let demand = Demand::new(|key: InterestKey| async move {
+///     // Start watching the file, the feed, the upstream...
+///     println!("attach {key:?}");
+///     Ok(())
+/// })
+/// .on_detach(|key| println!("detach {key:?}"));
+/// let service = ListenService::new(Hub::new()).with_demand(demand);
+/// # let _ = service;
+/// ```
+#[derive(Clone)]
+pub struct Demand {
+    attach: Arc<Attach>,
+    detach: Arc<Detach>,
+    grace: Duration,
+}
+
+impl Demand {
+    /// Runs `attach` for each key that gains its first stream; the streams
+    /// that need it are acknowledged once it returns `Ok`, and refused with
+    /// its error otherwise.
+    pub fn new<A, F>(attach: A) -> Self
+    where
+        A: Fn(InterestKey) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), ErrorData>> + Send + 'static,
+    {
+        Self {
+            attach: Arc::new(move |key| attach(key).boxed()),
+            detach: Arc::new(|_| {}),
+            grace: DEFAULT_GRACE,
+        }
+    }
+
+    /// Runs `detach` once a key's last stream has been gone for the grace
+    /// period.
+    pub fn on_detach(mut self, detach: impl Fn(InterestKey) + Send + Sync + 'static) -> Self {
+        self.detach = Arc::new(detach);
+        self
+    }
+
+    /// How long a key stays attached after its last stream left (default
+    /// [`DEFAULT_GRACE`]).
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+}
+
+impl std::fmt::Debug for Demand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Demand")
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a key stands.
+enum Phase {
+    /// Its attach runs; its outcome is sent here.
+    Attaching(watch::Receiver<Option<Outcome>>),
+    Attached,
+}
+
+struct Key {
+    generation: u64,
+    /// Streams holding it, admitted or waiting.
+    holders: usize,
+    phase: Phase,
+}
+
+/// The keys of one service's streams, and the hooks.
+pub(crate) struct Keys {
+    hooks: Demand,
+    keys: Mutex<HashMap<InterestKey, Key>>,
+    /// Generations handed out, across keys.
+    generations: Mutex<u64>,
+}
+
+/// One stream's hold on its keys, released when dropped.
+pub(crate) struct Hold {
+    keys: Arc<Keys>,
+    held: Vec<(InterestKey, u64)>,
+}
+
+impl Keys {
+    pub(crate) fn new(hooks: Demand) -> Arc<Self> {
+        Arc::new(Self {
+            hooks,
+            keys: Mutex::new(HashMap::new()),
+            generations: Mutex::new(0),
+        })
+    }
+
+    /// Holds `wanted` for a stream, starting the attach of each key no
+    /// stream held. Returns the hold, and what to wait for before the
+    /// stream may be acknowledged: nothing, when every key was attached.
+    pub(crate) fn hold(
+        self: &Arc<Self>,
+        wanted: impl IntoIterator<Item = InterestKey>,
+    ) -> (Hold, Option<BoxFuture<'static, Outcome>>) {
+        let mut held = Vec::new();
+        let mut waits = Vec::new();
+        let mut starts = Vec::new();
+        {
+            let mut keys = self.keys.lock();
+            for key in wanted {
+                let entry = keys.entry(key.clone()).or_insert_with(|| {
+                    let generation = self.next_generation();
+                    let (sender, receiver) = watch::channel(None);
+                    starts.push((key.clone(), generation, sender));
+                    Key {
+                        generation,
+                        holders: 0,
+                        phase: Phase::Attaching(receiver),
+                    }
+                });
+                entry.holders += 1;
+                held.push((key, entry.generation));
+                if let Phase::Attaching(receiver) = &entry.phase {
+                    waits.push(receiver.clone());
+                }
+            }
+        }
+        // Started with no lock held: spawning runs no hook inline, but
+        // keeps the lock's reach to the map alone.
+        for (key, generation, sender) in starts {
+            self.start(key, generation, sender);
+        }
+        let hold = Hold {
+            keys: self.clone(),
+            held,
+        };
+        if waits.is_empty() {
+            return (hold, None);
+        }
+        let all = async move {
+            for mut receiver in waits {
+                let outcome = receiver
+                    .wait_for(Option::is_some)
+                    .await
+                    .map_err(|_| hook_failed("demand hook ended without an outcome"))?
+                    .clone();
+                outcome.expect("waited for an outcome")?;
+            }
+            Ok(())
+        };
+        (hold, Some(all.boxed()))
+    }
+
+    fn next_generation(&self) -> u64 {
+        let mut generations = self.generations.lock();
+        *generations += 1;
+        *generations
+    }
+
+    /// Runs the attach of `key` on a task of its own, then settles it.
+    fn start(
+        self: &Arc<Self>,
+        key: InterestKey,
+        generation: u64,
+        sender: watch::Sender<Option<Outcome>>,
+    ) {
+        let keys = self.clone();
+        tokio::spawn(async move {
+            let attach = AssertUnwindSafe(async { (keys.hooks.attach)(key.clone()).await });
+            let outcome = attach
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(hook_failed("demand hook panicked")));
+            keys.settle(&key, generation, outcome.is_ok());
+            tracing::debug!(target: "mcp_subscriptions", ?key, ok = outcome.is_ok(), "demand attach settled");
+            let _ = sender.send(Some(outcome));
+        });
+    }
+
+    /// Records `key`'s attach outcome: attached, or (refused) gone, so
+    /// that the next stream tries again. An attach whose streams all left
+    /// while it ran starts the grace at once.
+    fn settle(self: &Arc<Self>, key: &InterestKey, generation: u64, attached: bool) {
+        let idle = {
+            let mut keys = self.keys.lock();
+            let Some(entry) = keys.get_mut(key).filter(|e| e.generation == generation) else {
+                return;
+            };
+            if !attached {
+                keys.remove(key);
+                return;
+            }
+            entry.phase = Phase::Attached;
+            entry.holders == 0
+        };
+        if idle {
+            self.linger(key.clone(), generation);
+        }
+    }
+
+    /// One holder of `key` (of `generation`) fewer; the last one starts the
+    /// grace of an attached key.
+    fn release(self: &Arc<Self>, key: InterestKey, generation: u64) {
+        let idle = {
+            let mut keys = self.keys.lock();
+            let Some(entry) = keys.get_mut(&key).filter(|e| e.generation == generation) else {
+                return;
+            };
+            entry.holders -= 1;
+            entry.holders == 0 && matches!(entry.phase, Phase::Attached)
+        };
+        if idle {
+            self.linger(key, generation);
+        }
+    }
+
+    /// Detaches `key` after the grace, unless a stream holds it by then.
+    fn linger(self: &Arc<Self>, key: InterestKey, generation: u64) {
+        let keys = self.clone();
+        let detach = move || {
+            let gone = {
+                let mut map = keys.keys.lock();
+                let idle = map
+                    .get(&key)
+                    .is_some_and(|e| e.generation == generation && e.holders == 0);
+                if idle {
+                    map.remove(&key);
+                }
+                idle
+            };
+            if gone {
+                tracing::debug!(target: "mcp_subscriptions", ?key, "demand detach");
+                (keys.hooks.detach)(key);
+            }
+        };
+        let grace = self.hooks.grace;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    detach();
+                });
+            }
+            // A stream dropped outside any runtime (its last owner gone at
+            // shutdown): detach now rather than never.
+            Err(_) => detach(),
+        }
+    }
+
+    /// The keys held, for tests.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.keys.lock().len()
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        for (key, generation) in std::mem::take(&mut self.held) {
+            self.keys.release(key, generation);
+        }
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold")
+            .field("keys", &self.held.len())
+            .finish()
+    }
+}
+
+fn hook_failed(message: &'static str) -> ErrorData {
+    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn uri(u: &str) -> InterestKey {
+        InterestKey::Resource(u.into())
+    }
+
+    /// Hooks that count their calls; attach refuses `file:///refused`,
+    /// panics for `file:///panics`, and takes 10 ms.
+    fn counting() -> (Demand, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let (attached, detached) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, d) = (attached.clone(), detached.clone());
+        let demand = Demand::new(move |key| {
+            let a = a.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                a.fetch_add(1, Ordering::SeqCst);
+                match key {
+                    InterestKey::Resource(u) if u == "file:///refused" => {
+                        Err(ErrorData::invalid_params("not here", None))
+                    }
+                    InterestKey::Resource(u) if u == "file:///panics" => panic!("hook bug"),
+                    _ => Ok(()),
+                }
+            }
+        })
+        .on_detach(move |_| {
+            d.fetch_add(1, Ordering::SeqCst);
+        })
+        .with_grace(Duration::from_millis(50));
+        (demand, attached, detached)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_first_holders_cause_one_attach_and_the_last_one_detach() {
+        let (demand, attached, detached) = counting();
+        let keys = Keys::new(demand);
+        let (first, wait_first) = keys.hold([uri("file:///a")]);
+        let (second, wait_second) = keys.hold([uri("file:///a")]);
+        wait_first.unwrap().await.unwrap();
+        wait_second.unwrap().await.unwrap();
+        assert_eq!(attached.load(Ordering::SeqCst), 1);
+        let (third, wait) = keys.hold([uri("file:///a")]);
+        assert!(wait.is_none(), "an attached key waits for nothing");
+        drop((first, second, third));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Back within the grace: still attached, nothing to wait for.
+        let (back, wait) = keys.hold([uri("file:///a")]);
+        assert!(wait.is_none());
+        drop(back);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(detached.load(Ordering::SeqCst), 1);
+        assert_eq!(keys.held(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_or_panicking_attach_refuses_and_is_never_detached() {
+        let (demand, attached, detached) = counting();
+        let keys = Keys::new(demand);
+        let (hold, wait) = keys.hold([uri("file:///a"), uri("file:///refused")]);
+        let refused = wait.unwrap().await.unwrap_err();
+        assert_eq!(refused.message, "not here");
+        drop(hold);
+        let (hold, wait) = keys.hold([uri("file:///panics")]);
+        assert_eq!(
+            wait.unwrap().await.unwrap_err().code,
+            ErrorCode::INTERNAL_ERROR
+        );
+        drop(hold);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(attached.load(Ordering::SeqCst), 3, "one attach per key");
+        // Only the key that did attach is detached.
+        assert_eq!(detached.load(Ordering::SeqCst), 1);
+        assert_eq!(keys.held(), 0);
+    }
+}
