@@ -56,8 +56,12 @@ type Detach = dyn Fn(InterestKey) + Send + Sync;
 /// about a second at first) finds its keys still attached.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
-/// Hooks run as keys gain their first listen stream and lose their last
-/// (see the [module docs](self)); install them with
+/// Hooks run as keys gain their first listen stream and lose their last:
+/// an attach, on a task of its own, that every listen needing the key
+/// waits for before its source is opened and its acknowledgement sent
+/// (concurrent first listeners share one; a refusal or a panic refuses
+/// them all, all or nothing over each request's keys); and a detach, once,
+/// after the last stream has been gone for the grace. Install them with
 /// [`ListenService::with_demand`](crate::ListenService::with_demand).
 ///
 /// ```
