@@ -37,6 +37,18 @@ pub(crate) struct Lease {
     pub(crate) demand: Option<super::demand::Hold>,
 }
 
+impl Lease {
+    /// A lease of `slot` until `expires_at`, holding no keys yet.
+    pub(crate) fn new(slot: Option<Slot>, expires_at: Option<Instant>) -> Self {
+        Self {
+            slot,
+            expires_at,
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            demand: None,
+        }
+    }
+}
+
 pub(crate) struct Pull<H: SourceHandle> {
     handle: Option<H>,
     drop_reason: CloseReason,

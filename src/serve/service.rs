@@ -55,9 +55,10 @@ use crate::source::Source;
 /// 4. the principal, if any, holds fewer than its
 ///    [limit](Self::with_max_streams_per_principal) of open streams
 ///    (`-32603` `Subscription limit reached`);
-/// 5. with [demand hooks](Self::with_demand), the attach of each of its
-///    keys no stream held before (the hook's error, or `-32603` for a
-///    hook that panicked), waited for before the acknowledgement;
+/// 5. with demand hooks (`with_demand`, under a transport feature), the
+///    attach of each of its keys no stream held before (the hook's error,
+///    or `-32603` for a hook that panicked), waited for before the
+///    acknowledgement;
 /// 6. the source opens it, narrowing to what it serves (`-32603` for a full
 ///    hub).
 pub struct ListenService<S> {
@@ -325,12 +326,7 @@ impl<S: Source + 'static> ListenService<S> {
             _ => None,
         };
         context.labels.extend_from_slice(grant.labels());
-        let lease = Lease {
-            slot,
-            expires_at,
-            ..Lease::default()
-        };
-        Ok((grant.filter().clone(), lease))
+        Ok((grant.filter().clone(), Lease::new(slot, expires_at)))
     }
 }
 

@@ -73,16 +73,13 @@ impl<H: SourceHandle> ListenStream<H> {
         server_info: Arc<Implementation>,
         lease: Lease,
     ) -> Self {
-        Self {
-            pull: Some(Pull::new(handle, lease)),
-            waiting: None,
-            drop_reason: CloseReason::Disconnected,
-            stamp: SubscriptionId::new(&id),
+        Self::opening(
+            Some(Pull::new(handle, lease)),
+            None,
             id,
             granted,
-            acknowledged: false,
             server_info,
-        }
+        )
     }
 
     /// A stream that opens its source once `waiting` allows; `granted` is
@@ -94,9 +91,19 @@ impl<H: SourceHandle> ListenStream<H> {
         granted: Filter,
         server_info: Arc<Implementation>,
     ) -> Self {
+        Self::opening(None, Some(waiting), id, granted, server_info)
+    }
+
+    fn opening(
+        pull: Option<Pull<H>>,
+        waiting: Option<Waiting<H>>,
+        id: RequestId,
+        granted: Filter,
+        server_info: Arc<Implementation>,
+    ) -> Self {
         Self {
-            pull: None,
-            waiting: Some(waiting),
+            pull,
+            waiting,
             drop_reason: CloseReason::Disconnected,
             stamp: SubscriptionId::new(&id),
             id,
