@@ -22,14 +22,13 @@
 //! overload nothing a client needs is lost, and the memory is bounded by the
 //! number of distinct signals.
 
-use std::borrow::Borrow;
 use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::budget::Budget;
 use super::reader::{Reader, Settings, Storage};
 use super::succession::{Admission, Successions};
-use crate::event::{Event, EventKind, Succession};
+use crate::event::{Event, Succession};
 use crate::overflow::Overflow;
 use crate::sync::Arc;
 
@@ -56,14 +55,15 @@ impl Pushed {
 }
 
 /// A queued idempotent event, compared by its kind (two idempotent events
-/// of one kind render alike), so the pending set can be searched with an
-/// `&EventKind`.
+/// of one kind render alike) and its audience: a signal for some is no
+/// duplicate of one for others, in a queue that holds both (the relay's
+/// outbound queue), or of one for everyone.
 #[derive(Debug)]
 struct Pending(Event);
 
 impl PartialEq for Pending {
     fn eq(&self, other: &Self) -> bool {
-        self.0.kind() == other.0.kind()
+        self.0.kind() == other.0.kind() && self.0.audience() == other.0.audience()
     }
 }
 
@@ -72,12 +72,6 @@ impl Eq for Pending {}
 impl Hash for Pending {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.0.kind().hash(state);
-    }
-}
-
-impl Borrow<EventKind> for Pending {
-    fn borrow(&self) -> &EventKind {
-        self.0.kind()
     }
 }
 
@@ -259,7 +253,7 @@ impl<T: Queued> Bounded<T> {
         }
         let pending = self.rare.as_ref().and_then(|rare| rare.pending.as_ref());
         let coalescible = pending.is_some() && event.is_idempotent();
-        if coalescible && pending.is_some_and(|pending| pending.contains(event.kind())) {
+        if coalescible && pending.is_some_and(|pending| pending.contains(&Pending(event.clone()))) {
             self.coalesced += 1;
             return Pushed::Coalesced;
         }
@@ -379,7 +373,7 @@ impl<T: Queued> Bounded<T> {
         if let Some(pending) = &mut rare.pending
             && event.is_idempotent()
         {
-            pending.remove(event.kind());
+            pending.remove(&Pending(event.clone()));
         }
         if let (Some(successions), Some(succession)) = (&mut rare.successions, event.succession()) {
             if delivered {

@@ -23,6 +23,7 @@ use super::options::RelayOptions;
 use super::origins::{Heard, Origins};
 use super::shared::Inner;
 use super::stats::{add, bump};
+use crate::audience::Audience;
 use crate::backoff::{Backoff, random_below};
 use crate::event::Event;
 use crate::hub::{InterestChange, InterestKey, InterestWatch};
@@ -377,56 +378,46 @@ impl Driver {
     }
 
     /// Sends every queued event, up to `SEND_BATCH` at a time in one round
-    /// trip. A batch the broker did not acknowledge is lost, and counted
-    /// as dropped whole (part of it may have reached the broker): the next
-    /// heartbeat tells the others.
+    /// trip, each batch after the revocations queued before it (on the
+    /// catalog channel). A batch the broker did not acknowledge is lost,
+    /// and counted as dropped whole (part of it may have reached the
+    /// broker): the next heartbeat tells the others. Its revocations wait
+    /// for the next connection instead, ahead of any revoked since.
     async fn send_queued(&mut self, link: &mut Link) -> bool {
-        if !self.send_revocations(link).await {
-            return false;
-        }
         loop {
             // One short lock per batch, so a publisher never waits behind a
             // send.
-            let events = self.inner.outbound.lock().take(SEND_BATCH);
-            if events.is_empty() {
+            let (revocations, events) = self.inner.outbound.lock().take(SEND_BATCH);
+            if revocations.is_empty() && events.is_empty() {
                 return true;
             }
+            let mut messages: Vec<BusMessage> = revocations
+                .iter()
+                .map(|audience| self.revocation(audience))
+                .collect();
+            messages.extend(events.iter().map(|event| self.message(event)));
             let sent = events.len() as u64;
-            let messages = events.iter().map(|event| self.message(event)).collect();
             if !self.send(link, messages).await {
+                self.inner.outbound.lock().unsend(revocations);
                 add(&self.inner.counters.outbound_dropped, sent);
                 return false;
             }
             add(&self.inner.counters.published, sent);
+            add(
+                &self.inner.counters.revocations_sent,
+                revocations.len() as u64,
+            );
             bump(&self.inner.counters.batches);
         }
     }
 
-    /// Sends every queued revocation on the catalog channel; ones the
-    /// broker did not take wait for the next connection, ahead of any
-    /// revoked since.
-    async fn send_revocations(&mut self, link: &mut Link) -> bool {
-        let revocations = std::mem::take(&mut *self.inner.revocations.lock());
-        if revocations.is_empty() {
-            return true;
+    /// A revocation of `audience`'s streams, on the catalog channel.
+    fn revocation(&mut self, audience: &Audience) -> BusMessage {
+        let stamp = self.stamp(true);
+        BusMessage {
+            channel: self.catalog.clone(),
+            payload: envelope::encode_revoke(&self.inner.origin, stamp, audience),
         }
-        let messages = revocations
-            .iter()
-            .map(|audience| {
-                let stamp = self.stamp(true);
-                BusMessage {
-                    channel: self.catalog.clone(),
-                    payload: envelope::encode_revoke(&self.inner.origin, stamp, audience),
-                }
-            })
-            .collect();
-        if self.send(link, messages).await {
-            return true;
-        }
-        let mut queued = self.inner.revocations.lock();
-        let later = std::mem::replace(&mut *queued, revocations);
-        queued.extend(later);
-        false
     }
 
     /// An event as the message that carries it: on its key's channel, or
@@ -491,6 +482,7 @@ impl Driver {
             }
             Body::Revoke(audience) => {
                 self.inner.hub.revoke_here(&audience);
+                bump(&self.inner.counters.revocations_received);
             }
             Body::Heartbeat { .. } => {}
         }

@@ -12,6 +12,8 @@
 //!  "notification":{"method":"notifications/tools/list_changed","params":{}}}
 //! {"v":1,"origin":"9f..","seq":10,"order":15,"type":"revoke",
 //!  "audience":{"principals":["alice"]}}
+//! {"v":1,"origin":"9f..","seq":11,"order":16,"type":"revoke",
+//!  "audience":{"everyone":true}}
 //! ```
 //!
 //! The notification is the event's own rendering, spliced in as it is;
@@ -32,7 +34,8 @@
 //! `scoped`, with the principals and labels it names (never listener ids:
 //! those are the publishing hub's), and each receiver delivers it to its
 //! own members of the audience alone. A revocation travels as type
-//! `revoke` on the catalog channel. Both types were added to version 1:
+//! `revoke` on the catalog channel (a revocation of everyone as
+//! `"everyone":true`). Both types were added to version 1:
 //! a replica that predates them ignores a message of a type it does not
 //! know, so it never delivers a scoped event to anyone (it cannot tell who
 //! may see it) and does not revoke; a scoped event or a revocation on the
@@ -161,8 +164,12 @@ struct Header<'a> {
     audience: Option<WireAudience>,
 }
 
+/// An audience by name. `everyone` is only ever set on a revocation (a
+/// scoped event is never for everyone): a revocation of every stream.
 #[derive(Serialize, Deserialize)]
 struct WireAudience {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    everyone: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     principals: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -172,6 +179,7 @@ struct WireAudience {
 impl WireAudience {
     fn of(audience: &Audience) -> Self {
         Self {
+            everyone: audience.is_everyone(),
             principals: audience
                 .principals()
                 .iter()
@@ -182,6 +190,9 @@ impl WireAudience {
     }
 
     fn into_audience(self) -> Audience {
+        if self.everyone {
+            return Audience::everyone();
+        }
         let audience = self
             .principals
             .into_iter()
@@ -454,6 +465,11 @@ mod tests {
 
         let revoke = decode(&encode_revoke("o", Stamp { seq: 3, order: 3 }, &audience)).unwrap();
         assert!(matches!(revoke.body, Body::Revoke(a) if a == audience));
+        for whom in [Audience::everyone(), Audience::nobody()] {
+            let bytes = encode_revoke("o", Stamp { seq: 4, order: 4 }, &whom);
+            let revoke = decode(&bytes).unwrap();
+            assert!(matches!(revoke.body, Body::Revoke(a) if a == whom));
+        }
         // A scoped event without its audience is dropped, never widened.
         let bare = br#"{"v":1,"origin":"o","type":"scoped","notification":{"method":"notifications/tools/list_changed"}}"#;
         assert!(decode(bare).is_none());

@@ -75,7 +75,6 @@ impl Relay {
             hub: hub.clone(),
             origin: origin_id(),
             outbound: Mutex::new(Outbound::new(options.outbound_capacity)),
-            revocations: Mutex::new(Vec::new()),
             wake: Notify::new(),
             closing: Notify::new(),
             counters: Counters::default(),
@@ -150,7 +149,7 @@ impl Forward for Inner {
     }
 
     fn revoke(&self, audience: Audience) {
-        self.revocations.lock().push(audience);
+        self.outbound.lock().revoke(audience);
         self.wake.notify_one();
     }
 }

@@ -13,9 +13,16 @@
 //! It is the hub's own bounded queue (`hub/bounded.rs`) under drop-oldest
 //! with coalescing, with no reader waiting on it: the relay's task takes
 //! what is queued when the broker is ready.
+//!
+//! Revocations wait beside the events: rare, and never dropped for room (a
+//! stream that outlives its revocation is worse than a late event), so a
+//! plain list. They are taken with each batch, under the same lock, and
+//! sent ahead of it, so an event published after a revocation never
+//! reaches another replica before it.
 
 use std::collections::VecDeque;
 
+use crate::audience::Audience;
 use crate::event::Event;
 use crate::hub::bounded::{Bounded, Pushed};
 use crate::hub::reader::{Reader, Settings, Storage};
@@ -27,6 +34,7 @@ pub(crate) struct Outbound {
     /// push did.
     reader: Reader,
     events: Bounded,
+    revocations: Vec<Audience>,
 }
 
 impl Outbound {
@@ -40,7 +48,21 @@ impl Outbound {
         Self {
             reader: Reader::new(),
             events: Bounded::new(settings, None, VecDeque::new(), 0),
+            revocations: Vec::new(),
         }
+    }
+
+    /// Queues the revocation of `audience`, ahead of every event queued
+    /// after it.
+    pub(crate) fn revoke(&mut self, audience: Audience) {
+        self.revocations.push(audience);
+    }
+
+    /// Puts back revocations the broker did not take, ahead of any queued
+    /// since.
+    pub(crate) fn unsend(&mut self, mut revocations: Vec<Audience>) {
+        revocations.append(&mut self.revocations);
+        self.revocations = revocations;
     }
 
     /// Queues `event`: [`Pushed::Queued`], [`Pushed::DroppedOldest`] or
@@ -56,9 +78,14 @@ impl Outbound {
         self.events.take(&mut self.reader)
     }
 
-    /// The oldest `max` events, or all of them when fewer are queued.
-    pub(crate) fn take(&mut self, max: usize) -> Vec<Event> {
-        std::iter::from_fn(|| self.pop()).take(max).collect()
+    /// Every queued revocation, and the oldest `max` events (all of them
+    /// when fewer are queued): the revocations go first.
+    pub(crate) fn take(&mut self, max: usize) -> (Vec<Audience>, Vec<Event>) {
+        let revocations = std::mem::take(&mut self.revocations);
+        (
+            revocations,
+            std::iter::from_fn(|| self.pop()).take(max).collect(),
+        )
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -86,8 +113,8 @@ mod tests {
             Pushed::DroppedOldest
         );
         assert_eq!(queue.len(), 2);
-        assert_eq!(queue.take(1), [Event::resource_updated("b")]);
-        assert_eq!(queue.take(5), [Event::tools_list_changed()]);
+        assert_eq!(queue.take(1).1, [Event::resource_updated("b")]);
+        assert_eq!(queue.take(5).1, [Event::tools_list_changed()]);
         assert_eq!(queue.pop(), None);
         assert_eq!(queue.push(Event::resource_updated("b")), Pushed::Queued);
     }
@@ -107,6 +134,39 @@ mod tests {
             Pushed::Coalesced,
             "older than pending"
         );
-        assert_eq!(queue.take(5), [Event::tools_list_changed(), status(3)]);
+        assert_eq!(queue.take(5).1, [Event::tools_list_changed(), status(3)]);
+    }
+
+    #[test]
+    fn a_signal_for_some_is_no_duplicate_of_one_for_others() {
+        let mut queue = Outbound::new(8);
+        let for_alice = || Event::tools_list_changed().with_audience(Audience::principal("alice"));
+        assert_eq!(queue.push(for_alice()), Pushed::Queued);
+        assert_eq!(queue.push(Event::tools_list_changed()), Pushed::Queued);
+        assert_eq!(queue.push(for_alice()), Pushed::Coalesced);
+        assert_eq!(
+            queue.push(Event::tools_list_changed().with_audience(Audience::nobody())),
+            Pushed::Queued
+        );
+        assert_eq!(queue.take(8).1.len(), 3);
+    }
+
+    #[test]
+    fn revocations_go_ahead_of_the_events_queued_after_them() {
+        let mut queue = Outbound::new(8);
+        queue.push(Event::tools_list_changed());
+        queue.revoke(Audience::principal("alice"));
+        queue.push(Event::prompts_list_changed());
+        let (revocations, events) = queue.take(1);
+        assert_eq!(revocations, [Audience::principal("alice")]);
+        assert_eq!(events, [Event::tools_list_changed()]);
+        queue.revoke(Audience::label("b"));
+        queue.unsend(revocations);
+        let (revocations, events) = queue.take(8);
+        assert_eq!(
+            revocations,
+            [Audience::principal("alice"), Audience::label("b")]
+        );
+        assert_eq!(events, [Event::prompts_list_changed()]);
     }
 }

@@ -7,21 +7,15 @@ use tokio::sync::Notify;
 
 use super::outbound::Outbound;
 use super::stats::Counters;
-use crate::audience::Audience;
 use crate::hub::Hub;
 
 /// What the handles and the relay's task share.
 pub(crate) struct Inner {
     pub(crate) hub: Hub,
     pub(crate) origin: String,
-    /// A short lock: a publisher pushes and the task pops, one event each,
-    /// never across an `.await`.
+    /// A short lock: a publisher pushes and the task pops, one event (or
+    /// revocation) each, never across an `.await`.
     pub(crate) outbound: Mutex<Outbound>,
-    /// Revocations to send, before any event queued after them: rare, and
-    /// never dropped for room (a stream that outlives its revocation is
-    /// worse than a late event), so a plain list; one the broker did not
-    /// take goes back to its front.
-    pub(crate) revocations: Mutex<Vec<Audience>>,
     /// Wakes the task for an outbound event or for closing. `notify_one`
     /// keeps a permit when the task is busy, so no wake-up is lost, and it
     /// never blocks a publisher.

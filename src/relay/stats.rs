@@ -17,6 +17,11 @@ pub struct RelayStats {
     pub received: u64,
     /// Messages this replica sent that came back to it, ignored.
     pub echo_skipped: u64,
+    /// Revocations ([`Hub::revoke`](crate::Hub::revoke)) sent to the other
+    /// replicas.
+    pub revocations_sent: u64,
+    /// Revocations from other replicas applied to the local hub.
+    pub revocations_received: u64,
     /// Events lost before reaching the broker: dropped by the outbound
     /// queue because it was full (the broker slow or away), or in a batch
     /// the broker did not acknowledge in time (counted whole).
@@ -61,6 +66,9 @@ impl RelayStats {
         counter!("mcp_subscriptions_relay_batches_total").absolute(self.batches);
         counter!("mcp_subscriptions_relay_received_total").absolute(self.received);
         counter!("mcp_subscriptions_relay_echo_skipped_total").absolute(self.echo_skipped);
+        counter!("mcp_subscriptions_relay_revocations_sent_total").absolute(self.revocations_sent);
+        counter!("mcp_subscriptions_relay_revocations_received_total")
+            .absolute(self.revocations_received);
         counter!("mcp_subscriptions_relay_outbound_dropped_total").absolute(self.outbound_dropped);
         counter!("mcp_subscriptions_relay_outbound_coalesced_total")
             .absolute(self.outbound_coalesced);
@@ -83,6 +91,8 @@ pub(crate) struct Counters {
     pub(crate) batches: AtomicU64,
     pub(crate) received: AtomicU64,
     pub(crate) echo_skipped: AtomicU64,
+    pub(crate) revocations_sent: AtomicU64,
+    pub(crate) revocations_received: AtomicU64,
     pub(crate) outbound_dropped: AtomicU64,
     pub(crate) outbound_coalesced: AtomicU64,
     pub(crate) reconnects: AtomicU64,
@@ -113,6 +123,8 @@ impl Counters {
             batches: read(&self.batches),
             received: read(&self.received),
             echo_skipped: read(&self.echo_skipped),
+            revocations_sent: read(&self.revocations_sent),
+            revocations_received: read(&self.revocations_received),
             outbound_dropped: read(&self.outbound_dropped),
             outbound_coalesced: read(&self.outbound_coalesced),
             outbound_queued: outbound_queued as u64,

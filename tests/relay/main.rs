@@ -1,7 +1,8 @@
 //! The cross-replica relay against real brokers, each started on a free
 //! loopback port per test: Redis Pub/Sub and a Redis Cluster (`redis`),
 //! core NATS (`nats`), faults on schedules a test controls through a TCP
-//! proxy (`faults`), and a bounded chaos run over both brokers (`chaos`).
+//! proxy (`faults`), a bounded chaos run over both brokers (`chaos`), and
+//! audiences and revocation across replicas over both (`audiences`).
 
 #![cfg(any(feature = "redis", feature = "nats"))]
 
@@ -14,6 +15,7 @@ mod waiting;
 
 mod replicas;
 
+mod audiences;
 mod chaos;
 #[cfg(feature = "redis")]
 mod faults;
