@@ -14,6 +14,7 @@
 //!   installs for every binary built on it, so that the benches and the
 //!   report run on the same allocator.
 
+mod audiences;
 mod client;
 mod fanout;
 mod held;
@@ -27,6 +28,7 @@ mod sparse;
 
 use std::time::Duration;
 
+pub use audiences::{Ending, Revocation, Scoped};
 pub use client::{ClientBench, ClientRun, ListenClient};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};

@@ -1,6 +1,8 @@
-//! The opt-in bearer-token mode (`--bearer-token PRINCIPAL:TOKEN`): a layer
-//! in front of every route that turns a token into a [`Principal`], and an
-//! authorizer that lets each principal watch only what is its own.
+//! The opt-in bearer-token mode (`--bearer-token PRINCIPAL:TOKEN[:TENANT]`):
+//! a layer in front of every route that turns a token into a
+//! [`Principal`], and an authorizer that lets each principal watch only
+//! what is its own and labels its streams with its tenant, so that events
+//! scoped to the tenant reach them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,29 +13,72 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use mcp_subscriptions::error::OpenError;
-use mcp_subscriptions::{Filter, OpenContext, Principal, tasks};
+use mcp_subscriptions::{Filter, Grant, Label, OpenContext, Principal, tasks};
 use rmcp::model::ErrorData;
 use serde_json::Value;
 
 use crate::tasks::Tasks;
 
-/// Bearer tokens and the principal each one stands for.
+/// One `--bearer-token`: the principal a token stands for, and its tenant.
+#[derive(Clone, Debug)]
+pub(crate) struct BearerToken {
+    pub(crate) principal: String,
+    pub(crate) token: String,
+    pub(crate) tenant: Option<String>,
+}
+
+/// `PRINCIPAL:TOKEN[:TENANT]`, each part non-empty.
+pub(crate) fn bearer_token(value: &str) -> Result<BearerToken, String> {
+    let mut parts = value.splitn(3, ':');
+    let (Some(principal), Some(token)) = (parts.next(), parts.next()) else {
+        return Err("expected PRINCIPAL:TOKEN[:TENANT]".to_owned());
+    };
+    let tenant = parts.next();
+    if principal.is_empty() || token.is_empty() || tenant == Some("") {
+        return Err("expected PRINCIPAL:TOKEN[:TENANT], each part non-empty".to_owned());
+    }
+    Ok(BearerToken {
+        principal: principal.to_owned(),
+        token: token.to_owned(),
+        tenant: tenant.map(str::to_owned),
+    })
+}
+
+/// The label a tenant's streams carry, and that the triggers' `tenant`
+/// argument scopes an event to.
+pub(crate) fn tenant_label(tenant: &str) -> Label {
+    Label::new(format!("tenant:{tenant}"))
+}
+
+/// Bearer tokens and the principal each one stands for, and each
+/// principal's tenant.
 #[derive(Clone, Default)]
-pub(crate) struct Tokens(Arc<HashMap<String, Principal>>);
+pub(crate) struct Tokens {
+    principals: Arc<HashMap<String, Principal>>,
+    tenants: Arc<HashMap<Principal, Label>>,
+}
 
 impl Tokens {
-    /// From `PRINCIPAL:TOKEN` pairs.
-    pub(crate) fn new(pairs: &[(String, String)]) -> Self {
-        let map = pairs
+    /// From the `--bearer-token` options.
+    pub(crate) fn new(tokens: &[BearerToken]) -> Self {
+        let principal = |token: &BearerToken| Principal::new(token.principal.as_str());
+        let principals = tokens
             .iter()
-            .map(|(principal, token)| (token.clone(), Principal::new(principal.as_str())))
+            .map(|token| (token.token.clone(), principal(token)))
             .collect();
-        Self(Arc::new(map))
+        let tenants = tokens
+            .iter()
+            .filter_map(|token| Some((principal(token), tenant_label(token.tenant.as_ref()?))))
+            .collect();
+        Self {
+            principals: Arc::new(principals),
+            tenants: Arc::new(tenants),
+        }
     }
 
     /// Whether the mode is on.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.principals.is_empty()
     }
 
     /// The layer's work: a request with a known token goes on with its
@@ -44,7 +89,7 @@ impl Tokens {
             .get(AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "));
-        match token.and_then(|token| self.0.get(token)) {
+        match token.and_then(|token| self.principals.get(token)) {
             Some(principal) => {
                 request.extensions_mut().insert(principal.clone());
                 next.run(request).await
@@ -61,10 +106,12 @@ impl Tokens {
 
 /// What each principal may watch: every list change, the resources under
 /// `file:///<principal>/`, and the tasks it started (`taskIds: true` becomes
-/// exactly those). A request without a principal is refused.
+/// exactly those); its streams carry its tenant's label. A request without
+/// a principal is refused.
 pub(crate) fn authorizer(
+    tokens: Tokens,
     tasks: Tasks,
-) -> impl Fn(&OpenContext, &Filter) -> Result<Filter, OpenError> {
+) -> impl Fn(&OpenContext, &Filter) -> Result<Grant, OpenError> {
     move |context, requested| {
         let Some(principal) = &context.principal else {
             return Err(OpenError::Refused(ErrorData::invalid_request(
@@ -95,6 +142,10 @@ pub(crate) fn authorizer(
         if !owned.is_empty() {
             allowed = allowed.with_extension(tasks::TASK_IDS, Value::Array(owned));
         }
-        Ok(allowed)
+        let grant = Grant::new(allowed);
+        Ok(match tokens.tenants.get(principal) {
+            Some(tenant) => grant.with_label(tenant.clone()),
+            None => grant,
+        })
     }
 }

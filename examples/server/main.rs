@@ -20,10 +20,18 @@
 //! tools. Ctrl-C or SIGTERM completes every open stream gracefully before
 //! the process exits.
 //!
-//! With `--bearer-token PRINCIPAL:TOKEN` (any number of them), every HTTP
-//! request needs one of the tokens, and each principal may watch only its
-//! own resources (`file:///<principal>/...`) and the tasks it started
-//! (`auth.rs`).
+//! With `--bearer-token PRINCIPAL:TOKEN[:TENANT]` (any number of them),
+//! every HTTP request needs one of the tokens, each principal may watch only
+//! its own resources (`file:///<principal>/...`) and the tasks it started,
+//! and its streams carry the label `tenant:<TENANT>` (`auth.rs`). The
+//! triggers then take optional `principal` and `tenant` arguments that
+//! scope the event to those streams, and `test_revoke {principal}` ends
+//! that principal's streams (on every replica, when relayed) with `-32003`
+//! and `data: {"reason":"revoked"}`.
+//!
+//! A demand hook logs each key (a resource URI, a task id) as it gains its
+//! first listen stream and, five seconds after its last has gone, as it
+//! loses it.
 //!
 //! With `--relay redis://HOST:PORT`, `redis+cluster://HOST:PORT,...` or
 //! `nats://HOST:PORT` (a build
@@ -47,7 +55,8 @@ use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{
-    Capabilities, Event, Hub, ListenService, Overflow, Principal, WithSubscriptions,
+    Audience, Capabilities, Demand, Event, Hub, ListenService, Overflow, Principal,
+    WithSubscriptions,
 };
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use replicas::Replica;
@@ -143,16 +152,16 @@ struct Options {
         value_parser = cli::at_least_one
     )]
     max_streams_per_principal: Option<usize>,
-    /// Require this bearer token for that principal over HTTP; repeat for
-    /// more (a comma-separated list in the environment)
+    /// Require this bearer token for that principal (of that tenant) over
+    /// HTTP; repeat for more (a comma-separated list in the environment)
     #[arg(
         long = "bearer-token",
         env = "MCP_SUBSCRIPTIONS_BEARER_TOKENS",
-        value_name = "PRINCIPAL:TOKEN",
+        value_name = "PRINCIPAL:TOKEN[:TENANT]",
         value_delimiter = ',',
-        value_parser = principal_token
+        value_parser = auth::bearer_token
     )]
-    bearer_tokens: Vec<(String, String)>,
+    bearer_tokens: Vec<auth::BearerToken>,
     /// Join the other replicas through this broker (redis://HOST:PORT,
     /// redis+cluster://HOST:PORT[,HOST:PORT...] or nats://HOST:PORT):
     /// changes triggered here reach their listeners, and theirs reach ours
@@ -163,16 +172,6 @@ struct Options {
         value_parser = replicas::broker
     )]
     relay: Option<replicas::Broker>,
-}
-
-/// `PRINCIPAL:TOKEN`, both non-empty.
-fn principal_token(value: &str) -> Result<(String, String), String> {
-    match value.split_once(':') {
-        Some((principal, token)) if !principal.is_empty() && !token.is_empty() => {
-            Ok((principal.to_owned(), token.to_owned()))
-        }
-        _ => Err("expected PRINCIPAL:TOKEN".to_owned()),
-    }
 }
 
 /// The MCP server: its tools publish into the hub (and, relayed, to the
@@ -192,10 +191,46 @@ struct TaskArgs {
     interval_ms: u64,
 }
 
+/// Who a triggered event is for: everyone, unless a principal or a tenant
+/// (or both: the streams of either) is named.
+#[derive(Deserialize, schemars::JsonSchema, Default)]
+struct Scope {
+    /// Only this principal's streams get the event.
+    #[serde(default)]
+    principal: Option<String>,
+    /// Only the streams of this tenant's principals get the event.
+    #[serde(default)]
+    tenant: Option<String>,
+}
+
+impl Scope {
+    fn audience(&self) -> Audience {
+        if self.principal.is_none() && self.tenant.is_none() {
+            return Audience::everyone();
+        }
+        let mut audience = Audience::nobody();
+        if let Some(principal) = &self.principal {
+            audience = audience.with_principal(principal.as_str());
+        }
+        if let Some(tenant) = &self.tenant {
+            audience = audience.with_label(auth::tenant_label(tenant));
+        }
+        audience
+    }
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 struct UriArgs {
     /// The resource that changed.
     uri: String,
+    #[serde(flatten)]
+    scope: Scope,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct RevokeArgs {
+    /// The principal whose streams end.
+    principal: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -225,25 +260,45 @@ impl DemoServer {
         }
     }
 
-    #[tool(description = "Publish notifications/tools/list_changed")]
-    fn test_trigger_tool_change(&self) -> String {
-        let report = self.replica.hub().publish(Event::tools_list_changed());
-        format!("queued for {} listeners", report.queued)
-    }
-
-    #[tool(description = "Publish notifications/prompts/list_changed")]
-    fn test_trigger_prompt_change(&self) -> String {
-        let report = self.replica.hub().publish(Event::prompts_list_changed());
-        format!("queued for {} listeners", report.queued)
-    }
-
-    #[tool(description = "Publish notifications/resources/updated for a URI")]
-    fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
+    /// Publishes `event` for `scope`'s audience.
+    fn publish(&self, event: Event, scope: &Scope) -> String {
         let report = self
             .replica
             .hub()
-            .publish(Event::resource_updated(args.uri));
+            .publish(event.with_audience(scope.audience()));
         format!("queued for {} listeners", report.queued)
+    }
+
+    #[tool(
+        description = "Publish notifications/tools/list_changed, for everyone or for a principal or tenant"
+    )]
+    fn test_trigger_tool_change(&self, Parameters(scope): Parameters<Scope>) -> String {
+        self.publish(Event::tools_list_changed(), &scope)
+    }
+
+    #[tool(
+        description = "Publish notifications/prompts/list_changed, for everyone or for a principal or tenant"
+    )]
+    fn test_trigger_prompt_change(&self, Parameters(scope): Parameters<Scope>) -> String {
+        self.publish(Event::prompts_list_changed(), &scope)
+    }
+
+    #[tool(
+        description = "Publish notifications/resources/updated for a URI, for everyone or for a principal or tenant"
+    )]
+    fn test_trigger_resource_update(&self, Parameters(args): Parameters<UriArgs>) -> String {
+        self.publish(Event::resource_updated(args.uri), &args.scope)
+    }
+
+    #[tool(
+        description = "End every listen stream of a principal, on every replica, with -32003 {\"reason\":\"revoked\"}"
+    )]
+    fn test_revoke(&self, Parameters(args): Parameters<RevokeArgs>) -> String {
+        let ended = self
+            .replica
+            .hub()
+            .revoke(&Audience::principal(args.principal.as_str()));
+        format!("revoked {ended} streams here")
     }
 
     #[tool(
@@ -362,6 +417,16 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<tokio::net::TcpLi
     socket.listen(4096)
 }
 
+/// Demand hooks that log: where a real server would start watching a file
+/// or an upstream when a URI gains its first stream, and stop after.
+fn logged_demand() -> Demand {
+    Demand::new(|key| async move {
+        tracing::info!(?key, "attach: the first listen stream of this key");
+        Ok(())
+    })
+    .on_detach(|key| tracing::info!(?key, "detach: no listen stream of this key is left"))
+}
+
 fn server_info() -> Implementation {
     Implementation::new("mcp-subscriptions-example", env!("CARGO_PKG_VERSION"))
 }
@@ -394,6 +459,7 @@ async fn serve_http(
     replica: Replica,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
+    tokens: auth::Tokens,
     options: &Options,
     metrics: PrometheusHandle,
     shutdown: Shutdown,
@@ -411,7 +477,6 @@ async fn serve_http(
     let mut mcp_routes = axum::Router::new()
         .route("/mcp", http.into_method_router())
         .route("/mcp/notifications/{channel}", channel.into_method_router());
-    let tokens = auth::Tokens::new(&options.bearer_tokens);
     if !tokens.is_empty() {
         mcp_routes = mcp_routes.layer(axum::middleware::from_fn(move |request, next| {
             tokens.clone().authenticate(request, next)
@@ -515,9 +580,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let replica = Replica::join(hub.clone(), options.relay.clone());
     let tasks = tasks::Tasks::default();
-    let mut listen = ListenService::new(hub.clone()).with_server_info(server_info());
-    if !options.bearer_tokens.is_empty() {
-        listen = listen.with_authorizer(auth::authorizer(tasks.clone()));
+    let mut listen = ListenService::new(hub.clone())
+        .with_server_info(server_info())
+        .with_demand(logged_demand());
+    let tokens = auth::Tokens::new(&options.bearer_tokens);
+    if !tokens.is_empty() {
+        listen = listen.with_authorizer(auth::authorizer(tokens.clone(), tasks.clone()));
     }
     if let Some(limit) = options.max_streams_per_principal {
         listen = listen.with_max_streams_per_principal(limit);
@@ -533,6 +601,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         std::process::exit(0)
     } else {
-        Ok(serve_http(replica, tasks, listen, &options, metrics, shutdown).await?)
+        Ok(serve_http(replica, tasks, listen, tokens, &options, metrics, shutdown).await?)
     }
 }

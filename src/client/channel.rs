@@ -109,7 +109,7 @@ impl ChannelStream {
                         return Ok(event);
                     }
                 }
-                Frame::Error(error) => return Err(End::Failed(error)),
+                Frame::Error(error) => return Err(End::failed(error)),
             }
         }
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use rmcp::model::ErrorData;
 
 use super::error::ProtocolError;
-use crate::error::{OVERFLOW_ERROR_CODE, StreamError};
+use crate::error::{OVERFLOW_ERROR_CODE, REVOKED_ERROR_CODE, StreamError};
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::source::Next;
@@ -81,20 +81,56 @@ pub enum End {
     },
     /// The server broke the protocol; the stream was closed.
     Protocol(ProtocolError),
+    /// The server revoked the authorization the stream was opened with
+    /// ([`REVOKED_ERROR_CODE`], `data: {"reason":"revoked"}`). Never
+    /// re-listened with the same credentials: only when a
+    /// [`Credentials`](super::Credentials) hook gives new ones.
+    Revoked(ErrorData),
+    /// The authorization the stream was opened with expired
+    /// ([`REVOKED_ERROR_CODE`], `data: {"reason":"expired"}`); re-listened
+    /// as [`End::Revoked`] is.
+    Expired(ErrorData),
 }
 
 impl End {
+    /// The end a server's JSON-RPC error makes: [`End::Revoked`] or
+    /// [`End::Expired`] for [`REVOKED_ERROR_CODE`] with that reason,
+    /// [`End::Failed`] for any other.
+    pub(super) fn failed(error: ErrorData) -> Self {
+        let reason = error.data.as_ref().and_then(|data| data.get("reason"));
+        match reason.and_then(|reason| reason.as_str()) {
+            Some("revoked") if error.code == REVOKED_ERROR_CODE => Self::Revoked(error),
+            Some("expired") if error.code == REVOKED_ERROR_CODE => Self::Expired(error),
+            _ => Self::Failed(error),
+        }
+    }
+
+    /// The server's JSON-RPC error, for the ends that carry one.
+    pub fn error(&self) -> Option<&ErrorData> {
+        match self {
+            Self::Failed(error) | Self::Revoked(error) | Self::Expired(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the server ended the stream for its authorization: revoked
+    /// or expired.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, Self::Revoked(_) | Self::Expired(_))
+    }
+
     /// Whether the server dropped us for overflowing its queue.
     pub fn is_server_overflow(&self) -> bool {
         matches!(self, Self::Failed(error) if error.code == OVERFLOW_ERROR_CODE)
     }
 
     /// Whether a re-listen may follow this end: an abrupt end, an unserved
-    /// channel ask or a server overflow, never a cancel, a protocol error or
-    /// (unless asked) a graceful end.
+    /// channel ask, a server overflow or (with new credentials) a revoked or
+    /// expired authorization; never a cancel, a protocol error or (unless
+    /// asked) a graceful end.
     pub(crate) fn may_relisten(&self, after_complete: bool) -> bool {
         match self {
-            Self::Abrupt(_) | Self::NotServed => true,
+            Self::Abrupt(_) | Self::NotServed | Self::Revoked(_) | Self::Expired(_) => true,
             Self::Failed(_) => self.is_server_overflow(),
             Self::Complete => after_complete,
             _ => false,
@@ -106,7 +142,7 @@ impl End {
     pub(super) fn of(last: Next) -> Self {
         match last {
             Next::Complete => Self::Complete,
-            Next::Failed(err) => Self::Failed(err.to_error_data()),
+            Next::Failed(err) => Self::failed(err.to_error_data()),
             _ => Self::Abrupt("the source closed the stream".into()),
         }
     }
@@ -116,7 +152,7 @@ impl End {
     pub(super) fn as_next(&self) -> Next {
         let error = match self {
             Self::Complete => return Next::Complete,
-            Self::Failed(error) => error.clone(),
+            Self::Failed(error) | Self::Revoked(error) | Self::Expired(error) => error.clone(),
             other => ErrorData::internal_error(other.to_string(), None),
         };
         Next::Failed(StreamError::Source(Box::new(error)))
@@ -135,6 +171,8 @@ impl fmt::Display for End {
                 write!(f, "the client's buffer overflowed, losing {dropped} events")
             }
             Self::Protocol(err) => write!(f, "protocol error: {err}"),
+            Self::Revoked(error) => write!(f, "revoked by the server: {}", error.message),
+            Self::Expired(error) => write!(f, "expired: {}", error.message),
         }
     }
 }

@@ -87,7 +87,8 @@ pub use buffer::BufferStats;
 pub use error::{ProtocolError, SubscribeError};
 pub use item::{End, Item, Relistening};
 pub use options::{
-    BufferPolicy, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, Relisten, SubscribeOptions,
+    BufferPolicy, Credentials, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, Headers, Relisten,
+    SubscribeOptions,
 };
 pub use stdio::StdioClient;
 pub use subscription::Subscription;

@@ -1,11 +1,16 @@
 //! What a subscription is opened with: its buffer, its patience, and
 //! whether it listens again.
 
+use std::fmt;
+use std::future::Future;
 use std::num::NonZeroUsize;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, Implementation};
 
+use super::item::End;
 use crate::backoff::Backoff;
 use crate::overflow::Overflow;
 
@@ -108,6 +113,50 @@ impl Relisten {
     }
 }
 
+/// Headers a [`Credentials`] hook gives: name and value, such as
+/// `("authorization", "Bearer …")`.
+pub type Headers = Vec<(String, String)>;
+
+type Refresh = dyn Fn(&End) -> Pin<Box<dyn Future<Output = Option<Headers>> + Send>> + Send + Sync;
+
+/// A hook called before each re-listen, with the end that started
+/// re-listening, for fresh credentials: an OAuth token refreshed after
+/// [`End::Expired`], say. The headers it gives replace those of the same
+/// name (ASCII case aside) for that attempt and every later one; `None`
+/// keeps the current ones.
+///
+/// After [`End::Revoked`] or [`End::Expired`] a subscription listens again
+/// only with credentials that differ from those the server ended: a hook
+/// that gives none (or the same) ends the subscription there, and without
+/// a hook it ends at once.
+#[derive(Clone)]
+pub struct Credentials(Arc<Refresh>);
+
+impl Credentials {
+    /// Calls `refresh` before each re-listen.
+    pub fn new<F, Fut>(refresh: F) -> Self
+    where
+        F: Fn(&End) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<Headers>> + Send + 'static,
+    {
+        Self(Arc::new(move |end| Box::pin(refresh(end))))
+    }
+
+    /// Asks the hook, and puts what it gives into `headers`.
+    pub(super) async fn refresh(&self, end: &End, headers: &mut Headers) {
+        for (name, value) in (self.0)(end).await.unwrap_or_default() {
+            headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&name));
+            headers.push((name, value));
+        }
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credentials(..)")
+    }
+}
+
 /// How a [`Subscription`](super::Subscription) is opened.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -131,7 +180,9 @@ pub struct SubscribeOptions {
     pub client_capabilities: ClientCapabilities,
     /// Extra HTTP headers for Streamable HTTP and the notification channel
     /// (an `authorization` header, for one).
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
+    /// Called before each re-listen for fresh credentials; none by default.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for SubscribeOptions {
@@ -145,6 +196,7 @@ impl Default for SubscribeOptions {
             client_info: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             client_capabilities: ClientCapabilities::default(),
             headers: Vec::new(),
+            credentials: None,
         }
     }
 }
@@ -194,6 +246,13 @@ impl SubscribeOptions {
     /// Declares the client's capabilities in `_meta`.
     pub fn with_client_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.client_capabilities = capabilities;
+        self
+    }
+
+    /// Asks `credentials` for fresh headers before each re-listen (it takes
+    /// effect with [`with_relisten`](Self::with_relisten)).
+    pub fn with_credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = Some(credentials);
         self
     }
 

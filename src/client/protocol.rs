@@ -167,7 +167,7 @@ impl Expect {
         if let Some(error) = message.get("error") {
             let error: ErrorData = serde_json::from_value(error.clone())
                 .map_err(|err| ProtocolError::InvalidMessage(format!("error: {err}")))?;
-            return Ok(Step::End(End::Failed(error)));
+            return Ok(Step::End(End::failed(error)));
         }
         if !message.contains_key("result") {
             return Err(ProtocolError::InvalidMessage(

@@ -53,7 +53,7 @@ pub(super) async fn open_within<C: Connect>(
 pub(super) async fn run<C: Connect>(
     connect: Arc<C>,
     requested: Filter,
-    options: SubscribeOptions,
+    mut options: SubscribeOptions,
     shared: Arc<Shared>,
     mut stream: C::Stream,
 ) {
@@ -71,17 +71,30 @@ pub(super) async fn run<C: Connect>(
         }
         drop(stream);
         let relisten = match &options.relisten {
-            Some(relisten) if end.may_relisten(relisten.after_complete) => relisten,
+            Some(relisten) if end.may_relisten(relisten.after_complete) => relisten.clone(),
             _ => {
                 shared.finish(end);
                 return;
             }
         };
+        // Credentials the server ended are never sent again.
+        let ended_with = end.is_unauthorized().then(|| options.headers.clone());
         let mut reason = end.to_string();
         let mut attempt = 0u32;
         stream = loop {
             attempt += 1;
             if relisten.max_attempts.is_some_and(|max| attempt > max) {
+                shared.finish(end);
+                return;
+            }
+            if let Some(credentials) = &options.credentials {
+                let refresh = credentials.refresh(&end, &mut options.headers);
+                if unless_cancelled(&shared, refresh).await.is_none() {
+                    shared.finish(End::Cancelled);
+                    return;
+                }
+            }
+            if ended_with.as_ref() == Some(&options.headers) {
                 shared.finish(end);
                 return;
             }
@@ -91,28 +104,30 @@ pub(super) async fn run<C: Connect>(
                 delay,
                 reason: reason.clone(),
             }));
-            tokio::select! {
-                () = shared.cancel.cancelled() => {
+            let opened = unless_cancelled(&shared, async {
+                tokio::time::sleep(delay).await;
+                open_within(&*connect, &requested, &options).await
+            });
+            match opened.await {
+                None => {
                     shared.finish(End::Cancelled);
                     return;
                 }
-                () = tokio::time::sleep(delay) => {}
-            }
-            let opened = tokio::select! {
-                () = shared.cancel.cancelled() => {
-                    shared.finish(End::Cancelled);
-                    return;
-                }
-                opened = open_within(&*connect, &requested, &options) => opened,
-            };
-            match opened {
-                Ok((granted, stream)) => {
+                Some(Ok((granted, stream))) => {
                     shared.push_marker(Item::Resynced(granted));
                     break stream;
                 }
-                Err(err) => reason = err.to_string(),
+                Some(Err(err)) => reason = err.to_string(),
             }
         };
+    }
+}
+
+/// `work`'s output, or `None` when the subscription is cancelled first.
+async fn unless_cancelled<T>(shared: &Shared, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        () = shared.cancel.cancelled() => None,
+        out = work => Some(out),
     }
 }
 

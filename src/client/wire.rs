@@ -74,7 +74,13 @@ impl<W: Wire> WireStream<W> {
         };
         match stream.step().await {
             Ok(Step::Acknowledged(granted)) => Ok((granted, stream)),
-            Ok(Step::End(End::Failed(error))) => Err(SubscribeError::Refused(error)),
+            Ok(Step::End(end)) => Err(match end.error() {
+                Some(error) => SubscribeError::Refused(error.clone()),
+                None => ProtocolError::BeforeAcknowledgement {
+                    what: "a result".into(),
+                }
+                .into(),
+            }),
             Ok(_) => Err(ProtocolError::BeforeAcknowledgement {
                 what: "a notification".into(),
             }

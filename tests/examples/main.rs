@@ -8,6 +8,7 @@ mod broker;
 mod support;
 
 mod cli;
+mod example_audiences;
 mod example_relay;
 mod example_server;
 mod example_tasks;

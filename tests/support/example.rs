@@ -11,8 +11,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStderr, Command};
 
 pub type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -50,10 +50,22 @@ impl HttpServer {
 
     /// The example server bound to `addr`.
     pub async fn start_on(addr: &str, args: &[&str]) -> Self {
+        Self::spawn(addr, args, Stdio::inherit()).await
+    }
+
+    /// The example server, and the lines of its log (stderr).
+    pub async fn start_logged(args: &[&str]) -> (Self, Lines<BufReader<ChildStderr>>) {
+        let mut server = Self::spawn("127.0.0.1:0", args, Stdio::piped()).await;
+        let stderr = server.child.stderr.take().expect("piped");
+        (server, BufReader::new(stderr).lines())
+    }
+
+    async fn spawn(addr: &str, args: &[&str], stderr: Stdio) -> Self {
         let mut child = Command::new(binary())
             .args(["--bind", addr])
             .args(args)
             .stdout(Stdio::piped())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("the example server starts");

@@ -104,8 +104,7 @@ pub(crate) fn rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row>
 /// Instructions per delivery, the hub's against `broadcast`'s, at 256 and
 /// 4,096 listeners; none without valgrind on `PATH`.
 fn instruction_rows(quick: bool) -> Vec<Row> {
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        eprintln!("the fan-out instruction rows are skipped: valgrind is not on PATH");
+    if !valgrind_on_path("the fan-out instruction rows") {
         return Vec::new();
     }
     let rounds = if quick { 1 } else { 3 };
@@ -135,28 +134,43 @@ fn instruction_rows(quick: bool) -> Vec<Row> {
 /// deliveries between them, so that setting up and tearing down cancel out.
 fn instructions_per_delivery(via: &str, n: usize) -> f64 {
     let (short, long) = if n >= 4_096 { (2, 6) } else { (10, 30) };
-    let count = |bursts: usize| -> f64 {
-        let exe = std::env::current_exe().expect("bench_report's own path");
-        let output = Command::new("valgrind")
-            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
-            .arg(exe)
-            .args([BURSTS_COMMAND, via, &n.to_string(), &bursts.to_string()])
-            .output()
-            .expect("valgrind runs");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        stderr
-            .lines()
-            .find_map(|line| {
-                line.split_once("Collected : ")?
-                    .1
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map(|collected| collected as f64)
-            .unwrap_or_else(|| panic!("callgrind counted nothing:\n{stderr}"))
+    let count = |bursts: usize| {
+        callgrind_instructions(&[BURSTS_COMMAND, via, &n.to_string(), &bursts.to_string()])
     };
     (count(long) - count(short)) / ((long - short) * n * BURST) as f64
+}
+
+/// Whether valgrind is on `PATH`, saying which rows are skipped when not.
+pub(crate) fn valgrind_on_path(skipped: &str) -> bool {
+    let found = Command::new("valgrind").arg("--version").output().is_ok();
+    if !found {
+        eprintln!("{skipped} are skipped: valgrind is not on PATH");
+    }
+    found
+}
+
+/// The instructions callgrind counts in a run of this binary with `args`
+/// (one of its counting commands).
+pub(crate) fn callgrind_instructions(args: &[&str]) -> f64 {
+    let exe = std::env::current_exe().expect("bench_report's own path");
+    let output = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(exe)
+        .args(args)
+        .output()
+        .expect("valgrind runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    stderr
+        .lines()
+        .find_map(|line| {
+            line.split_once("Collected : ")?
+                .1
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map(|collected| collected as f64)
+        .unwrap_or_else(|| panic!("callgrind counted nothing:\n{stderr}"))
 }
 
 /// Runs the bursts callgrind counts when `bench_report` was started as

@@ -11,7 +11,7 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`). The held section runs its servers and client shards as child
+//! `relay`, `audiences`). The held section runs its servers and client shards as child
 //! processes (this binary again), and needs `ulimit -n` above 19,064. The
 //! scaling table (1, 4 and 16 publisher threads) runs by default only on 8
 //! cores or more; the relay section (the crate's `relay` feature, on by
@@ -21,6 +21,7 @@
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
 
+mod audiences;
 mod client;
 mod fanout;
 mod held;
@@ -90,6 +91,7 @@ enum Section {
     Client,
     Scaling,
     Relay,
+    Audiences,
 }
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
@@ -104,6 +106,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(fanout::BURSTS_COMMAND) {
         return Ok(fanout::run_bursts(&args[1..])?);
+    }
+    // And the audience section, scoped publishes.
+    if args.first().map(String::as_str) == Some(audiences::PUBLISHES_COMMAND) {
+        return Ok(audiences::run_publishes(&args[1..])?);
     }
     let options = Options::parse();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -133,6 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Client => client::rows(&settings),
             Section::Scaling => scaling::rows(&settings),
             Section::Relay => relay_rows(&settings)?,
+            Section::Audiences => audiences::rows(&settings),
         });
     }
 

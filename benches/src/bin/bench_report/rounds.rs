@@ -32,6 +32,14 @@ impl Rounds {
         }
     }
 
+    /// The round at fraction `p` of the sorted rounds (0.5 the middle one
+    /// of an odd count, 1.0 the greatest), as the latency section takes its
+    /// percentiles.
+    pub(crate) fn percentile(&self, p: f64) -> f64 {
+        let sorted = self.sorted();
+        sorted[((sorted.len() - 1) as f64 * p) as usize]
+    }
+
     pub(crate) fn min(&self) -> f64 {
         self.sorted()[0]
     }
@@ -90,6 +98,8 @@ mod tests {
         assert_eq!((odd.median(), odd.min(), odd.max()), (2.0, 1.0, 3.0));
         odd.push(10.0);
         assert_eq!(odd.median(), 2.5);
+        assert_eq!((odd.percentile(0.0), odd.percentile(0.99)), (1.0, 3.0));
+        assert_eq!(odd.percentile(1.0), 10.0);
     }
 
     #[test]
