@@ -565,8 +565,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = Options::parse();
     // The crate's lifecycle events on stderr (stdout may be the MCP pipe),
     // filtered as RUST_LOG says.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,mcp_subscriptions=info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,mcp_subscriptions=info,server=info")
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use crate::support::example::{HttpServer, binary, call};
 use mcp_subscriptions::client::{
-    BufferPolicy, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions, Subscription,
+    BufferPolicy, Credentials, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions,
+    Subscription,
 };
 use mcp_subscriptions::{EventKind, Filter, Hub, ListKind, Overflow};
 use serde_json::json;
@@ -312,6 +313,75 @@ async fn http_relistens_across_a_restarted_server() {
         Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_eq!(subscription.stats().resyncs, 1);
+}
+
+/// Tools list changes as the bearer of `token`, re-listening at once.
+fn as_bearer(token: &str) -> SubscribeOptions {
+    SubscribeOptions::default()
+        .with_header("authorization", format!("Bearer {token}"))
+        .with_relisten(Relisten::new(
+            Duration::from_millis(10),
+            Duration::from_millis(50),
+        ))
+}
+
+#[tokio::test]
+async fn http_a_revoked_stream_ends_as_its_own_case_and_relistens_only_with_new_credentials() {
+    let tokens = ["alice:a-old", "alice:a-new", "bob:b-secret"];
+    let args: Vec<&str> = tokens.iter().flat_map(|t| ["--bearer-token", t]).collect();
+    let server = HttpServer::start(&args).await;
+    let tools = Filter::new().with_tools_list_changed();
+    let mut stuck = Subscription::http(server.mcp_url(), &tools, as_bearer("a-old"))
+        .await
+        .unwrap();
+    // Each refresh gives the new token, and says why it was asked.
+    let (asked, mut reasons) = tokio::sync::mpsc::unbounded_channel();
+    let refresh = Credentials::new(move |end: &End| {
+        asked.send(end.clone()).unwrap();
+        async { Some(vec![("Authorization".into(), "Bearer a-new".into())]) }
+    });
+    let options = as_bearer("a-old").with_credentials(refresh);
+    let mut refreshed = Subscription::http(server.mcp_url(), &tools, options)
+        .await
+        .unwrap();
+
+    let told = server
+        .call_as("b-secret", "test_revoke", json!({"principal": "alice"}))
+        .await;
+    assert_eq!(told, "revoked 2 streams here");
+    let Item::End(end) = next(&mut stuck).await else {
+        panic!("no re-listen without new credentials")
+    };
+    assert!(end.is_unauthorized(), "{end}");
+    let End::Revoked(error) = &end else {
+        panic!("{end}")
+    };
+    assert_eq!(error.code.0, -32003);
+    assert_eq!(error.data.as_ref().unwrap()["reason"], "revoked");
+
+    assert_eq!(
+        next_settled(&mut refreshed).await,
+        Item::Resynced(tools.clone())
+    );
+    assert!(matches!(reasons.recv().await, Some(End::Revoked(_))));
+    server
+        .call_as("b-secret", "test_trigger_tool_change", json!({}))
+        .await;
+    assert_eq!(
+        kind(&next(&mut refreshed).await),
+        Some(&EventKind::ListChanged(ListKind::Tools))
+    );
+
+    // Revoked again, the hook gives the token just revoked: the end is
+    // final.
+    server
+        .call_as("b-secret", "test_revoke", json!({"principal": "alice"}))
+        .await;
+    assert!(matches!(
+        next_settled(&mut refreshed).await,
+        Item::End(End::Revoked(_))
+    ));
+    assert_eq!(refreshed.stats().resyncs, 1);
 }
 
 fn tool_call(name: &str, arguments: serde_json::Value) -> serde_json::Value {

@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use crate::support::example::{HttpServer, request_meta};
+use crate::support::example::HttpServer;
 use crate::support::http::{Answer, listen, post};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::BufReader;
 use tokio::io::Lines;
 use tokio::process::ChildStderr;
@@ -32,33 +32,11 @@ const TOKENS: [&str; 6] = [
     "carol:c-secret:other",
 ];
 
-fn bearer(token: &str) -> [(&'static str, String); 1] {
-    [("authorization", format!("Bearer {token}"))]
-}
-
-/// Calls one of the server's tools with `token`; its text.
-async fn call_as(server: &HttpServer, token: &str, tool: &str, arguments: Value) -> String {
-    let request = json!({"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": {
-        "name": tool, "arguments": arguments, "_meta": request_meta(),
-    }});
-    let [(name, value)] = bearer(token);
-    let mut answer = post(&server.base, &request, &[(name, value.as_str())]).await;
-    let reply = if answer.is_stream() {
-        answer.next().await.expect("a reply")
-    } else {
-        answer.json().await
-    };
-    reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{tool} failed: {reply}"))
-        .to_owned()
-}
-
 /// An acknowledged tools listen stream of `token`'s principal.
 async fn listen_tools(server: &HttpServer, token: &str) -> Answer {
-    let [(name, value)] = bearer(token);
     let request = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
-    let mut stream = post(&server.base, &request, &[(name, value.as_str())]).await;
+    let authorization = format!("Bearer {token}");
+    let mut stream = post(&server.base, &request, &[("authorization", &authorization)]).await;
     let ack = stream.next().await.expect("an acknowledgement");
     assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
     stream
@@ -76,29 +54,31 @@ async fn a_scoped_trigger_reaches_only_its_tenant_or_principal() {
     let mut bob = listen_tools(&server, "b-secret").await;
     let mut carol = listen_tools(&server, "c-secret").await;
 
-    let told = call_as(
-        &server,
-        "c-secret",
-        "test_trigger_tool_change",
-        json!({"tenant": "acme"}),
-    )
-    .await;
+    let told = server
+        .call_as(
+            "c-secret",
+            "test_trigger_tool_change",
+            json!({"tenant": "acme"}),
+        )
+        .await;
     assert_eq!(told, "queued for 2 listeners");
     gets_tools_change(&mut alice).await;
     gets_tools_change(&mut bob).await;
     assert!(carol.is_quiet(QUIET).await, "carol is not of acme");
 
-    call_as(
-        &server,
-        "a-secret",
-        "test_trigger_tool_change",
-        json!({"principal": "carol"}),
-    )
-    .await;
+    server
+        .call_as(
+            "a-secret",
+            "test_trigger_tool_change",
+            json!({"principal": "carol"}),
+        )
+        .await;
     gets_tools_change(&mut carol).await;
     assert!(alice.is_quiet(QUIET).await && bob.is_quiet(QUIET).await);
 
-    call_as(&server, "a-secret", "test_trigger_tool_change", json!({})).await;
+    server
+        .call_as("a-secret", "test_trigger_tool_change", json!({}))
+        .await;
     for stream in [&mut alice, &mut bob, &mut carol] {
         gets_tools_change(stream).await;
     }
@@ -111,13 +91,9 @@ async fn test_revoke_ends_one_principals_streams_with_the_revoked_error() {
     let mut second = listen_tools(&server, "a-secret").await;
     let mut bob = listen_tools(&server, "b-secret").await;
 
-    let told = call_as(
-        &server,
-        "b-secret",
-        "test_revoke",
-        json!({"principal": "alice"}),
-    )
-    .await;
+    let told = server
+        .call_as("b-secret", "test_revoke", json!({"principal": "alice"}))
+        .await;
     assert_eq!(told, "revoked 2 streams here");
     for stream in [&mut first, &mut second] {
         let end = stream.next().await.expect("the revocation");
@@ -126,19 +102,19 @@ async fn test_revoke_ends_one_principals_streams_with_the_revoked_error() {
         assert_eq!(end["error"]["data"], json!({"reason": "revoked"}));
         assert!(stream.next().await.is_none(), "nothing after the error");
     }
-    call_as(&server, "b-secret", "test_trigger_tool_change", json!({})).await;
+    server
+        .call_as("b-secret", "test_trigger_tool_change", json!({}))
+        .await;
     gets_tools_change(&mut bob).await;
 
-    let told = call_as(
-        &server,
-        "b-secret",
-        "test_revoke",
-        json!({"principal": "nobody"}),
-    )
-    .await;
+    let told = server
+        .call_as("b-secret", "test_revoke", json!({"principal": "nobody"}))
+        .await;
     assert_eq!(told, "revoked 0 streams here");
     let mut again = listen_tools(&server, "a-secret").await;
-    call_as(&server, "b-secret", "test_trigger_tool_change", json!({})).await;
+    server
+        .call_as("b-secret", "test_trigger_tool_change", json!({}))
+        .await;
     gets_tools_change(&mut again).await;
 }
 

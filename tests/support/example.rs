@@ -99,6 +99,26 @@ impl HttpServer {
         modern(transport).await
     }
 
+    /// Calls one of the server's tools as the bearer of `token`, as a
+    /// 2026-07-28 client does without a session; the text it answers.
+    pub async fn call_as(&self, token: &str, tool: &str, arguments: Value) -> String {
+        let request = json!({"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": {
+            "name": tool, "arguments": arguments, "_meta": request_meta(),
+        }});
+        let authorization = format!("Bearer {token}");
+        let headers = [("authorization", authorization.as_str())];
+        let mut answer = super::http::post(&self.base, &request, &headers).await;
+        let reply = if answer.is_stream() {
+            answer.next().await.expect("a reply")
+        } else {
+            answer.json().await
+        };
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tool} failed: {reply}"))
+            .to_owned()
+    }
+
     /// `GET /stats` as JSON.
     pub async fn stats(&self) -> Value {
         let (_, body) = raw_http(&self.addr(), "GET", "/stats", None).await;
