@@ -37,7 +37,9 @@
 //!
 //! The last item is always one [`End`]: the server's graceful completion,
 //! its JSON-RPC error (an overflow of the server's queue is
-//! [`End::is_server_overflow`]), an abrupt close of the transport, an
+//! [`End::is_server_overflow`]; a revoked or expired authorization,
+//! `-32003`, is [`End::Revoked`] or [`End::Expired`]), an abrupt close of
+//! the transport, an
 //! unserved channel, our own cancel, our own buffer's overflow, or a
 //! protocol error. A server that acknowledges more than was asked, sends a
 //! notification before its acknowledgement or stamped with another
@@ -58,6 +60,12 @@
 //! list kinds and URIs), and events flow again. A graceful end is final
 //! unless [`Relisten::with_after_complete`] asks otherwise. A stdio client
 //! that started its server starts it again if it is gone.
+//!
+//! A revoked or expired stream is never listened to again with the
+//! credentials the server ended: only when a [`Credentials`] hook
+//! ([`SubscribeOptions::with_credentials`]), asked before each re-listen,
+//! gives headers that differ from them (a refreshed token); otherwise the
+//! end is final.
 //!
 //! ## Why not rmcp's `Peer::listen`
 //!
