@@ -10,7 +10,7 @@
 
 mod authorize;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-mod demand;
+pub(crate) mod demand;
 pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;

@@ -272,6 +272,24 @@ impl<S: Source + 'static> ListenService<S> {
         let _ = self.declared.set(base);
     }
 
+    /// Holds `keys` against the demand hooks once each that no stream held
+    /// has attached: the hold to keep while they are used (none without
+    /// hooks), or the refusal of an attach (the keys then released).
+    #[cfg(any(feature = "stdio", feature = "http"))]
+    pub(crate) async fn hold(
+        &self,
+        keys: impl IntoIterator<Item = crate::filter::InterestKey>,
+    ) -> Result<Option<super::demand::Hold>, ErrorData> {
+        let Some(demand) = &self.demand else {
+            return Ok(None);
+        };
+        let (hold, attach) = demand.hold(keys);
+        if let Some(attach) = attach {
+            attach.await?;
+        }
+        Ok(Some(hold))
+    }
+
     /// What the authorizer grants of `requested`, never more than it; all
     /// of it without one.
     pub(crate) fn authorize(

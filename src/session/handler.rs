@@ -2,6 +2,7 @@
 //! truth and the older revisions' sessions are served from the hub.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rmcp::model::{
@@ -99,7 +100,7 @@ pub struct WithSubscriptions<H> {
     listen: ListenService<Hub>,
     /// This session's listener, once `initialize` negotiated an older
     /// revision.
-    session: Mutex<Option<Session>>,
+    session: Mutex<Option<Arc<Session>>>,
 }
 
 impl<H: ServerHandler> WithSubscriptions<H> {
@@ -156,7 +157,7 @@ impl<H> WithSubscriptions<H> {
     ) {
         let open = open_context(context).with_client_capabilities(client.capabilities.clone());
         match Session::open(&self.listen, open, Capabilities::from(&*advertised)) {
-            Ok(session) => *self.session.lock() = Some(session),
+            Ok(session) => *self.session.lock() = Some(Arc::new(session)),
             Err(err) => {
                 tracing::warn!(
                     target: "mcp_subscriptions",
@@ -175,20 +176,26 @@ impl<H> WithSubscriptions<H> {
 
 /// What the session's listener is opened with: over Streamable HTTP the
 /// request's head (and the principal a layer in front put there), else
-/// stdio.
+/// stdio, with the principal its transport serves the connection as.
 #[cfg(feature = "http")]
 fn open_context(context: &RequestContext<RoleServer>) -> OpenContext {
     match http_head(context) {
         Some(parts) => OpenContext::default()
             .with_transport(TransportKind::Http)
             .with_http(parts.clone()),
-        None => OpenContext::default().with_transport(TransportKind::Stdio),
+        None => stdio_context(context),
     }
 }
 
 #[cfg(not(feature = "http"))]
-fn open_context(_context: &RequestContext<RoleServer>) -> OpenContext {
-    OpenContext::default().with_transport(TransportKind::Stdio)
+fn open_context(context: &RequestContext<RoleServer>) -> OpenContext {
+    stdio_context(context)
+}
+
+fn stdio_context(context: &RequestContext<RoleServer>) -> OpenContext {
+    let mut open = OpenContext::default().with_transport(TransportKind::Stdio);
+    open.principal = context.extensions.get::<crate::Principal>().cloned();
+    open
 }
 
 #[cfg(feature = "http")]
@@ -260,8 +267,10 @@ impl<H: ServerHandler> ServerHandler for WithSubscriptions<H> {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        match &*self.session.lock() {
-            Some(session) => session.subscribe(request.uri),
+        // Out of the lock: a subscribe may wait for a demand hook's attach.
+        let session = self.session.lock().clone();
+        match session {
+            Some(session) => session.subscribe(request.uri).await,
             None => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
         }
     }

@@ -1,7 +1,15 @@
 //! One older revision's session as the hub serves it: its listener, whose
 //! filter is what the session subscribed, and the task that sends its
 //! events on the session.
+//!
+//! A session revoked ([`Hub::revoke`]) or past its grant's expiry gets no
+//! notification after (an older revision has no way to say why), and each
+//! `resources/subscribe` of its later is refused with the error a listen
+//! stream would have ended with: `-32003`, `{"reason":"revoked"}` or
+//! `{"reason":"expired"}`. Its principal's slot and its URIs' holds on the
+//! demand hooks are given back then.
 
+use std::collections::HashMap;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,13 +26,14 @@ use rmcp::service::Peer;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::context::OpenContext;
-use crate::error::OpenError;
+use crate::error::{OpenError, StreamError};
 use crate::event::{EventKind, ListKind};
-use crate::filter::{Capabilities, Filter};
+use crate::filter::{Capabilities, Filter, InterestKey};
 use crate::hub::{Hub, Listener};
 use crate::serve::ListenService;
+use crate::serve::demand::Hold;
 use crate::serve::pull::Lease;
-use crate::source::Next;
+use crate::source::{CloseReason, Next};
 
 /// A session's listener and the task sending its events; dropping it (rmcp
 /// drops the session's handler) ends the task and closes the listener.
@@ -43,8 +52,12 @@ struct Shared {
     advertised: Capabilities,
     /// Locked only to pull, or to change the filter: never across an await.
     listener: Mutex<Listener>,
-    /// The principal's slot, held for the session's life, and its expiry.
-    _lease: Lease,
+    /// The principal's slot, held while the session is authorized.
+    lease: Mutex<Lease>,
+    /// Each subscribed URI's hold on the service's demand hooks.
+    holds: Mutex<HashMap<String, Hold>>,
+    /// Why the session's authorization ended, once it did.
+    ended: Mutex<Option<StreamError>>,
 }
 
 impl Session {
@@ -67,7 +80,9 @@ impl Session {
                 context,
                 advertised,
                 listener: Mutex::new(opened.handle),
-                _lease: lease,
+                lease: Mutex::new(lease),
+                holds: Mutex::new(HashMap::new()),
+                ended: Mutex::new(None),
             }),
             started: AtomicBool::new(false),
             _stopped_on_drop: stop.clone().drop_guard(),
@@ -83,39 +98,41 @@ impl Session {
             return;
         }
         let (shared, stop) = (self.shared.clone(), self.stop.clone());
+        let expires_at = self.shared.lease.lock().expires_at;
         tokio::spawn(async move {
+            let expiry = async {
+                match expires_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = stop.cancelled() => {}
                 () = shared.send_to(&peer) => {}
+                () = expiry => shared.end(StreamError::Expired),
             }
         });
     }
 
     /// `resources/subscribe`: `uri`'s updates reach the session from now on,
-    /// if the authorizer grants them.
-    pub(super) fn subscribe(&self, uri: String) -> Result<(), ErrorData> {
+    /// if the authorizer grants them, once the demand hooks attached it.
+    pub(super) async fn subscribe(&self, uri: String) -> Result<(), ErrorData> {
         self.may_subscribe::<SubscribeRequestMethod>()?;
-        let mut listener = self.shared.listener.lock();
-        let requested = listener.filter().clone().with_resource(uri.clone());
-        let granted = self
-            .shared
-            .listen
-            .authorize(&self.shared.context, &requested)
-            .map_err(|err| err.to_error_data())?
-            .filter()
-            .clone();
-        if !granted
-            .resource_subscriptions()
-            .any(|granted| granted == uri)
-        {
-            return Err(ErrorData::invalid_params(
-                format!("subscribing to {uri} is not permitted"),
-                None,
-            ));
-        }
-        listener
+        // Nothing is attached for a URI the session may not have.
+        self.shared.granted_with(&uri)?;
+        let key = InterestKey::Resource(uri.clone());
+        let hold = self.shared.listen.hold([key]).await?;
+        // Granted again: the filter may have changed while the hook ran.
+        let granted = self.shared.granted_with(&uri)?;
+        self.shared
+            .listener
+            .lock()
             .refilter(&granted)
-            .map_err(|err| err.to_error_data())
+            .map_err(|err| err.to_error_data())?;
+        if let Some(hold) = hold {
+            self.shared.holds.lock().insert(uri, hold);
+        }
+        Ok(())
     }
 
     /// `resources/unsubscribe`: `uri`'s updates stop reaching the session
@@ -126,7 +143,10 @@ impl Session {
         let remaining = listener.filter().clone().without_resource(uri);
         listener
             .refilter(&remaining)
-            .map_err(|err| err.to_error_data())
+            .map_err(|err| err.to_error_data())?;
+        drop(listener);
+        self.shared.holds.lock().remove(uri);
+        Ok(())
     }
 
     /// `-32601` for `M` where the server did not advertise
@@ -141,6 +161,45 @@ impl Session {
 }
 
 impl Shared {
+    /// The session's filter with `uri` added, as the authorizer grants it:
+    /// refused when the session's authorization ended, or when `uri` is
+    /// not granted.
+    fn granted_with(&self, uri: &str) -> Result<Filter, ErrorData> {
+        if let Some(why) = &*self.ended.lock() {
+            return Err(why.to_error_data());
+        }
+        let requested = self.listener.lock().filter().clone().with_resource(uri);
+        let granted = self
+            .listen
+            .authorize(&self.context, &requested)
+            .map_err(|err| err.to_error_data())?
+            .filter()
+            .clone();
+        if !granted
+            .resource_subscriptions()
+            .any(|granted| granted == uri)
+        {
+            return Err(ErrorData::invalid_params(
+                format!("subscribing to {uri} is not permitted"),
+                None,
+            ));
+        }
+        Ok(granted)
+    }
+
+    /// The session's authorization ended: its listener is closed (a
+    /// revoked one already is), and what it held is given back.
+    fn end(&self, why: StreamError) {
+        let reason = match why {
+            StreamError::Expired => CloseReason::Expired,
+            _ => CloseReason::Error,
+        };
+        self.listener.lock().close(reason);
+        self.holds.lock().clear();
+        *self.lease.lock() = Lease::default();
+        *self.ended.lock() = Some(why);
+    }
+
     /// Sends the session's events to `peer`, one at a time, each once the
     /// previous one was handed to the transport, until the listener ends or
     /// the transport closes.
@@ -162,8 +221,11 @@ impl Shared {
                         .collect()
                 }
                 Some(Next::Lagged(_)) => self.resync(),
-                // Only a disconnect policy fails a hub listener: a new one
-                // takes its place, and the session refetches.
+                Some(Next::Failed(why @ (StreamError::Revoked | StreamError::Expired))) => {
+                    return self.end(why);
+                }
+                // Otherwise only a disconnect policy fails a hub listener:
+                // a new one takes its place, and the session refetches.
                 Some(Next::Failed(_)) => match self.reopen() {
                     Ok(()) => self.resync(),
                     Err(_) => return,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::BufMut;
 use rmcp::RoleServer;
-use rmcp::model::{ErrorData, RequestId};
+use rmcp::model::{ErrorData, GetExtensions, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -221,8 +221,18 @@ where
             return None;
         }
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        match serde_json::from_value(message) {
-            Ok(message) => Some(message),
+        match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(message) {
+            Ok(mut message) => {
+                // The connection's principal reaches rmcp's handler too (an
+                // older revision's session is opened there), as a layer's
+                // does over HTTP.
+                if let (Some(principal), JsonRpcMessage::Request(request)) =
+                    (&self.principal, &mut message)
+                {
+                    request.request.extensions_mut().insert(principal.clone());
+                }
+                Some(message)
+            }
             Err(_) => {
                 let error = ErrorData::invalid_request("Invalid request", None);
                 self.reply(error_reply(&id, &error));

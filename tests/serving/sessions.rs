@@ -1,14 +1,19 @@
 //! `WithSubscriptions`: an older revision's session (2025-11-25) served
 //! from the hub over stdio, spoken to line by line: its subscribe calls
 //! and their errors, its bound under a client that stops reading, and the
-//! resync after a lag; and over Streamable HTTP served statelessly, where
+//! resync after a lag, its revocation and expiry, and the demand hooks its
+//! subscribe calls run; and over Streamable HTTP served statelessly, where
 //! no session outlives its request.
 #![cfg(all(feature = "stdio", feature = "http", feature = "tasks"))]
 
 use std::time::Duration;
 
+use mcp_subscriptions::hub::InterestKey;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, Overflow, WithSubscriptions};
+use mcp_subscriptions::{
+    Audience, Demand, Filter, Grant, Hub, ListenService, OpenContext, Overflow, Principal,
+    WithSubscriptions,
+};
 use rmcp::ServiceExt;
 use rmcp::model::{ServerCapabilities, ServerConfig};
 use serde_json::{Value, json};
@@ -47,9 +52,27 @@ impl Session {
         base: ServerCapabilities,
         width: usize,
     ) -> (Self, Value) {
+        Self::start(listen, base, width, None).await
+    }
+
+    /// A session of `principal`'s, served resources and tools.
+    async fn open_as(listen: &ListenService<Hub>, principal: &str) -> (Self, Value) {
+        let principal = Some(Principal::new(principal));
+        Self::start(listen, resources_and_tools(), 64 * 1024, principal).await
+    }
+
+    async fn start(
+        listen: &ListenService<Hub>,
+        base: ServerCapabilities,
+        width: usize,
+        principal: Option<Principal>,
+    ) -> (Self, Value) {
         let (out, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, client_in) = tokio::io::duplex(width);
-        let transport = StdioTransport::new(listen.clone(), server_in, server_out);
+        let mut transport = StdioTransport::new(listen.clone(), server_in, server_out);
+        if let Some(principal) = principal {
+            transport = transport.with_principal(principal);
+        }
         let server = WithSubscriptions::new(listen, Server(base));
         tokio::spawn(async move {
             if let Ok(running) = server.serve(transport).await {
@@ -90,6 +113,13 @@ impl Session {
             .unwrap()
             .expect("the pipe is open");
         serde_json::from_str(&line).unwrap()
+    }
+
+    /// Whether the server says nothing within `within`.
+    async fn is_quiet(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.lines.next_line())
+            .await
+            .is_err()
     }
 
     /// Sends a request and returns its response (its `result` or `error`
@@ -342,4 +372,114 @@ async fn a_listen_stream_beside_is_granted_no_list_the_server_lacks() {
         json!({"toolsListChanged": true}),
         "no prompts, no resources: the server declares neither"
     );
+}
+
+/// `-32003` with `data: {"reason": why}`, the end of a revoked or expired
+/// listen stream.
+fn assert_unauthorized(answer: &Value, why: &str) {
+    assert_eq!(answer["error"]["code"], -32003, "{answer}");
+    assert_eq!(answer["error"]["data"], json!({"reason": why}), "{answer}");
+}
+
+#[tokio::test]
+async fn a_revoked_session_hears_nothing_more_its_subscribes_are_refused_and_its_slot_is_freed() {
+    let hub = Hub::new();
+    let listen = listen_service(&hub).with_max_streams_per_principal(1);
+    let (mut alice, _) = Session::open_as(&listen, "alice").await;
+    let subscribed = alice
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(subscribed["result"], json!({}));
+
+    assert_eq!(hub.revoke(&Audience::principal("alice")), 1);
+    hub.notify_resource_updated("file:///a");
+    hub.notify_tools_list_changed();
+    let refused = alice
+        .request("resources/subscribe", json!({"uri": "file:///b"}))
+        .await;
+    assert_unauthorized(&refused, "revoked");
+    assert!(alice.is_quiet(Duration::from_millis(100)).await);
+    let closed = hub.stats().listeners_closed;
+    assert_eq!((closed.revoked, closed.error), (1, 0), "{closed:?}");
+
+    // The slot came back: alice opens a session again, and hears.
+    let (mut again, _) = Session::open_as(&listen, "alice").await;
+    hub.notify_tools_list_changed();
+    assert_eq!(
+        again.read().await["method"],
+        "notifications/tools/list_changed"
+    );
+}
+
+#[tokio::test]
+async fn a_session_past_its_expiry_hears_nothing_more_and_its_subscribes_are_refused() {
+    let hub = Hub::new();
+    let expires_at = std::time::Instant::now() + Duration::from_millis(200);
+    let listen =
+        listen_service(&hub).with_authorizer(move |_: &OpenContext, requested: &Filter| {
+            Ok(Grant::new(requested.clone()).with_expiry(expires_at))
+        });
+    let (mut session, _) = Session::open_as(&listen, "alice").await;
+    hub.notify_tools_list_changed();
+    assert_eq!(
+        session.read().await["method"],
+        "notifications/tools/list_changed"
+    );
+
+    tokio::time::sleep_until((expires_at + Duration::from_millis(50)).into()).await;
+    hub.notify_tools_list_changed();
+    let refused = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_unauthorized(&refused, "expired");
+    assert!(session.is_quiet(Duration::from_millis(100)).await);
+    assert_eq!(hub.stats().listeners_closed.expired, 1);
+}
+
+#[tokio::test]
+async fn a_subscribe_waits_for_the_demand_attach_a_refusal_refuses_it_and_unsubscribing_detaches() {
+    let hub = Hub::new();
+    let (attached, mut attaches) = tokio::sync::mpsc::unbounded_channel();
+    let (detached, mut detaches) = tokio::sync::mpsc::unbounded_channel();
+    let demand = Demand::new(move |key: InterestKey| {
+        attached.send(key.clone()).unwrap();
+        async move {
+            match key {
+                InterestKey::Resource(uri) if uri == "file:///refused" => Err(
+                    rmcp::model::ErrorData::invalid_params("not watched here", None),
+                ),
+                _ => Ok(()),
+            }
+        }
+    })
+    .on_detach(move |key| detached.send(key).unwrap())
+    .with_grace(Duration::from_millis(50));
+    let listen = listen_service(&hub).with_demand(demand);
+    let (mut session, _) = Session::open(&listen, resources_and_tools(), 64 * 1024).await;
+    let a = || InterestKey::Resource("file:///a".into());
+
+    let subscribed = session
+        .request("resources/subscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(subscribed["result"], json!({}));
+    assert_eq!(
+        attaches.try_recv().ok(),
+        Some(a()),
+        "attached before the answer"
+    );
+    let refused = session
+        .request("resources/subscribe", json!({"uri": "file:///refused"}))
+        .await;
+    assert_eq!(refused["error"]["message"], "not watched here", "{refused}");
+    hub.notify_resource_updated("file:///refused");
+    hub.notify_resource_updated("file:///a");
+    assert_eq!(session.read().await["params"]["uri"], "file:///a");
+
+    let unsubscribed = session
+        .request("resources/unsubscribe", json!({"uri": "file:///a"}))
+        .await;
+    assert_eq!(unsubscribed["result"], json!({}));
+    let detach = tokio::time::timeout(Duration::from_secs(5), detaches.recv()).await;
+    assert_eq!(detach.unwrap(), Some(a()), "only the key that attached");
+    assert!(detaches.try_recv().is_err());
 }
