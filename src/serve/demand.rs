@@ -135,6 +135,21 @@ struct Key {
     /// Streams holding it, admitted or waiting.
     holders: usize,
     phase: Phase,
+    /// Times it has been left idle: a grace detaches only after the idle
+    /// spell it was started for, never after a later one.
+    idle_spells: u64,
+}
+
+impl Key {
+    /// A new idle spell, when an attached key has just lost its last
+    /// holder: the spell's number, for its grace.
+    fn idle_spell(&mut self) -> Option<u64> {
+        if self.holders > 0 || !matches!(self.phase, Phase::Attached) {
+            return None;
+        }
+        self.idle_spells += 1;
+        Some(self.idle_spells)
+    }
 }
 
 /// The keys of one service's streams, and the hooks.
@@ -180,6 +195,7 @@ impl Keys {
                     Key {
                         generation,
                         holders: 0,
+                        idle_spells: 0,
                         phase: Phase::Attaching(receiver),
                     }
                 });
@@ -246,7 +262,7 @@ impl Keys {
     /// that the next stream tries again. An attach whose streams all left
     /// while it ran starts the grace at once.
     fn settle(self: &Arc<Self>, key: &InterestKey, generation: u64, attached: bool) {
-        let idle = {
+        let spell = {
             let mut keys = self.keys.lock();
             let Some(entry) = keys.get_mut(key).filter(|e| e.generation == generation) else {
                 return;
@@ -256,38 +272,39 @@ impl Keys {
                 return;
             }
             entry.phase = Phase::Attached;
-            entry.holders == 0
+            entry.idle_spell()
         };
-        if idle {
-            self.linger(key.clone(), generation);
+        if let Some(spell) = spell {
+            self.linger(key.clone(), generation, spell);
         }
     }
 
     /// One holder of `key` (of `generation`) fewer; the last one starts the
     /// grace of an attached key.
     fn release(self: &Arc<Self>, key: InterestKey, generation: u64) {
-        let idle = {
+        let spell = {
             let mut keys = self.keys.lock();
             let Some(entry) = keys.get_mut(&key).filter(|e| e.generation == generation) else {
                 return;
             };
             entry.holders -= 1;
-            entry.holders == 0 && matches!(entry.phase, Phase::Attached)
+            entry.idle_spell()
         };
-        if idle {
-            self.linger(key, generation);
+        if let Some(spell) = spell {
+            self.linger(key, generation, spell);
         }
     }
 
-    /// Detaches `key` after the grace, unless a stream holds it by then.
-    fn linger(self: &Arc<Self>, key: InterestKey, generation: u64) {
+    /// Detaches `key` after the grace, unless a stream has held it since
+    /// idle spell `spell` began.
+    fn linger(self: &Arc<Self>, key: InterestKey, generation: u64, spell: u64) {
         let keys = self.clone();
         let detach = move || {
             let gone = {
                 let mut map = keys.keys.lock();
-                let idle = map
-                    .get(&key)
-                    .is_some_and(|e| e.generation == generation && e.holders == 0);
+                let idle = map.get(&key).is_some_and(|e| {
+                    e.generation == generation && e.idle_spells == spell && e.holders == 0
+                });
                 if idle {
                     map.remove(&key);
                 }
@@ -395,6 +412,28 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(60)).await;
         assert_eq!(detached.load(Ordering::SeqCst), 1);
         assert_eq!(keys.held(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_grace_from_an_earlier_idle_spell_never_cuts_a_later_one_short() {
+        let (demand, _, detached) = counting();
+        let keys = Keys::new(demand);
+        let (hold, wait) = keys.hold([uri("file:///a")]);
+        wait.unwrap().await.unwrap();
+        drop(hold); // a grace of 50 ms starts
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let (again, wait) = keys.hold([uri("file:///a")]);
+        assert!(wait.is_none());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(again); // a second grace, to 70 ms from the first drop
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(
+            detached.load(Ordering::SeqCst),
+            0,
+            "the first grace is void"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(detached.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,9 +5,7 @@
 
 use std::time::Duration;
 
-use crate::support::http::{app, listen, post, serve};
-use axum::extract::Request;
-use axum::middleware::Next as Middleware;
+use crate::support::http::{app, listen, post, serve, with_user_header};
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, Principal};
@@ -36,18 +34,7 @@ fn own_resources(context: &OpenContext, requested: &Filter) -> Result<Filter, Op
 /// An app whose requests carry the principal named in `x-user`, as an
 /// authentication layer would establish it.
 fn authenticated(listen: ListenService<Hub>) -> axum::Router {
-    let layer = axum::middleware::from_fn(|mut request: Request, next: Middleware| async move {
-        let user = request
-            .headers()
-            .get("x-user")
-            .and_then(|v| v.to_str().ok())
-            .map(Principal::new);
-        if let Some(user) = user {
-            request.extensions_mut().insert(user);
-        }
-        next.run(request).await
-    });
-    app(listen).layer(layer)
+    with_user_header(app(listen))
 }
 
 fn asks_for_both() -> Value {

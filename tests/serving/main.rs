@@ -7,6 +7,7 @@
 mod support;
 
 mod advertising;
+mod audiences;
 mod authorization;
 mod channel;
 mod demand;

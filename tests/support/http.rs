@@ -131,3 +131,23 @@ pub fn listen(id: Value, notifications: Value, extensions: &[&str]) -> Value {
         }
     })
 }
+
+/// `app` behind a layer that makes the `x-user` header the request's
+/// [`Principal`](mcp_subscriptions::Principal), as an authentication layer
+/// in front would; a request without the header has no principal.
+pub fn with_user_header(app: axum::Router) -> axum::Router {
+    use axum::extract::Request;
+    use axum::middleware::Next;
+    let layer = axum::middleware::from_fn(|mut request: Request, next: Next| async move {
+        let user = request
+            .headers()
+            .get("x-user")
+            .and_then(|v| v.to_str().ok())
+            .map(mcp_subscriptions::Principal::new);
+        if let Some(user) = user {
+            request.extensions_mut().insert(user);
+        }
+        next.run(request).await
+    });
+    app.layer(layer)
+}

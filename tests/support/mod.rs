@@ -48,5 +48,8 @@ pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
+#[cfg(feature = "channel")]
+pub mod channel;
+
 #[cfg(all(feature = "client", feature = "stdio", feature = "http"))]
 pub mod interop;
