@@ -24,17 +24,42 @@ fn tenant(i: usize) -> String {
     format!("tenant:{i}")
 }
 
+/// Who a tenant's listeners are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    /// Alike: the tenant's label and nothing else, so a tenant's listeners
+    /// share one lane.
+    Alike,
+    /// Each its own principal as well (a user of the tenant), so no two
+    /// share a membership, hence a lane: each has a queue of its own.
+    OwnPrincipal,
+}
+
+impl Streams {
+    /// The context of listener `i` of tenant `t`, labelled with its
+    /// tenant or not.
+    fn context(self, t: usize, i: usize, labelled: bool) -> OpenContext {
+        let mut context = OpenContext::default();
+        if self == Self::OwnPrincipal {
+            context = context.with_principal(Principal::new(format!("user:{t}:{i}")));
+        }
+        if labelled {
+            context = context.with_label(tenant(t));
+        }
+        context
+    }
+}
+
 /// One publish to a tenant's listeners, each then drained with
 /// `try_next`: scoped to one tenant among many ([`Scoped::new`]) or
 /// unscoped to a hub holding only those listeners ([`Scoped::unscoped`],
-/// the anchor). Every listener has the same filter (tools-list changes),
-/// so a tenant's listeners share a lane either way.
+/// the anchor). Every listener has the same filter (tools-list changes).
 pub struct Scoped {
     hub: Hub,
     /// The listeners the event is for, drained after each publish.
     reached: Vec<Listener>,
     /// Everyone else's, held open.
-    _others: Vec<Listener>,
+    others: Vec<Listener>,
     event: Event,
 }
 
@@ -45,7 +70,7 @@ impl Scoped {
     /// `tenants` tenants of [`PER_TENANT`](Self::PER_TENANT) listeners
     /// each, each listener labelled with its tenant; the event is a
     /// tools-list change for the middle tenant's label.
-    pub fn new(tenants: usize) -> Self {
+    pub fn new(tenants: usize, streams: Streams) -> Self {
         let hub = Hub::builder()
             .max_listeners(tenants * Self::PER_TENANT)
             .build();
@@ -53,9 +78,10 @@ impl Scoped {
         let target = tenants / 2;
         let (mut reached, mut others) = (Vec::new(), Vec::new());
         for t in 0..tenants {
-            let context = OpenContext::default().with_label(tenant(t));
-            let listeners =
-                (0..Self::PER_TENANT).map(|_| hub.listen_with(&filter, &context).unwrap());
+            let listeners = (0..Self::PER_TENANT).map(|i| {
+                hub.listen_with(&filter, &streams.context(t, i, true))
+                    .unwrap()
+            });
             if t == target {
                 reached.extend(listeners);
             } else {
@@ -66,13 +92,17 @@ impl Scoped {
         Self::checked(hub, reached, others, event)
     }
 
-    /// The anchor: [`PER_TENANT`](Self::PER_TENANT) listeners without
-    /// labels, and the tools-list change for everyone.
-    pub fn unscoped() -> Self {
+    /// The anchor: one tenant's [`PER_TENANT`](Self::PER_TENANT)
+    /// listeners, without labels, alone on a hub, and the tools-list change
+    /// for everyone.
+    pub fn unscoped(streams: Streams) -> Self {
         let hub = Hub::builder().max_listeners(Self::PER_TENANT).build();
         let filter = Filter::new().with_tools_list_changed();
         let reached = (0..Self::PER_TENANT)
-            .map(|_| hub.listen(&filter).unwrap())
+            .map(|i| {
+                hub.listen_with(&filter, &streams.context(0, i, false))
+                    .unwrap()
+            })
             .collect();
         Self::checked(hub, reached, Vec::new(), Event::tools_list_changed())
     }
@@ -83,14 +113,14 @@ impl Scoped {
         let mut scoped = Self {
             hub,
             reached,
-            _others: others,
+            others,
             event,
         };
         let report = scoped.hub.publish(scoped.event.clone());
         assert_eq!(report.matched, Self::PER_TENANT, "{report:?}");
         scoped.drain();
         assert!(
-            scoped._others.iter_mut().all(|l| l.try_next().is_none()),
+            scoped.others.iter_mut().all(|l| l.try_next().is_none()),
             "an event scoped to one tenant reached another"
         );
         scoped

@@ -28,7 +28,7 @@ mod sparse;
 
 use std::time::Duration;
 
-pub use audiences::{Ending, Revocation, Scoped};
+pub use audiences::{Ending, Revocation, Scoped, Streams};
 pub use client::{ClientBench, ClientRun, ListenClient};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};

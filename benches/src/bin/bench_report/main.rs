@@ -11,12 +11,12 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`, `audiences`). The held section runs its servers and client shards as child
-//! processes (this binary again), and needs `ulimit -n` above 19,064. The
-//! scaling table (1, 4 and 16 publisher threads) runs by default only on 8
-//! cores or more; the relay section (the crate's `relay` feature, on by
-//! default) only when `redis-server` is on `PATH`, and `--only relay` fails
-//! without it. `--help` lists the options with their defaults.
+//! `relay`, `audiences`). The held section runs its servers and client
+//! shards as child processes (this binary again), and needs `ulimit -n`
+//! above 19,064. The scaling table (1, 4 and 16 publisher threads) runs by
+//! default only on 8 cores or more; the relay section (the crate's `relay`
+//! feature, on by default) only when `redis-server` is on `PATH`, and
+//! `--only relay` fails without it. `--help` lists the options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
