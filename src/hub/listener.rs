@@ -15,7 +15,7 @@ use super::queue::Queue;
 use super::reader::Waiter;
 use super::shared::Shared;
 use super::stats::{ListenerStats, Retirement};
-use crate::error::OpenError;
+use crate::error::{OpenError, StreamError};
 use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
 use crate::sync::{Arc, park_until};
@@ -215,7 +215,9 @@ impl Listener {
     fn observe_rest(&mut self, next: &Next) {
         match next {
             Next::Complete => self.retire(Retirement::Closed(CloseReason::Complete)),
-            // Only the overflow policy fails a hub listener.
+            // The hub retired a revoked listener as it revoked it.
+            Next::Failed(StreamError::Revoked) => self.retired = true,
+            // Otherwise only the overflow policy fails a hub listener.
             Next::Failed(_) => self.retire(Retirement::Overflow),
             _ => {}
         }

@@ -76,19 +76,26 @@ impl Shared {
                 }
                 Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
             };
-            if event.audience().is_everyone() {
+            match event.audience().members().map(|m| registry.routes.sole(m)) {
                 // The common case walks the index's own slices.
-                registry
+                None => registry
                     .routes
                     .everyone
                     .matches(&routed)
                     .into_iter()
                     .flatten()
-                    .for_each(&mut push);
-            } else {
-                let mut targets = Vec::new();
-                registry.targets_of(&routed, event.audience(), &mut targets);
-                targets.iter().for_each(push);
+                    .for_each(&mut push),
+                // So does an event for one principal or one label.
+                Some(Some(sole)) => sole
+                    .into_iter()
+                    .flat_map(|index| index.matches(&routed))
+                    .flatten()
+                    .for_each(&mut push),
+                Some(None) => {
+                    let mut targets = Vec::new();
+                    registry.targets_of(&routed, event.audience(), &mut targets);
+                    targets.iter().for_each(push);
+                }
             }
         }
         let count = |pushed: Pushed| tally[pushed as usize];

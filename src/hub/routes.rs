@@ -50,6 +50,18 @@ impl Routes {
         }
     }
 
+    /// The one index an audience of a single principal or label consults
+    /// (`Some(None)` when that member has none), so that a publish walks
+    /// its slices as it walks everyone's; `None` for any other audience.
+    pub(crate) fn sole(&self, members: &Members) -> Option<Option<&Index>> {
+        let member = match (&*members.principals, &*members.labels, &*members.listeners) {
+            ([principal], [], []) => Member::Principal(principal.clone()),
+            ([], [label], []) => Member::Label(label.clone()),
+            _ => return None,
+        };
+        Some(self.members.get(&member))
+    }
+
     /// Appends to `out` each target of `members`' principals and labels
     /// that `kind` reaches, each once. (Listeners named by id are the
     /// registry's to add: they are found by id, not by index.)
