@@ -176,3 +176,31 @@ impl fmt::Display for End {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_servers_error_ends_as_revoked_expired_or_failed_by_its_code_and_reason() {
+        let end = |err: StreamError| End::failed(err.to_error_data());
+        assert!(matches!(end(StreamError::Revoked), End::Revoked(_)));
+        assert!(matches!(end(StreamError::Expired), End::Expired(_)));
+        assert!(end(StreamError::Overflow { dropped: 2 }).is_server_overflow());
+        // The reason alone, or the code alone, is not enough.
+        let other_code =
+            ErrorData::internal_error("x", Some(serde_json::json!({"reason": "revoked"})));
+        assert!(matches!(End::failed(other_code), End::Failed(_)));
+        let no_reason = ErrorData::new(REVOKED_ERROR_CODE, "x", None);
+        assert!(matches!(End::failed(no_reason), End::Failed(_)));
+        let revoked = end(StreamError::Revoked);
+        assert!(revoked.is_unauthorized() && revoked.may_relisten(false));
+        assert_eq!(revoked.error().map(|e| e.code), Some(REVOKED_ERROR_CODE));
+        assert_eq!(
+            revoked.as_next(),
+            Next::Failed(StreamError::Source(Box::new(
+                revoked.error().unwrap().clone()
+            )))
+        );
+    }
+}

@@ -194,7 +194,10 @@ fn open_context(context: &RequestContext<RoleServer>) -> OpenContext {
 
 fn stdio_context(context: &RequestContext<RoleServer>) -> OpenContext {
     let mut open = OpenContext::default().with_transport(TransportKind::Stdio);
-    open.principal = context.extensions.get::<crate::audience::Principal>().cloned();
+    open.principal = context
+        .extensions
+        .get::<crate::audience::Principal>()
+        .cloned();
     open
 }
 
