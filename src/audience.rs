@@ -80,11 +80,15 @@ name!(Label);
 
 /// What a stream is a member of: its principal, if any, and its labels,
 /// sorted and each once (so that two streams alike compare equal, and share
-/// a lane).
+/// a lane). One pointer wide, and none for a stream of no one, since every
+/// listener's entry holds one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Membership {
-    pub(crate) principal: Option<Principal>,
-    pub(crate) labels: Box<[Label]>,
+pub(crate) struct Membership(Option<Arc<Names>>);
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Names {
+    principal: Option<Principal>,
+    labels: Box<[Label]>,
 }
 
 /// One name routing keeps an index for: a principal or a label.
@@ -96,19 +100,34 @@ pub(crate) enum Member {
 
 impl Membership {
     pub(crate) fn new(principal: Option<Principal>, labels: &[Label]) -> Self {
+        if principal.is_none() && labels.is_empty() {
+            return Self(None);
+        }
         let mut labels = labels.to_vec();
         labels.sort_unstable();
         labels.dedup();
-        Self {
+        Self(Some(Arc::new(Names {
             principal,
             labels: labels.into_boxed_slice(),
-        }
+        })))
+    }
+
+    /// Its principal, if any.
+    pub(crate) fn principal(&self) -> Option<&Principal> {
+        self.0.as_ref()?.principal.as_ref()
+    }
+
+    /// Its labels, sorted.
+    pub(crate) fn labels(&self) -> &[Label] {
+        self.0.as_deref().map_or(&[], |names| &names.labels)
     }
 
     /// Its principal and labels, as the names routing indexes by.
     pub(crate) fn members(&self) -> impl Iterator<Item = Member> + '_ {
-        let principal = self.principal.iter().cloned().map(Member::Principal);
-        principal.chain(self.labels.iter().cloned().map(Member::Label))
+        let principal = self.principal().cloned().map(Member::Principal);
+        principal
+            .into_iter()
+            .chain(self.labels().iter().cloned().map(Member::Label))
     }
 }
 
@@ -217,10 +236,12 @@ impl Audience {
             return true;
         };
         membership
-            .principal
-            .as_ref()
+            .principal()
             .is_some_and(|p| members.principals.contains(p))
-            || membership.labels.iter().any(|l| members.labels.contains(l))
+            || membership
+                .labels()
+                .iter()
+                .any(|l| members.labels.contains(l))
             || members.listeners.contains(&listener)
     }
 
