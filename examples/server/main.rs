@@ -17,7 +17,9 @@
 //! `test_trigger_burst {uri, count}` and `test_start_task {steps,
 //! interval_ms}` (a task of the tasks extension, whose statuses reach the
 //! streams that follow its id), plus the conformance suite's diagnostic
-//! tools. Ctrl-C or SIGTERM completes every open stream gracefully before
+//! tools. `test_add_tool {name, description}`, `test_edit_tool {name,
+//! description}` and `test_remove_tool {name}` really change its tools
+//! list, each publishing the tools list change (`catalog.rs`). Ctrl-C or SIGTERM completes every open stream gracefully before
 //! the process exits.
 //!
 //! With `--bearer-token PRINCIPAL:TOKEN[:TENANT]` (any number of them),
@@ -41,6 +43,7 @@
 //! has the relay's counters under `relay`, and `/metrics` has them too.
 
 mod auth;
+mod catalog;
 #[path = "../support/cli.rs"]
 mod cli;
 mod replicas;
@@ -180,6 +183,7 @@ struct Options {
 struct DemoServer {
     replica: Replica,
     tasks: tasks::Tasks,
+    added: catalog::AddedTools,
     tool_router: ToolRouter<Self>,
 }
 
@@ -228,6 +232,20 @@ struct UriArgs {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+struct NewToolArgs {
+    /// The tool's name.
+    name: String,
+    /// Its description.
+    description: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ToolNameArgs {
+    /// The name of a tool `test_add_tool` added.
+    name: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
 struct RevokeArgs {
     /// The principal whose streams end.
     principal: String,
@@ -252,12 +270,57 @@ struct BurstArgs {
 
 #[tool_router]
 impl DemoServer {
-    fn new(replica: Replica, tasks: tasks::Tasks) -> Self {
+    fn new(replica: Replica, tasks: tasks::Tasks, added: catalog::AddedTools) -> Self {
         Self {
             replica,
             tasks,
+            added,
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// The built-in tools and those added at runtime.
+    fn router(&self) -> ToolRouter<Self> {
+        self.added.router(&self.tool_router)
+    }
+
+    /// The tools list changed: tells every listener, on every replica.
+    fn tools_changed(&self, changed: Result<(), ErrorData>) -> Result<String, ErrorData> {
+        changed?;
+        let report = self.replica.hub().publish(Event::tools_list_changed());
+        Ok(format!(
+            "tools list changed; queued for {} listeners",
+            report.queued
+        ))
+    }
+
+    #[tool(description = "Add a tool (it answers with its name) and publish the tools list change")]
+    fn test_add_tool(
+        &self,
+        Parameters(args): Parameters<NewToolArgs>,
+    ) -> Result<String, ErrorData> {
+        let added = self
+            .added
+            .add(&self.tool_router, &args.name, &args.description);
+        self.tools_changed(added)
+    }
+
+    #[tool(description = "Remove a tool test_add_tool added and publish the tools list change")]
+    fn test_remove_tool(
+        &self,
+        Parameters(args): Parameters<ToolNameArgs>,
+    ) -> Result<String, ErrorData> {
+        self.tools_changed(self.added.remove(&args.name))
+    }
+
+    #[tool(
+        description = "Describe a tool test_add_tool added anew and publish the tools list change"
+    )]
+    fn test_edit_tool(
+        &self,
+        Parameters(args): Parameters<NewToolArgs>,
+    ) -> Result<String, ErrorData> {
+        self.tools_changed(self.added.edit(&args.name, &args.description))
     }
 
     /// Publishes `event` for `scope`'s audience.
@@ -378,7 +441,7 @@ impl DemoServer {
     }
 }
 
-#[tool_handler(router = self.tool_router)]
+#[tool_handler(router = self.router())]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> ServerConfig {
         let base = ServerCapabilities::builder()
@@ -466,7 +529,7 @@ async fn serve_http(
 ) -> std::io::Result<()> {
     let keepalive = Duration::from_secs(options.keepalive_secs);
     let hub = replica.hub().clone();
-    let server = DemoServer::new(replica.clone(), tasks);
+    let server = DemoServer::new(replica.clone(), tasks, catalog::AddedTools::default());
     let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(keepalive));
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
@@ -537,7 +600,10 @@ async fn serve_stdio(
     let streams = transport.streams();
     let hub = replica.hub().clone();
     let serving = async {
-        let server = WithSubscriptions::new(&listen, DemoServer::new(replica, tasks));
+        let server = WithSubscriptions::new(
+            &listen,
+            DemoServer::new(replica, tasks, catalog::AddedTools::default()),
+        );
         let running = server.serve(transport).await?;
         running.waiting().await?;
         Ok::<_, Box<dyn std::error::Error>>(())

@@ -426,3 +426,78 @@ async fn stdio_refusals_and_graceful_shutdown() {
         held.end()
     );
 }
+
+/// The description of `name` in the server's tools list, if it is there.
+async fn described(client: &crate::support::example::Client, name: &str) -> Option<String> {
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = tools.into_iter().find(|tool| tool.name == name)?;
+    Some(tool.description.unwrap_or_default().into_owned())
+}
+
+#[tokio::test]
+async fn http_tools_added_edited_and_removed_at_runtime_change_the_list_and_tell_listeners() {
+    let server = HttpServer::start(&[]).await;
+    let client = server.client().await;
+    let tools = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = client.listen(tools).await.unwrap();
+    let changed = |note: Option<ServerNotification>| {
+        assert!(
+            matches!(
+                note,
+                Some(ServerNotification::ToolListChangedNotification(_))
+            ),
+            "{note:?}"
+        );
+    };
+
+    let search = json!({"name": "search", "description": "Finds things"});
+    call(&client, "test_add_tool", search.clone()).await;
+    changed(next(&mut subscription).await);
+    assert_eq!(
+        described(&client, "search").await.as_deref(),
+        Some("Finds things")
+    );
+    let answer = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("search"))
+        .await
+        .unwrap();
+    assert_eq!(answer.content[0].as_text().unwrap().text, "search called");
+
+    let edit = json!({"name": "search", "description": "Finds more"});
+    call(&client, "test_edit_tool", edit).await;
+    changed(next(&mut subscription).await);
+    assert_eq!(
+        described(&client, "search").await.as_deref(),
+        Some("Finds more")
+    );
+
+    call(&client, "test_remove_tool", json!({"name": "search"})).await;
+    changed(next(&mut subscription).await);
+    assert_eq!(described(&client, "search").await, None);
+
+    // Neither a built-in tool nor one not added can be changed, and a
+    // refused change tells no one.
+    for (tool, arguments) in [
+        (
+            "test_add_tool",
+            json!({"name": "test_revoke", "description": "x"}),
+        ),
+        ("test_remove_tool", json!({"name": "test_add_tool"})),
+        (
+            "test_edit_tool",
+            json!({"name": "search", "description": "x"}),
+        ),
+    ] {
+        let arguments = arguments.as_object().cloned().unwrap();
+        let refused = client
+            .call_tool(rmcp::model::CallToolRequestParams::new(tool).with_arguments(arguments))
+            .await;
+        assert!(refused.is_err(), "{tool}: {refused:?}");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), subscription.next())
+            .await
+            .is_err()
+    );
+    assert!(described(&client, "test_revoke").await.is_some());
+}
