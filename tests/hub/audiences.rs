@@ -309,3 +309,32 @@ fn revoking_a_label_ends_its_streams_and_no_other() {
     assert_eq!(stats.events.discarded, 1, "what it held was thrown away");
     assert!(stats.events.is_balanced());
 }
+
+#[test]
+fn a_revocation_of_many_streams_ends_every_one_of_them_and_no_other() {
+    let hub = Hub::new();
+    let tools = Filter::new().with_tools_list_changed();
+    let of = |p: &str| OpenContext::default().with_principal(Principal::new(p));
+    // More than one hold of the registry's lock ends, in lanes and in
+    // queues of their own (a listener that coalesces has its own).
+    let mut alice: Vec<_> = (0..700)
+        .map(|i| {
+            hub.listen_with(&tools, &of("alice").with_coalesce(i % 2 == 0))
+                .unwrap()
+        })
+        .collect();
+    let mut bob = hub.listen_with(&tools, &of("bob")).unwrap();
+    assert_eq!(hub.revoke(&Audience::principal("alice")), 700);
+    for listener in &mut alice {
+        assert!(matches!(
+            listener.try_next(),
+            Some(Next::Failed(StreamError::Revoked))
+        ));
+    }
+    assert_eq!(hub.notify_tools_list_changed().matched, 1);
+    assert!(matches!(bob.try_next(), Some(Next::Event(_))));
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_closed.revoked, 700);
+    assert_eq!(stats.listeners_active, 1);
+    assert!(stats.events.is_balanced());
+}
