@@ -92,8 +92,17 @@ impl std::error::Error for ProtocolError {}
 #[non_exhaustive]
 pub enum SubscribeError {
     /// The transport could not reach the server (connection refused, a
-    /// process that would not start, an HTTP status other than success).
+    /// reset, a process that would not start).
     Connect(String),
+    /// The server answered with an HTTP status other than success and no
+    /// JSON-RPC error in its body: a 401 from an authentication layer, a
+    /// 404, a 503 from a proxy.
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The body, as text.
+        body: String,
+    },
     /// The server answered the listen request with a JSON-RPC error before
     /// any acknowledgement (`-32602` invalid params, `-32603` `Subscription
     /// limit reached`, `-32021` a missing client capability).
@@ -109,6 +118,7 @@ impl fmt::Display for SubscribeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Connect(why) => write!(f, "cannot reach the server: {why}"),
+            Self::Status { status, body } => write!(f, "HTTP {status}: {body}"),
             Self::Refused(error) => {
                 write!(f, "listen refused ({}): {}", error.code.0, error.message)
             }
@@ -118,11 +128,68 @@ impl fmt::Display for SubscribeError {
     }
 }
 
+impl SubscribeError {
+    /// Whether trying again later may succeed: the server unreachable, an
+    /// HTTP 408, 425, 429 or 5xx, a full hub or a principal at its limit
+    /// (`-32603` `Subscription limit reached`), no acknowledgement in time,
+    /// or a transport closed before it. Everything else (a 4xx such as
+    /// 401 or 403, a refusal for the request itself, a protocol error) is
+    /// permanent: the same request gets the same answer.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Connect(_) | Self::Closed => true,
+            Self::Status { status, .. } => matches!(status, 408 | 425 | 429 | 500..),
+            Self::Refused(error) => error.message == LIMIT_REACHED,
+            Self::Protocol(err) => matches!(err, ProtocolError::NoAcknowledgement { .. }),
+        }
+    }
+}
+
+/// The message of a listen refused for a limit, which frees as streams end.
+const LIMIT_REACHED: &str = "Subscription limit reached";
+
 // The inner error is part of the message, so it is not also a `source`.
 impl std::error::Error for SubscribeError {}
 
 impl From<ProtocolError> for SubscribeError {
     fn from(err: ProtocolError) -> Self {
         Self::Protocol(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{OpenError, StreamError};
+
+    #[test]
+    fn transient_failures_are_those_that_trying_later_may_cure() {
+        let status = |status| SubscribeError::Status {
+            status,
+            body: String::new(),
+        };
+        let limit = OpenError::LimitReached { limit: 1 }.to_error_data();
+        for transient in [
+            SubscribeError::Connect("refused".into()),
+            SubscribeError::Closed,
+            status(503),
+            status(429),
+            SubscribeError::Refused(limit),
+            ProtocolError::NoAcknowledgement {
+                waited: Duration::from_secs(1),
+            }
+            .into(),
+        ] {
+            assert!(transient.is_transient(), "{transient}");
+        }
+        for permanent in [
+            status(401),
+            status(404),
+            SubscribeError::Refused(ErrorData::invalid_params("no", None)),
+            SubscribeError::Refused(StreamError::Revoked.to_error_data()),
+            ProtocolError::InvalidJson("x".into()).into(),
+        ] {
+            assert!(!permanent.is_transient(), "{permanent}");
+        }
     }
 }

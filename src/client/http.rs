@@ -93,10 +93,10 @@ impl Connect for Http {
                 .and_then(|e| serde_json::from_value::<ErrorData>(e).ok());
             return Err(match refusal {
                 Some(error) => SubscribeError::Refused(error),
-                None => SubscribeError::Connect(format!(
-                    "HTTP {status}: {}",
-                    String::from_utf8_lossy(&body)
-                )),
+                None => SubscribeError::Status {
+                    status: status.as_u16(),
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                },
             });
         }
         let events = SseStream::from_bytes_stream(response.bytes_stream());

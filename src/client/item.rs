@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rmcp::model::ErrorData;
 
-use super::error::ProtocolError;
+use super::error::{ProtocolError, SubscribeError};
 use crate::error::{OVERFLOW_ERROR_CODE, REVOKED_ERROR_CODE, StreamError};
 use crate::event::Event;
 use crate::filter::Filter;
@@ -86,6 +86,11 @@ pub enum End {
     /// re-listened with the same credentials: only when a
     /// [`Credentials`](super::Credentials) hook gives new ones.
     Revoked(ErrorData),
+    /// Listening again was refused for good (see
+    /// [`SubscribeError::is_transient`](super::SubscribeError::is_transient):
+    /// a 401, a request the server will never grant), and no
+    /// [`Credentials`](super::Credentials) hook gave new credentials.
+    Refused(SubscribeError),
     /// The authorization the stream was opened with expired
     /// ([`REVOKED_ERROR_CODE`], `data: {"reason":"expired"}`); re-listened
     /// as [`End::Revoked`] is.
@@ -172,6 +177,7 @@ impl fmt::Display for End {
             }
             Self::Protocol(err) => write!(f, "protocol error: {err}"),
             Self::Revoked(error) => write!(f, "revoked by the server: {}", error.message),
+            Self::Refused(err) => write!(f, "listening again was refused: {err}"),
             Self::Expired(error) => write!(f, "expired: {}", error.message),
         }
     }

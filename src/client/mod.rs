@@ -67,6 +67,14 @@
 //! gives headers that differ from them (a refreshed token); otherwise the
 //! end is final.
 //!
+//! Re-listening also covers the first open: a server not up yet, or any
+//! failure [`SubscribeError::is_transient`] calls transient, is tried again
+//! after the same backoff before the open returns (up to
+//! [`Relisten::max_attempts`]; bound it with `tokio::time::timeout`
+//! otherwise). A listen refused for good while re-listening (a 401, a
+//! filter the server will never grant) ends the subscription with
+//! [`End::Refused`], unless the credentials hook gives new headers.
+//!
 //! ## Why not rmcp's `Peer::listen`
 //!
 //! rmcp 3.11 has a listen client, but its buffer ends the subscription at

@@ -170,7 +170,8 @@ pub struct SubscribeOptions {
     pub coalesce: bool,
     /// How long the server has to acknowledge, connecting included.
     pub ack_timeout: Duration,
-    /// Listen again after an abrupt end; off by default.
+    /// Listen again after an abrupt end, and try a first open that failed
+    /// transiently again; off by default.
     pub relisten: Option<Relisten>,
     /// The client's name and version, sent in `_meta`.
     pub client_info: Implementation,
@@ -231,7 +232,8 @@ impl SubscribeOptions {
         self
     }
 
-    /// Listens again after an abrupt end, with this backoff.
+    /// Listens again after an abrupt end, with this backoff; a first open
+    /// that fails transiently (a server not up yet) is tried again too.
     pub fn with_relisten(mut self, relisten: Relisten) -> Self {
         self.relisten = Some(relisten);
         self

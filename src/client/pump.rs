@@ -49,6 +49,33 @@ pub(super) async fn open_within<C: Connect>(
     }
 }
 
+/// Opens the first stream. With re-listening on, a transient failure (a
+/// server not up yet, see [`SubscribeError::is_transient`]) is tried again
+/// after the re-listen backoff, up to its attempts; a permanent one is
+/// returned at once.
+pub(super) async fn open_first<C: Connect>(
+    connect: &C,
+    requested: &Filter,
+    options: &SubscribeOptions,
+) -> Result<(Filter, C::Stream), SubscribeError> {
+    let mut attempt = 0u32;
+    loop {
+        let err = match open_within(connect, requested, options).await {
+            Err(err) if err.is_transient() => err,
+            opened => return opened,
+        };
+        let Some(relisten) = &options.relisten else {
+            return Err(err);
+        };
+        attempt += 1;
+        if relisten.max_attempts.is_some_and(|max| attempt > max) {
+            return Err(err);
+        }
+        tracing::debug!(target: "mcp_subscriptions", %err, attempt, "the first listen failed; trying again");
+        tokio::time::sleep(relisten.delay(attempt)).await;
+    }
+}
+
 /// Drives a subscription until it ends for good.
 pub(super) async fn run<C: Connect>(
     connect: Arc<C>,
@@ -77,14 +104,17 @@ pub(super) async fn run<C: Connect>(
                 return;
             }
         };
-        // Credentials the server ended are never sent again.
-        let ended_with = end.is_unauthorized().then(|| options.headers.clone());
+        // Credentials the server ended, or refused a listen with for good,
+        // are never sent again; `last` is the end to report if that stops
+        // re-listening.
+        let mut spent = end.is_unauthorized().then(|| options.headers.clone());
+        let mut last = end.clone();
         let mut reason = end.to_string();
         let mut attempt = 0u32;
         stream = loop {
             attempt += 1;
             if relisten.max_attempts.is_some_and(|max| attempt > max) {
-                shared.finish(end);
+                shared.finish(last);
                 return;
             }
             if let Some(credentials) = &options.credentials {
@@ -94,8 +124,8 @@ pub(super) async fn run<C: Connect>(
                     return;
                 }
             }
-            if ended_with.as_ref() == Some(&options.headers) {
-                shared.finish(end);
+            if spent.as_ref() == Some(&options.headers) {
+                shared.finish(last);
                 return;
             }
             let delay = relisten.delay(attempt);
@@ -117,7 +147,15 @@ pub(super) async fn run<C: Connect>(
                     shared.push_marker(Item::Resynced(granted));
                     break stream;
                 }
-                Some(Err(err)) => reason = err.to_string(),
+                Some(Err(err)) => {
+                    reason = err.to_string();
+                    // The same request would be refused again: only new
+                    // credentials may change that.
+                    if !err.is_transient() {
+                        spent = Some(options.headers.clone());
+                        last = End::Refused(err);
+                    }
+                }
             }
         };
     }

@@ -43,7 +43,7 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        let (granted, stream) = pump::open_within(&*connect, requested, &options).await?;
+        let (granted, stream) = pump::open_first(&*connect, requested, &options).await?;
         let shared = Arc::new(Shared::new(&options, granted));
         let pump = tokio::spawn(pump::run(
             connect,

@@ -384,6 +384,95 @@ async fn http_a_revoked_stream_ends_as_its_own_case_and_relistens_only_with_new_
     assert_eq!(refreshed.stats().resyncs, 1);
 }
 
+/// A loopback address no one listens on yet, to start a server on later.
+fn free_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
+#[tokio::test]
+async fn http_the_first_listen_waits_for_a_server_not_up_yet() {
+    let addr = free_addr();
+    let url = format!("http://{addr}/mcp");
+    let tools = Filter::new().with_tools_list_changed();
+    let refused = Subscription::http(&url, &tools, SubscribeOptions::default()).await;
+    assert!(
+        matches!(&refused, Err(err) if err.is_transient()),
+        "{refused:?}"
+    );
+
+    let relisten = Relisten::new(Duration::from_millis(20), Duration::from_millis(100));
+    let options = SubscribeOptions::default().with_relisten(relisten.clone());
+    let waiting = tokio::spawn(async move { Subscription::http(&url, &tools, options).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let server = HttpServer::start_on(&addr, &[]).await;
+    let mut subscription = tokio::time::timeout(WAIT, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("acknowledged once the server is up");
+    server
+        .call_as("", "test_trigger_tool_change", json!({}))
+        .await;
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ListChanged(ListKind::Tools))
+    );
+
+    // Attempts are bounded as re-listening's are.
+    let nowhere = format!("http://{}/mcp", free_addr());
+    let bounded = SubscribeOptions::default().with_relisten(relisten.with_max_attempts(2));
+    let tools = Filter::new().with_tools_list_changed();
+    let gave_up = Subscription::http(&nowhere, &tools, bounded).await;
+    assert!(
+        matches!(gave_up, Err(SubscribeError::Connect(_))),
+        "{gave_up:?}"
+    );
+}
+
+#[tokio::test]
+async fn http_a_relisten_refused_for_good_ends_unless_new_credentials_come() {
+    let addr = free_addr();
+    let url = format!("http://{addr}/mcp");
+    let mut server = HttpServer::start_on(&addr, &["--bearer-token", "alice:old"]).await;
+    let tools = Filter::new().with_tools_list_changed();
+    let mut stuck = Subscription::http(&url, &tools, as_bearer("old"))
+        .await
+        .unwrap();
+    let refresh = Credentials::new(|_: &End| async {
+        Some(vec![("authorization".into(), "Bearer new".into())])
+    });
+    let options = as_bearer("old").with_credentials(refresh);
+    let mut refreshed = Subscription::http(&url, &tools, options).await.unwrap();
+
+    // The server comes back knowing only the new token.
+    server.child.kill().await.unwrap();
+    let restarted = HttpServer::start_on(&addr, &["--bearer-token", "alice:new"]).await;
+    let end = loop {
+        match next(&mut stuck).await {
+            Item::Relistening(_) => {}
+            Item::End(end) => break end,
+            other => panic!("{other:?}"),
+        }
+    };
+    let End::Refused(SubscribeError::Refused(error)) = &end else {
+        panic!("{end}")
+    };
+    assert_eq!(error.code.0, -32001, "the server's 401");
+    assert_eq!(next_settled(&mut refreshed).await, Item::Resynced(tools));
+    restarted
+        .call_as("new", "test_trigger_tool_change", json!({}))
+        .await;
+    assert_eq!(
+        kind(&next(&mut refreshed).await),
+        Some(&EventKind::ListChanged(ListKind::Tools))
+    );
+}
+
 fn tool_call(name: &str, arguments: serde_json::Value) -> serde_json::Value {
     json!({"name": name, "arguments": arguments})
 }
