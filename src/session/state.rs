@@ -3,8 +3,8 @@
 //! events on the session.
 //!
 //! A session revoked ([`Hub::revoke`]) or past its grant's expiry gets no
-//! notification after (an older revision has no way to say why), and each
-//! `resources/subscribe` of its later is refused with the error a listen
+//! notification after (an older revision has no way to say why), and its
+//! later `resources/subscribe` calls are refused with the error a listen
 //! stream would have ended with: `-32003`, `{"reason":"revoked"}` or
 //! `{"reason":"expired"}`. Its principal's slot and its URIs' holds on the
 //! demand hooks are given back then.
