@@ -16,6 +16,8 @@
 
 mod audiences;
 mod client;
+#[cfg(feature = "relay")]
+mod cluster;
 mod fanout;
 mod held;
 mod http;
@@ -30,6 +32,8 @@ use std::time::Duration;
 
 pub use audiences::{Ending, Revocation, Scoped, Streams};
 pub use client::{ClientBench, ClientRun, ListenClient};
+#[cfg(feature = "relay")]
+pub use cluster::{ClusterSpread, cluster_spread, redis_cluster_on_path};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};

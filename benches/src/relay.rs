@@ -349,7 +349,7 @@ pub fn one_channel(
 
 /// Waits until `condition` holds, or panics after thirty seconds naming
 /// it.
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

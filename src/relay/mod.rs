@@ -160,7 +160,10 @@
 //! channel carries a hash tag naming one of [`RelayOptions::shards`]
 //! shards, so that the key channels spread over that many hash slots, and
 //! each batch of subscriptions is at most one command per shard; the
-//! catalog channel has a slot of its own. A lost node connection is
+//! catalog channel has a slot of its own. Each shard's tag is chosen for
+//! the middle slot of its equal share of the 16,384, so the shards spread
+//! over the nodes as evenly as their slot ranges do, not as a handful of
+//! hashes happen to fall. A lost node connection is
 //! handled as a lost broker: connect again, subscribe, resync.
 
 mod broker;

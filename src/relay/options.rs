@@ -37,9 +37,15 @@ pub struct RelayOptions {
     /// connection.
     pub timeout: Duration,
     /// On a Redis Cluster, the hash slots the key channels spread over
-    /// (default 16, at least 1): a key's channel is on the slot of its
-    /// shard, so that a replica's subscriptions go to the cluster in at
-    /// most this many commands per batch, whatever the number of keys.
+    /// (default 48, at least 1, at most 16,384): a key's channel is on the
+    /// slot of its shard, so that a replica's subscriptions go to the
+    /// cluster in at most this many commands per batch, whatever the
+    /// number of keys. The shards' slots are spread evenly over the
+    /// cluster's, so on a cluster whose nodes serve equal slot ranges each
+    /// node holds as many shards as any other, give or take one: pick a
+    /// multiple of the node count, or several times it (48 is even on 2,
+    /// 3, 4, 6, 8, 12, 16 or 24 nodes). More shards, more pipelines for a
+    /// batch of publishes that spans them.
     pub shards: u16,
 }
 
@@ -54,7 +60,7 @@ impl Default for RelayOptions {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(5),
             timeout: Duration::from_secs(2),
-            shards: 16,
+            shards: 48,
         }
     }
 }

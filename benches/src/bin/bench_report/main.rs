@@ -11,18 +11,21 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`, `audiences`). The held section runs its servers and client
+//! `relay`, `cluster_spread`, `audiences`). The held section runs its servers and client
 //! shards as child processes (this binary again), and needs `ulimit -n`
 //! above 19,064. The scaling table (1, 4 and 16 publisher threads) runs by
 //! default only on 8 cores or more; the relay section (the crate's `relay`
 //! feature, on by default) only when `redis-server` is on `PATH`, and
-//! `--only relay` fails without it. `--help` lists the options with their defaults.
+//! `--only relay` fails without it; the cluster_spread section (the same
+//! feature) only when `redis-cli` is there too. `--help` lists the options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
 
 mod audiences;
 mod client;
+#[cfg(feature = "relay")]
+mod cluster_spread;
 mod fanout;
 mod held;
 mod http;
@@ -63,7 +66,8 @@ struct Options {
     plot: Option<PathBuf>,
     /// Run only these sections, comma-separated, in the report's order
     /// [default: every section, scaling only on 8 cores or more, relay
-    /// only with redis-server on PATH]
+    /// only with redis-server on PATH, cluster_spread only with
+    /// redis-server and redis-cli]
     // `Set`, not the `Append` a list gets by default: a second `--only`
     // replaces the first, as before clap.
     #[arg(
@@ -91,6 +95,8 @@ enum Section {
     Client,
     Scaling,
     Relay,
+    #[value(name = "cluster_spread")]
+    ClusterSpread,
     Audiences,
 }
 
@@ -118,6 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             match section {
                 Section::Scaling => cores >= SCALING_CORES,
                 Section::Relay => relay_by_default(),
+                Section::ClusterSpread => cluster_by_default(),
                 _ => true,
             }
         } else {
@@ -139,6 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Client => client::rows(&settings),
             Section::Scaling => scaling::rows(&settings),
             Section::Relay => relay_rows(&settings)?,
+            Section::ClusterSpread => cluster_rows()?,
             Section::Audiences => audiences::rows(&settings),
         });
     }
@@ -171,6 +179,32 @@ fn relay_by_default() -> bool {
         );
     }
     wanted
+}
+
+/// Whether the default run has the cluster_spread section: built in, and
+/// `redis-server` and `redis-cli` to run a cluster with.
+fn cluster_by_default() -> bool {
+    #[cfg(feature = "relay")]
+    let wanted = harness::redis_cluster_on_path();
+    #[cfg(not(feature = "relay"))]
+    let wanted = false;
+    if !wanted {
+        eprintln!(
+            "the cluster_spread section is skipped: it needs redis-server and redis-cli on PATH \
+             and the `relay` feature"
+        );
+    }
+    wanted
+}
+
+#[cfg(feature = "relay")]
+fn cluster_rows() -> Result<Vec<rows::Row>, String> {
+    cluster_spread::rows()
+}
+
+#[cfg(not(feature = "relay"))]
+fn cluster_rows() -> Result<Vec<rows::Row>, String> {
+    Err("bench_report was built without its `relay` feature (on by default)".to_owned())
 }
 
 #[cfg(feature = "relay")]
