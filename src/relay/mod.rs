@@ -74,8 +74,9 @@
 //! of their own, so order holds within a shard (the key channels of one
 //! [`RelayOptions::shards`] share a hash slot) and on the catalog channel,
 //! not between them; with one shard it holds between keys too. A batch
-//! that spans shards goes one shard at a time, in the order of each
-//! shard's first event in it.
+//! that spans shards sends its first message's shard first (its
+//! revocations lead it, so they go ahead of its events), then every other
+//! shard's at once.
 //!
 //! # At most once, and resyncs
 //!

@@ -48,14 +48,30 @@ impl RedisClusterLink {
     }
 
     /// One pipeline for each slot, since a pipeline's commands must share
-    /// one: a round trip for each shard that `messages` reach.
+    /// one. The first message's slot goes first and alone: a batch's
+    /// revocations lead it on the catalog channel, and reach the other
+    /// replicas ahead of its events. The other slots' pipelines then go at
+    /// once, one round trip for them all, however many shards they reach.
     pub(crate) async fn publish(&mut self, messages: Vec<BusMessage>) -> Result<()> {
-        for group in by_slot(messages, |message| &message.channel) {
-            publishes("SPUBLISH", group)
-                .query_async::<()>(&mut self.connection)
-                .await
-                .map_err(message)?;
-        }
+        let mut groups = by_slot(messages, |message| &message.channel).into_iter();
+        let Some(first) = groups.next() else {
+            return Ok(());
+        };
+        publishes("SPUBLISH", first)
+            .query_async::<()>(&mut self.connection)
+            .await
+            .map_err(message)?;
+        let rest = groups.map(|group| {
+            let mut connection = self.connection.clone();
+            async move {
+                publishes("SPUBLISH", group)
+                    .query_async::<()>(&mut connection)
+                    .await
+            }
+        });
+        futures_util::future::try_join_all(rest)
+            .await
+            .map_err(message)?;
         Ok(())
     }
 
