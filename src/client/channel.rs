@@ -46,16 +46,12 @@ impl Connect for Channel {
         requested: &Filter,
         options: &SubscribeOptions,
     ) -> Result<(Filter, ChannelStream), SubscribeError> {
-        let mut request = self
-            .url
-            .as_str()
-            .into_client_request()
-            .map_err(cannot_connect)?;
+        let mut request = self.url.as_str().into_client_request().map_err(invalid)?;
         for (name, value) in &options.headers {
             let name = tokio_tungstenite::tungstenite::http::HeaderName::try_from(name.as_str())
-                .map_err(cannot_connect)?;
+                .map_err(invalid)?;
             let value = tokio_tungstenite::tungstenite::http::HeaderValue::try_from(value.as_str())
-                .map_err(cannot_connect)?;
+                .map_err(invalid)?;
             request.headers_mut().insert(name, value);
         }
         let (socket, _) = tokio_tungstenite::connect_async(request)
@@ -136,8 +132,23 @@ impl SourceHandle for ChannelStream {
     }
 }
 
-fn cannot_connect(err: impl std::fmt::Display) -> SubscribeError {
-    SubscribeError::Connect(err.to_string())
+fn invalid(err: impl std::fmt::Display) -> SubscribeError {
+    SubscribeError::Invalid(err.to_string())
+}
+
+/// A failed WebSocket handshake: an HTTP status, a URL it cannot use, or
+/// a server out of reach.
+fn cannot_connect(err: tokio_tungstenite::tungstenite::Error) -> SubscribeError {
+    use tokio_tungstenite::tungstenite::Error;
+    match err {
+        Error::Http(response) => SubscribeError::Status {
+            status: response.status().as_u16(),
+            body: String::from_utf8_lossy(response.body().as_deref().unwrap_or_default())
+                .into_owned(),
+        },
+        Error::Url(err) => invalid(err),
+        err => SubscribeError::Connect(err.to_string()),
+    }
 }
 
 /// A notification from the notification channel (no stamp to check).
@@ -166,8 +177,11 @@ impl Subscription {
     ///
     /// # Errors
     ///
-    /// [`SubscribeError::Connect`] when the WebSocket cannot be opened, or
-    /// not within the options' timeout.
+    /// [`SubscribeError::Connect`] when the WebSocket cannot be opened,
+    /// [`SubscribeError::Status`] when the handshake is answered with
+    /// another HTTP status, [`SubscribeError::Invalid`] for a URL or header
+    /// it cannot send, and a protocol error when not within the options'
+    /// timeout.
     ///
     /// # Panics
     ///
@@ -177,6 +191,8 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        Self::open(Arc::new(Channel { url: url.into() }), requested, options).await
+        let url = url.into();
+        super::protocol::plain_url(&url, "ws")?;
+        Self::open(Arc::new(Channel { url }), requested, options).await
     }
 }

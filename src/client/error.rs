@@ -94,6 +94,9 @@ pub enum SubscribeError {
     /// The transport could not reach the server (connection refused, a
     /// reset, a process that would not start).
     Connect(String),
+    /// The request could not be made at all: a malformed URL, a header
+    /// that is not valid, or an `https://` URL (the client carries no TLS).
+    Invalid(String),
     /// The server answered with an HTTP status other than success and no
     /// JSON-RPC error in its body: a 401 from an authentication layer, a
     /// 404, a 503 from a proxy.
@@ -118,6 +121,7 @@ impl fmt::Display for SubscribeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Connect(why) => write!(f, "cannot reach the server: {why}"),
+            Self::Invalid(why) => write!(f, "the request cannot be made: {why}"),
             Self::Status { status, body } => write!(f, "HTTP {status}: {body}"),
             Self::Refused(error) => {
                 write!(f, "listen refused ({}): {}", error.code.0, error.message)
@@ -138,6 +142,7 @@ impl SubscribeError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Connect(_) | Self::Closed => true,
+            Self::Invalid(_) => false,
             Self::Status { status, .. } => matches!(status, 408 | 425 | 429 | 500..),
             Self::Refused(error) => error.message == LIMIT_REACHED,
             Self::Protocol(err) => matches!(err, ProtocolError::NoAcknowledgement { .. }),
@@ -183,6 +188,7 @@ mod tests {
             assert!(transient.is_transient(), "{transient}");
         }
         for permanent in [
+            SubscribeError::Invalid("https".into()),
             status(401),
             status(404),
             SubscribeError::Refused(ErrorData::invalid_params("no", None)),

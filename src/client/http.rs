@@ -13,7 +13,7 @@ use sse_stream::{Sse, SseStream};
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, PROTOCOL_VERSION, listen_request};
+use super::protocol::{Expect, PROTOCOL_VERSION, listen_request, plain_url};
 use super::pump::Connect;
 use super::subscription::Subscription;
 use super::wire::{Received, Wire, WireStream};
@@ -75,10 +75,14 @@ impl Connect for Http {
         for (name, value) in &options.headers {
             request = request.header(name, value);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|err| SubscribeError::Connect(error_chain(&err)))?;
+        let response = request.send().await.map_err(|err| {
+            // A URL or header reqwest will not send is no passing failure.
+            if err.is_builder() {
+                SubscribeError::Invalid(error_chain(&err))
+            } else {
+                SubscribeError::Connect(error_chain(&err))
+            }
+        })?;
         let status = response.status();
         let is_stream = response
             .headers()
@@ -128,7 +132,8 @@ impl Subscription {
     /// protocol version, client info and capabilities. The SSE answer is
     /// parsed by `sse-stream`; dropping the response cancels.
     ///
-    /// Only `http://` URLs: the client carries no TLS stack.
+    /// Only `http://` URLs: the client carries no TLS stack, and an
+    /// `https://` URL fails at once with [`SubscribeError::Invalid`].
     ///
     /// # Errors
     ///
@@ -143,9 +148,11 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
+        let url = url.into();
+        plain_url(&url, "http")?;
         let connect = Http {
             client: reqwest::Client::new(),
-            url: url.into(),
+            url,
             next_id: AtomicU64::new(1),
         };
         Self::open(Arc::new(connect), requested, options).await

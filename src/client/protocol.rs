@@ -6,7 +6,7 @@
 use rmcp::model::{ErrorData, RequestId};
 use serde_json::{Map, Value, json};
 
-use super::error::ProtocolError;
+use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use crate::event::{Event, EventKind, ListKind};
@@ -211,6 +211,21 @@ pub(super) fn granted_kind(granted: &Filter, kind: &EventKind) -> bool {
     match kind {
         EventKind::Extension { .. } => granted.is_everything() || kind.travels_on_listen_streams(),
         core => granted.matches(core),
+    }
+}
+
+/// Refuses a URL whose scheme is not `scheme` (`http`, `ws`) before
+/// anything is sent: the client carries no TLS, and a transport's own
+/// "unsupported scheme" would read as a server out of reach, to be tried
+/// again forever.
+pub(super) fn plain_url(url: &str, scheme: &str) -> Result<(), SubscribeError> {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if parsed.scheme() == scheme => Ok(()),
+        Ok(parsed) => Err(SubscribeError::Invalid(format!(
+            "{}:// is not served: the client speaks plain {scheme}:// (no TLS)",
+            parsed.scheme()
+        ))),
+        Err(err) => Err(SubscribeError::Invalid(format!("{url}: {err}"))),
     }
 }
 
