@@ -20,6 +20,8 @@ mod client;
 mod cluster;
 mod fanout;
 mod held;
+#[cfg(feature = "relay")]
+mod herd;
 mod http;
 mod latency;
 mod memory;
@@ -36,6 +38,8 @@ pub use client::{ClientBench, ClientRun, ListenClient};
 pub use cluster::{ClusterSpread, cluster_spread, redis_cluster_on_path};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use held::{Held, HeldStreams, become_held_child};
+#[cfg(feature = "relay")]
+pub use herd::{Herd, HerdRun};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
 pub use latency::Latency;
 pub use memory::{

@@ -11,13 +11,17 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`, `cluster_spread`, `audiences`). The held section runs its servers and client
-//! shards as child processes (this binary again), and needs `ulimit -n`
-//! above 19,064. The scaling table (1, 4 and 16 publisher threads) runs by
-//! default only on 8 cores or more; the relay section (the crate's `relay`
-//! feature, on by default) only when `redis-server` is on `PATH`, and
-//! `--only relay` fails without it; the cluster_spread section (the same
-//! feature) only when `redis-cli` is there too. `--help` lists the options with their defaults.
+//! `relay`, `cluster_spread`, `audiences`, `herd`). The held section runs
+//! its servers and client shards as child processes (this binary again),
+//! and needs `ulimit -n` above 19,064. The scaling table (1, 4 and 16
+//! publisher threads) runs by default only on 8 cores or more; the relay
+//! section (the crate's `relay` feature, on by default) only when
+//! `redis-server` is on `PATH`, and `--only relay` fails without it; the
+//! cluster_spread section (the same feature) only when `redis-cli` is there
+//! too; the herd section (the same feature) only when `redis-server` is on
+//! `PATH` and the example server is built next to this binary (`cargo build
+//! --release --example server --features redis`). `--help` lists the
+//! options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
 //! `met` says whether it reaches the target.
@@ -28,6 +32,8 @@ mod client;
 mod cluster_spread;
 mod fanout;
 mod held;
+#[cfg(feature = "relay")]
+mod herd;
 mod http;
 mod latency;
 mod memory;
@@ -67,7 +73,8 @@ struct Options {
     /// Run only these sections, comma-separated, in the report's order
     /// [default: every section, scaling only on 8 cores or more, relay
     /// only with redis-server on PATH, cluster_spread only with
-    /// redis-server and redis-cli]
+    /// redis-server and redis-cli, herd only with redis-server and the
+    /// example server built]
     // `Set`, not the `Append` a list gets by default: a second `--only`
     // replaces the first, as before clap.
     #[arg(
@@ -98,6 +105,7 @@ enum Section {
     #[value(name = "cluster_spread")]
     ClusterSpread,
     Audiences,
+    Herd,
 }
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
@@ -125,6 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Section::Scaling => cores >= SCALING_CORES,
                 Section::Relay => relay_by_default(),
                 Section::ClusterSpread => cluster_by_default(),
+                Section::Herd => herd_by_default(),
                 _ => true,
             }
         } else {
@@ -148,6 +157,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Relay => relay_rows(&settings)?,
             Section::ClusterSpread => cluster_rows()?,
             Section::Audiences => audiences::rows(&settings),
+            Section::Herd => herd_rows(&settings)?,
         });
     }
 
@@ -195,6 +205,36 @@ fn cluster_by_default() -> bool {
         );
     }
     wanted
+}
+
+/// Whether the default run has the herd section: built in, a
+/// `redis-server`, and the example server built next to this binary.
+fn herd_by_default() -> bool {
+    #[cfg(feature = "relay")]
+    let wanted = harness::redis_on_path()
+        && std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.join("examples").join("server")))
+            .is_some_and(|server| server.is_file());
+    #[cfg(not(feature = "relay"))]
+    let wanted = false;
+    if !wanted {
+        eprintln!(
+            "the herd section is skipped: it needs redis-server on PATH, the `relay` feature and \
+             the example server (`cargo build --release --example server --features redis`)"
+        );
+    }
+    wanted
+}
+
+#[cfg(feature = "relay")]
+fn herd_rows(settings: &Settings) -> Result<Vec<rows::Row>, String> {
+    herd::rows(settings)
+}
+
+#[cfg(not(feature = "relay"))]
+fn herd_rows(_: &Settings) -> Result<Vec<rows::Row>, String> {
+    Err("bench_report was built without its `relay` feature (on by default)".to_owned())
 }
 
 #[cfg(feature = "relay")]
