@@ -85,11 +85,17 @@ impl Replica {
         None
     }
 
-    /// The hub's statistics as JSON, with the relay's under `relay` when
-    /// there is one.
+    /// The hub's statistics as JSON, with this process under `replica`
+    /// (its pid, and its relay origin or null) and the relay's under
+    /// `relay` when there is one.
     pub(crate) fn stats(&self) -> serde_json::Value {
-        #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(unused_mut))]
         let mut stats = serde_json::to_value(self.hub.stats()).expect("stats serialize");
+        // Which process answered: behind a shared port (`--reuse-port`) a
+        // request reaches any replica.
+        let replica = serde_json::json!({"pid": std::process::id(), "origin": self.origin()});
+        if let Some(object) = stats.as_object_mut() {
+            object.insert("replica".to_owned(), replica);
+        }
         #[cfg(any(feature = "redis", feature = "nats"))]
         if let (Some(relay), Some(object)) = (&self.relay, stats.as_object_mut()) {
             let relay = serde_json::to_value(relay.stats()).expect("stats serialize");

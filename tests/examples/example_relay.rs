@@ -104,6 +104,16 @@ async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
     })
     .await;
     assert_eq!(b.stats().await["relay"]["subscribed_keys"], 0);
+    // Each says which process it is, and its origin on the bus.
+    let (ours, theirs) = (
+        a.stats().await["replica"].clone(),
+        b.stats().await["replica"].clone(),
+    );
+    assert_eq!(ours["pid"], a.child.id().unwrap());
+    assert!(
+        ours["origin"].is_string() && ours["origin"] != theirs["origin"],
+        "{ours} {theirs}"
+    );
     // The key was subscribed after the stream's acknowledgement: A tells
     // the stream it may have changed meanwhile.
     let catch_up = stream.next().await.unwrap();
