@@ -34,26 +34,12 @@ use serde_json::{Value, json};
 
 use crate::broker::{Broker, Kind};
 use crate::replicas::{self, options, settled};
+use crate::scoped::{EVERYTHING, Key, Scope, event, uri};
 use crate::waiting::until;
 
 const SEED: u64 = 2026;
 const EVENTS: usize = 800;
 const URIS: usize = 4;
-
-/// What a listener can watch, and what an event is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Tools,
-    Uri(usize),
-}
-
-const EVERYTHING: &[Key] = &[
-    Key::Tools,
-    Key::Uri(0),
-    Key::Uri(1),
-    Key::Uri(2),
-    Key::Uri(3),
-];
 
 /// One listener to open on each replica: who it is and what it watches.
 #[derive(Debug)]
@@ -96,10 +82,6 @@ const PRINCIPALS: [&str; 5] = ["p0", "p1", "p2", "p3", "p9"];
 /// Labels events are addressed to: `tenant:z` has no stream anywhere.
 const LABELS: [&str; 3] = ["tenant:a", "tenant:b", "tenant:z"];
 
-/// Who an event is for, as the model sees it: `None` for everyone, else
-/// the principals and labels it names (none: no one).
-type Scope = Option<(Vec<&'static str>, Vec<&'static str>)>;
-
 impl Spec {
     fn filter(&self) -> Filter {
         self.watches
@@ -128,32 +110,6 @@ impl Spec {
                 self.principal.is_some_and(|p| principals.contains(&p))
                     || self.labels.iter().any(|l| labels.contains(l))
             })
-    }
-}
-
-fn uri(i: usize) -> String {
-    format!("file:///{i}")
-}
-
-/// Event number `n`, about `key`, for `scope`: a list change or an update
-/// carrying `n`, so that no two events are alike and none coalesces.
-fn event(n: usize, key: Key, scope: &Scope) -> Event {
-    let (method, params) = match key {
-        Key::Tools => ("notifications/tools/list_changed", json!({ "n": n })),
-        Key::Uri(i) => (
-            "notifications/resources/updated",
-            json!({ "uri": uri(i), "n": n }),
-        ),
-    };
-    let event = Event::extension(method, params.as_object().unwrap().clone(), None);
-    match scope {
-        None => event,
-        Some((principals, labels)) => {
-            let audience = principals
-                .iter()
-                .fold(Audience::nobody(), |a, &p| a.with_principal(p));
-            event.with_audience(labels.iter().fold(audience, |a, &l| a.with_label(l)))
-        }
     }
 }
 

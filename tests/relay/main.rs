@@ -10,6 +10,8 @@
 mod broker;
 #[path = "../support/proxy.rs"]
 mod proxy;
+#[path = "../support/scoped.rs"]
+mod scoped;
 #[path = "../support/waiting.rs"]
 mod waiting;
 

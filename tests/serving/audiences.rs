@@ -33,15 +33,14 @@ use std::time::{Duration, Instant};
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{
-    Audience, Event, Filter, Grant, Hub, ListenService, OpenContext, Principal,
-};
+use mcp_subscriptions::{Audience, Filter, Grant, Hub, ListenService, OpenContext, Principal};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::support::channel::{Channel, Received};
 use crate::support::http::{Answer, app, listen, post, serve, with_user_header};
+use crate::support::scoped::{EVERYTHING, Key, Scope, event, uri};
 use crate::support::stdio::Pipe;
 
 const SEED: u64 = 7_2026;
@@ -49,21 +48,6 @@ const EVENTS: usize = 300;
 const URIS: usize = 4;
 /// The JSON-RPC error code of a revoked or expired stream.
 const ENDED: i64 = -32003;
-
-/// What a stream can watch, and what an event is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Tools,
-    Uri(usize),
-}
-
-const EVERYTHING: &[Key] = &[
-    Key::Tools,
-    Key::Uri(0),
-    Key::Uri(1),
-    Key::Uri(2),
-    Key::Uri(3),
-];
 
 /// A principal the authorizer knows: its label, and what it may watch
 /// (`None`: whatever it asks for).
@@ -144,41 +128,11 @@ fn authorizer(
     }
 }
 
-fn uri(i: usize) -> String {
-    format!("file:///doc/{i}")
-}
-
 fn filter(keys: &[Key]) -> Filter {
     keys.iter().fold(Filter::new(), |filter, key| match key {
         Key::Tools => filter.with_tools_list_changed(),
         Key::Uri(i) => filter.with_resource(uri(*i)),
     })
-}
-
-/// Who an event is for, as the model sees it: `None` for everyone, else
-/// the principals and labels it names (none: no one).
-type Scope = Option<(Vec<&'static str>, Vec<&'static str>)>;
-
-/// Event number `n`, about `key`, for `scope`: a list change or an update
-/// carrying `n`, so that no two are alike and none coalesces.
-fn event(n: usize, key: Key, scope: &Scope) -> Event {
-    let (method, params) = match key {
-        Key::Tools => ("notifications/tools/list_changed", json!({ "n": n })),
-        Key::Uri(i) => (
-            "notifications/resources/updated",
-            json!({ "uri": uri(i), "n": n }),
-        ),
-    };
-    let event = Event::extension(method, params.as_object().unwrap().clone(), None);
-    match scope {
-        None => event,
-        Some((principals, labels)) => {
-            let audience = principals
-                .iter()
-                .fold(Audience::nobody(), |a, &p| a.with_principal(p));
-            event.with_audience(labels.iter().fold(audience, |a, &l| a.with_label(l)))
-        }
-    }
 }
 
 /// The model: whether an event about `key` for `scope` reaches a stream

@@ -48,6 +48,9 @@ pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
+#[cfg(all(feature = "http", feature = "stdio", feature = "channel"))]
+pub mod scoped;
+
 #[cfg(feature = "channel")]
 pub mod channel;
 
