@@ -34,12 +34,11 @@ use serde_json::{Value, json};
 
 use crate::broker::{Broker, Kind};
 use crate::replicas::{self, options, settled};
-use crate::scoped::{EVERYTHING, Key, Scope, event, uri};
+use crate::scoped::{EVERYTHING, Key, Scope, URIS, event, random_key, random_scope, uri};
 use crate::waiting::until;
 
 const SEED: u64 = 2026;
 const EVENTS: usize = 800;
-const URIS: usize = 4;
 
 /// One listener to open on each replica: who it is and what it watches.
 #[derive(Debug)]
@@ -77,11 +76,6 @@ const CAST: &[Spec] = &[
     spec(None, &[], EVERYTHING),
 ];
 
-/// Principals events are addressed to: `p9` has no stream anywhere.
-const PRINCIPALS: [&str; 5] = ["p0", "p1", "p2", "p3", "p9"];
-/// Labels events are addressed to: `tenant:z` has no stream anywhere.
-const LABELS: [&str; 3] = ["tenant:a", "tenant:b", "tenant:z"];
-
 impl Spec {
     fn filter(&self) -> Filter {
         self.watches
@@ -118,27 +112,6 @@ impl Spec {
 fn number(json: &str) -> Option<usize> {
     let value: Value = serde_json::from_str(json).unwrap();
     value["params"]["n"].as_u64().map(|n| n as usize)
-}
-
-fn random_key(rng: &mut StdRng) -> Key {
-    if rng.random_bool(0.2) {
-        Key::Tools
-    } else {
-        Key::Uri(rng.random_range(0..URIS))
-    }
-}
-
-fn random_scope(rng: &mut StdRng) -> Scope {
-    let principal = |rng: &mut StdRng| PRINCIPALS[rng.random_range(0..PRINCIPALS.len())];
-    let label = |rng: &mut StdRng| LABELS[rng.random_range(0..LABELS.len())];
-    match rng.random_range(0..100) {
-        0..30 => None,
-        30..40 => Some((vec![], vec![])),
-        40..65 => Some((vec![principal(rng)], vec![])),
-        65..85 => Some((vec![], vec![label(rng)])),
-        85..95 => Some((vec![principal(rng)], vec![label(rng)])),
-        _ => Some((vec![principal(rng), principal(rng)], vec![])),
-    }
 }
 
 /// A hub and its relay.

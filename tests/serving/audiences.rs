@@ -34,18 +34,17 @@ use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{Audience, Filter, Grant, Hub, ListenService, OpenContext, Principal};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::support::channel::{Channel, Received};
 use crate::support::http::{Answer, app, listen, post, serve, with_user_header};
-use crate::support::scoped::{EVERYTHING, Key, Scope, event, uri};
+use crate::support::scoped::{EVERYTHING, Key, Scope, URIS, event, random_key, random_scope, uri};
 use crate::support::stdio::Pipe;
 
 const SEED: u64 = 7_2026;
 const EVENTS: usize = 300;
-const URIS: usize = 4;
 /// The JSON-RPC error code of a revoked or expired stream.
 const ENDED: i64 = -32003;
 
@@ -145,31 +144,6 @@ fn receives(principal: Option<&str>, key: Key, scope: &Scope) -> bool {
             principal.is_some_and(|p| principals.contains(&p))
                 || person.is_some_and(|p| labels.contains(&p.tenant))
         })
-}
-
-fn random_key(rng: &mut StdRng) -> Key {
-    if rng.random_bool(0.2) {
-        Key::Tools
-    } else {
-        Key::Uri(rng.random_range(0..URIS))
-    }
-}
-
-/// Everyone, no one, a principal (`p9` has no stream), a label
-/// (`tenant:z` neither), both, or two principals.
-fn random_scope(rng: &mut StdRng) -> Scope {
-    const PRINCIPALS: [&str; 5] = ["p0", "p1", "p2", "p3", "p9"];
-    const LABELS: [&str; 3] = ["tenant:a", "tenant:b", "tenant:z"];
-    let principal = |rng: &mut StdRng| PRINCIPALS[rng.random_range(0..PRINCIPALS.len())];
-    let label = |rng: &mut StdRng| LABELS[rng.random_range(0..LABELS.len())];
-    match rng.random_range(0..100) {
-        0..25 => None,
-        25..35 => Some((vec![], vec![])),
-        35..60 => Some((vec![principal(rng)], vec![])),
-        60..80 => Some((vec![], vec![label(rng)])),
-        80..92 => Some((vec![principal(rng)], vec![label(rng)])),
-        _ => Some((vec![principal(rng), principal(rng)], vec![])),
-    }
 }
 
 /// The notification the number and key of an event of [`event`] say.

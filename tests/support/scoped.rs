@@ -5,6 +5,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use mcp_subscriptions::{Audience, Event};
+use rand::RngExt;
+use rand::rngs::StdRng;
 use serde_json::json;
 
 /// What a stream can watch, and what an event is about.
@@ -13,6 +15,9 @@ pub enum Key {
     Tools,
     Uri(usize),
 }
+
+/// The URIs of the models.
+pub const URIS: usize = 4;
 
 /// Every key of the models.
 pub const EVERYTHING: &[Key] = &[
@@ -50,5 +55,31 @@ pub fn event(n: usize, key: Key, scope: &Scope) -> Event {
                 .fold(Audience::nobody(), |a, &p| a.with_principal(p));
             event.with_audience(labels.iter().fold(audience, |a, &l| a.with_label(l)))
         }
+    }
+}
+
+/// A key at random: the tools list one time in five, else a URI.
+pub fn random_key(rng: &mut StdRng) -> Key {
+    if rng.random_bool(0.2) {
+        Key::Tools
+    } else {
+        Key::Uri(rng.random_range(0..URIS))
+    }
+}
+
+/// A scope at random: everyone, no one, a principal (`p9` has no
+/// stream), a label (`tenant:z` neither), both, or two principals.
+pub fn random_scope(rng: &mut StdRng) -> Scope {
+    const PRINCIPALS: [&str; 5] = ["p0", "p1", "p2", "p3", "p9"];
+    const LABELS: [&str; 3] = ["tenant:a", "tenant:b", "tenant:z"];
+    let principal = |rng: &mut StdRng| PRINCIPALS[rng.random_range(0..PRINCIPALS.len())];
+    let label = |rng: &mut StdRng| LABELS[rng.random_range(0..LABELS.len())];
+    match rng.random_range(0..100) {
+        0..30 => None,
+        30..40 => Some((vec![], vec![])),
+        40..65 => Some((vec![principal(rng)], vec![])),
+        65..85 => Some((vec![], vec![label(rng)])),
+        85..95 => Some((vec![principal(rng)], vec![label(rng)])),
+        _ => Some((vec![principal(rng), principal(rng)], vec![])),
     }
 }
