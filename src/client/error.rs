@@ -106,9 +106,10 @@ pub enum SubscribeError {
         /// The body, as text.
         body: String,
     },
-    /// The server answered the listen request with a JSON-RPC error before
+    /// The server answered with a JSON-RPC error: a listen request before
     /// any acknowledgement (`-32602` invalid params, `-32603` `Subscription
-    /// limit reached`, `-32021` a missing client capability).
+    /// limit reached`, `-32021` a missing client capability), or any other
+    /// request (`-32601` for a method the server does not serve).
     Refused(ErrorData),
     /// The server broke the protocol before acknowledging.
     Protocol(ProtocolError),
@@ -124,7 +125,7 @@ impl fmt::Display for SubscribeError {
             Self::Invalid(why) => write!(f, "the request cannot be made: {why}"),
             Self::Status { status, body } => write!(f, "HTTP {status}: {body}"),
             Self::Refused(error) => {
-                write!(f, "listen refused ({}): {}", error.code.0, error.message)
+                write!(f, "refused ({}): {}", error.code.0, error.message)
             }
             Self::Protocol(err) => write!(f, "protocol error: {err}"),
             Self::Closed => f.write_str("the transport closed before the acknowledgement"),
@@ -143,11 +144,16 @@ impl SubscribeError {
         match self {
             Self::Connect(_) | Self::Closed => true,
             Self::Invalid(_) => false,
-            Self::Status { status, .. } => matches!(status, 408 | 425 | 429 | 500..),
+            Self::Status { status, .. } => says_try_later(*status),
             Self::Refused(error) => error.message == LIMIT_REACHED,
             Self::Protocol(err) => matches!(err, ProtocolError::NoAcknowledgement { .. }),
         }
     }
+}
+
+/// Whether an HTTP status says to try again later.
+pub(super) fn says_try_later(status: u16) -> bool {
+    matches!(status, 408 | 425 | 429 | 500..)
 }
 
 /// The message of a listen refused for a limit, which frees as streams end.

@@ -6,15 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::{Stream, StreamExt};
-use rmcp::model::{ErrorData, RequestId};
-use serde_json::Value;
+use rmcp::model::RequestId;
+use serde_json::{Map, Value};
 use sse_stream::{Sse, SseStream};
 
-use super::error::{ProtocolError, SubscribeError};
+use super::error::{ProtocolError, SubscribeError, says_try_later};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{Expect, PROTOCOL_VERSION, listen_request, plain_url};
 use super::pump::Connect;
+use super::request::{Request, message, outcome};
 use super::subscription::Subscription;
 use super::wire::{Received, Wire, WireStream};
 use crate::filter::Filter;
@@ -22,14 +23,121 @@ use crate::source::Next;
 
 type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
-struct Http {
+/// One server's MCP endpoint: its listen streams and its other requests
+/// share the connection pool.
+pub(super) struct Http {
     client: reqwest::Client,
     url: String,
     next_id: AtomicU64,
 }
 
+impl Http {
+    /// The endpoint at `url`, refused at once unless it is `http://`.
+    pub(super) fn new(url: String) -> Result<Self, SubscribeError> {
+        plain_url(&url, "http")?;
+        Ok(Self {
+            client: reqwest::Client::new(),
+            url,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn next_id(&self, what: &str) -> RequestId {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        RequestId::String(format!("{what}-{n}").into())
+    }
+
+    /// POSTs one JSON-RPC request with the 2026-07-28 headers and the
+    /// options' own.
+    async fn post(
+        &self,
+        method: &str,
+        body: &Value,
+        options: &SubscribeOptions,
+    ) -> Result<reqwest::Response, SubscribeError> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL_VERSION)
+            .header("mcp-method", method)
+            .body(body.to_string());
+        for (name, value) in &options.headers {
+            request = request.header(name, value);
+        }
+        request.send().await.map_err(|err| {
+            // A URL or header reqwest will not send is no passing failure.
+            if err.is_builder() {
+                SubscribeError::Invalid(error_chain(&err))
+            } else {
+                SubscribeError::Connect(error_chain(&err))
+            }
+        })
+    }
+}
+
+/// Whether the server answered with an SSE stream.
+fn is_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+}
+
+/// The JSON-RPC message of an answer that is not a stream. An HTTP status
+/// other than success with no JSON-RPC error in its body (a 401 from an
+/// authentication layer), or one that says to try later (408, 425, 429,
+/// 5xx: a proxy's 503, whatever its body), is [`SubscribeError::Status`].
+async fn answer(response: reqwest::Response) -> Result<Value, SubscribeError> {
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|err| SubscribeError::Connect(error_chain(&err)))?;
+    let later = says_try_later(status.as_u16());
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(message) if status.is_success() || (message.get("error").is_some() && !later) => {
+            Ok(message)
+        }
+        _ => Err(SubscribeError::Status {
+            status: status.as_u16(),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }),
+    }
+}
+
+impl Request for Http {
+    /// The answer is JSON, or an SSE stream whose response to this id is
+    /// the answer (notifications before it are skipped).
+    async fn request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        options: &SubscribeOptions,
+    ) -> Result<Value, SubscribeError> {
+        let id = self.next_id("request");
+        let response = self
+            .post(method, &message(&id, method, params, options), options)
+            .await?;
+        if !is_stream(&response) {
+            return outcome(answer(response).await?);
+        }
+        let id = serde_json::to_value(&id).expect("an id serializes");
+        let mut events = Response(Box::pin(SseStream::from_bytes_stream(
+            response.bytes_stream(),
+        )));
+        loop {
+            let message = events.recv().await.map_err(SubscribeError::Connect)??;
+            if message.get("method").is_none() && message.get("id") == Some(&id) {
+                return outcome(message);
+            }
+        }
+    }
+}
+
 /// One stream's SSE answer.
-struct Response(Events);
+pub(super) struct Response(Events);
 
 impl Wire for Response {
     /// SSE comments and events without data (keep-alives) are skipped.
@@ -62,45 +170,23 @@ impl Connect for Http {
         requested: &Filter,
         options: &SubscribeOptions,
     ) -> Result<(Filter, Self::Stream), SubscribeError> {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(format!("listen-{n}").into());
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL_VERSION)
-            .header("mcp-method", "subscriptions/listen")
-            .body(listen_request(&id, requested, options).to_string());
-        for (name, value) in &options.headers {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.map_err(|err| {
-            // A URL or header reqwest will not send is no passing failure.
-            if err.is_builder() {
-                SubscribeError::Invalid(error_chain(&err))
-            } else {
-                SubscribeError::Connect(error_chain(&err))
-            }
-        })?;
-        let status = response.status();
-        let is_stream = response
-            .headers()
-            .get("content-type")
-            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-        if !is_stream {
+        let id = self.next_id("listen");
+        let response = self
+            .post(
+                "subscriptions/listen",
+                &listen_request(&id, requested, options),
+                options,
+            )
+            .await?;
+        if !is_stream(&response) {
             // A refusal comes as one JSON-RPC error, whatever the status.
-            let body = response.bytes().await.unwrap_or_default();
-            let refusal = serde_json::from_slice::<Value>(&body)
-                .ok()
-                .and_then(|v| v.get("error").cloned())
-                .and_then(|e| serde_json::from_value::<ErrorData>(e).ok());
-            return Err(match refusal {
-                Some(error) => SubscribeError::Refused(error),
-                None => SubscribeError::Status {
-                    status: status.as_u16(),
-                    body: String::from_utf8_lossy(&body).into_owned(),
-                },
+            return Err(match answer(response).await.map(outcome) {
+                Ok(Err(refused)) => refused,
+                Ok(Ok(_)) => {
+                    ProtocolError::InvalidMessage("a result before the acknowledgement".into())
+                        .into()
+                }
+                Err(err) => err,
             });
         }
         let events = SseStream::from_bytes_stream(response.bytes_stream());
@@ -148,13 +234,7 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        let url = url.into();
-        plain_url(&url, "http")?;
-        let connect = Http {
-            client: reqwest::Client::new(),
-            url,
-            next_id: AtomicU64::new(1),
-        };
+        let connect = Http::new(url.into())?;
         Self::open(Arc::new(connect), requested, options).await
     }
 }

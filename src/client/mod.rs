@@ -86,6 +86,7 @@
 //! channel) so that none of those is lost.
 
 mod buffer;
+mod catalog;
 #[cfg(feature = "channel")]
 mod channel;
 mod error;
@@ -94,12 +95,18 @@ mod item;
 mod options;
 mod protocol;
 mod pump;
+mod request;
 mod source;
 mod stdio;
 mod subscription;
 mod wire;
 
 pub use buffer::BufferStats;
+pub use catalog::{
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Changes, Contents, DEFAULT_DEBOUNCE,
+    DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT, Diff, Edit, FetchHealth, Health, Keyed,
+    ListenState, Merged, Snapshot,
+};
 pub use error::{ProtocolError, SubscribeError};
 pub use item::{End, Item, Relistening};
 pub use options::{

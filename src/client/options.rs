@@ -144,10 +144,21 @@ impl Credentials {
 
     /// Asks the hook, and puts what it gives into `headers`.
     pub(super) async fn refresh(&self, end: &End, headers: &mut Headers) {
-        for (name, value) in (self.0)(end).await.unwrap_or_default() {
-            headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&name));
-            headers.push((name, value));
-        }
+        merge(headers, self.ask(end).await.unwrap_or_default());
+    }
+
+    /// What the hook gives after `end`.
+    pub(super) fn ask(&self, end: &End) -> Pin<Box<dyn Future<Output = Option<Headers>> + Send>> {
+        (self.0)(end)
+    }
+}
+
+/// Puts `fresh` into `headers`, each replacing those of its name (ASCII
+/// case aside).
+pub(super) fn merge(headers: &mut Headers, fresh: Headers) {
+    for (name, value) in fresh {
+        headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&name));
+        headers.push((name, value));
     }
 }
 

@@ -58,11 +58,25 @@ pub(super) async fn open_first<C: Connect>(
     requested: &Filter,
     options: &SubscribeOptions,
 ) -> Result<(Filter, C::Stream), SubscribeError> {
+    retrying(options, || open_within(connect, requested, options)).await
+}
+
+/// Runs `work` until it succeeds or fails permanently; with re-listening
+/// on, a transient failure is tried again after the re-listen backoff, up
+/// to its attempts.
+pub(super) async fn retrying<T, F, Fut>(
+    options: &SubscribeOptions,
+    mut work: F,
+) -> Result<T, SubscribeError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, SubscribeError>>,
+{
     let mut attempt = 0u32;
     loop {
-        let err = match open_within(connect, requested, options).await {
+        let err = match work().await {
             Err(err) if err.is_transient() => err,
-            opened => return opened,
+            done => return done,
         };
         let Some(relisten) = &options.relisten else {
             return Err(err);
@@ -71,7 +85,7 @@ pub(super) async fn open_first<C: Connect>(
         if relisten.max_attempts.is_some_and(|max| attempt > max) {
             return Err(err);
         }
-        tracing::debug!(target: "mcp_subscriptions", %err, attempt, "the first listen failed; trying again");
+        tracing::debug!(target: "mcp_subscriptions", %err, attempt, "a first request failed; trying again");
         tokio::time::sleep(relisten.delay(attempt)).await;
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use rmcp::model::RequestId;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, cancelled, listen_request, meta};
+use super::protocol::{Expect, cancelled, listen_request};
 use super::pump::Connect;
+use super::request::{Request, message, outcome};
 use super::subscription::Subscription;
 use super::wire::{Received, Wire, WireStream};
 use crate::filter::Filter;
@@ -226,50 +227,24 @@ impl StdioClient {
     /// Sends any other request on this connection (a `tools/call`, or the
     /// `resources/read` that refetches after [`Item::Resynced`](super::Item::Resynced))
     /// and waits for its response: the `result`, or the JSON-RPC error.
+    /// `_meta` names the protocol version and this crate as the client;
+    /// what `params` already has there is kept.
     ///
     /// # Errors
     ///
     /// [`SubscribeError::Refused`] with the error response,
     /// [`SubscribeError::Closed`] when the connection closed first.
-    pub async fn request(&self, method: &str, mut params: Value) -> Result<Value, SubscribeError> {
-        // A 2026-07-28 request names the protocol version and the client in
-        // `_meta`; what the caller put there is kept.
-        if let Some(params) = params.as_object_mut() {
-            let defaults = meta(&SubscribeOptions::default());
-            let meta = params
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let (Some(meta), Value::Object(defaults)) = (meta.as_object_mut(), defaults) {
-                for (key, value) in defaults {
-                    meta.entry(key).or_insert(value);
-                }
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, SubscribeError> {
+        let params = match params {
+            Value::Object(params) => params,
+            Value::Null => Map::new(),
+            other => {
+                return Err(SubscribeError::Invalid(format!(
+                    "params must be an object, not {other}"
+                )));
             }
-        }
-        let connection = self.connection()?;
-        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(format!("request-{n}").into());
-        let key = serde_json::to_string(&id).expect("an id serializes");
-        let (sender, mut inbox) = mpsc::channel(1);
-        connection.routes.lock().insert(key.clone(), sender);
-        let sent = connection.send(&serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": method, "params": params,
-        }));
-        let answer = if sent { inbox.recv().await } else { None };
-        connection.routes.lock().remove(&key);
-        match answer {
-            Some(Ok(mut response)) => match response.get_mut("error").map(Value::take) {
-                Some(error) => Err(SubscribeError::Refused(
-                    serde_json::from_value(error)
-                        .map_err(|err| ProtocolError::InvalidMessage(err.to_string()))?,
-                )),
-                None => Ok(response
-                    .get_mut("result")
-                    .map(Value::take)
-                    .unwrap_or(Value::Null)),
-            },
-            Some(Err(line)) => Err(ProtocolError::InvalidJson(format!("{line:.80}")).into()),
-            None => Err(SubscribeError::Closed),
-        }
+        };
+        Request::request(self, method, params, &SubscribeOptions::default()).await
     }
 
     /// The live connection, started again if the server is gone and the
@@ -289,6 +264,30 @@ impl StdioClient {
         let connection = Arc::new(spawn().map_err(|err| SubscribeError::Connect(err.to_string()))?);
         *current = Some(Arc::clone(&connection));
         Ok(connection)
+    }
+}
+
+impl Request for StdioClient {
+    async fn request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        options: &SubscribeOptions,
+    ) -> Result<Value, SubscribeError> {
+        let connection = self.connection()?;
+        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("request-{n}").into());
+        let key = serde_json::to_string(&id).expect("an id serializes");
+        let (sender, mut inbox) = mpsc::channel(1);
+        connection.routes.lock().insert(key.clone(), sender);
+        let sent = connection.send(&message(&id, method, params, options));
+        let answer = if sent { inbox.recv().await } else { None };
+        connection.routes.lock().remove(&key);
+        match answer {
+            Some(Ok(response)) => outcome(response),
+            Some(Err(line)) => Err(ProtocolError::InvalidJson(format!("{line:.80}")).into()),
+            None => Err(SubscribeError::Closed),
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod catalog;
 mod client;
 mod client_misbehaving;
 mod interop;

@@ -56,3 +56,6 @@ pub mod channel;
 
 #[cfg(all(feature = "client", feature = "stdio", feature = "http"))]
 pub mod interop;
+
+#[cfg(all(feature = "client", feature = "http"))]
+pub mod catalog_server;

@@ -1,0 +1,601 @@
+//! The task that keeps a catalog: it reads the listen streams, schedules
+//! fetches (see `schedule.rs`), runs them, and publishes each new
+//! snapshot.
+
+use std::collections::BTreeSet;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use futures_util::stream::{SelectAll, Stream, StreamExt};
+use parking_lot::Mutex;
+use rmcp::model::{DiscoverResult, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
+use serde_json::Map;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use super::super::error::SubscribeError;
+use super::super::item::{End, Item};
+use super::super::options::{Credentials, Headers, Relisten, SubscribeOptions, merge};
+use super::super::request::Request;
+use super::super::subscription::Subscription;
+use super::entry::{CatalogKind, Contents, Entry, Listed, decode, fetch_contents, fetch_list};
+use super::health::{FetchHealth, Health, ListenState};
+use super::options::CatalogOptions;
+use super::schedule::{Part, Schedule};
+use super::snapshot::Snapshot;
+use crate::event::{EventKind, ListKind};
+use crate::filter::Filter;
+
+/// What readers of a catalog share with its keeper.
+pub(super) struct State {
+    pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
+    pub(super) health: Mutex<Health>,
+}
+
+/// What one fetch brought in.
+enum Fetched {
+    Discovery(DiscoverResult),
+    Tools(Listed<Tool>),
+    Prompts(Listed<Prompt>),
+    Resources(Listed<Resource>),
+    Templates(Listed<ResourceTemplate>),
+    Contents(Contents),
+}
+
+type Listens = SelectAll<Pin<Box<dyn Stream<Item = (usize, Item)> + Send>>>;
+
+/// How one fetch is sent: the server, the options, and the headers the
+/// fetches and the listen streams share.
+pub(super) struct Fetcher<R> {
+    pub(super) server: Arc<R>,
+    pub(super) options: CatalogOptions,
+    headers: Arc<Mutex<Headers>>,
+}
+
+impl<R: Request> Fetcher<R> {
+    pub(super) fn new(server: Arc<R>, options: CatalogOptions) -> Self {
+        let headers = Arc::new(Mutex::new(options.subscribe.headers.clone()));
+        Self {
+            server,
+            options,
+            headers,
+        }
+    }
+
+    /// The listen streams' options: the catalog's, with a credentials hook
+    /// that asks the application's (if any) and otherwise hands over the
+    /// headers a fetch last refreshed, so both always use the freshest.
+    pub(super) fn listen_options(&self) -> SubscribeOptions {
+        let mut options = self.options.subscribe.clone();
+        let hook = options.credentials.take();
+        let headers = Arc::clone(&self.headers);
+        options.credentials = Some(Credentials::new(move |end: &End| {
+            let asked = hook.as_ref().map(|hook| hook.ask(end));
+            let headers = Arc::clone(&headers);
+            async move {
+                if let Some(asked) = asked
+                    && let Some(fresh) = asked.await
+                {
+                    merge(&mut headers.lock(), fresh);
+                }
+                Some(headers.lock().clone())
+            }
+        }));
+        options
+    }
+
+    /// Fetches `part` once; a refusal for its authorization asks the
+    /// credentials hook, and is tried once more when that gave new headers.
+    async fn fetch(&self, part: &Part) -> Result<Fetched, SubscribeError> {
+        let mut options = self.options.subscribe.clone();
+        options.headers = self.headers.lock().clone();
+        let error = match self.attempt(part, &options).await {
+            Err(error) if is_unauthorized(&error) => error,
+            done => return done,
+        };
+        let Some(hook) = &self.options.subscribe.credentials else {
+            return Err(error);
+        };
+        if let Some(fresh) = hook.ask(&End::Refused(error.clone())).await {
+            merge(&mut self.headers.lock(), fresh);
+        }
+        let fresh = self.headers.lock().clone();
+        if fresh == options.headers {
+            return Err(error);
+        }
+        options.headers = fresh;
+        self.attempt(part, &options).await
+    }
+
+    async fn attempt(
+        &self,
+        part: &Part,
+        options: &SubscribeOptions,
+    ) -> Result<Fetched, SubscribeError> {
+        let server = &*self.server;
+        let work = async {
+            Ok(match part {
+                Part::Discovery => Fetched::Discovery(discover(server, options).await?),
+                Part::List(CatalogKind::Tools) => {
+                    Fetched::Tools(fetch_list(server, options).await?)
+                }
+                Part::List(CatalogKind::Prompts) => {
+                    Fetched::Prompts(fetch_list(server, options).await?)
+                }
+                Part::List(CatalogKind::Resources) => {
+                    Fetched::Resources(fetch_list(server, options).await?)
+                }
+                Part::List(CatalogKind::Templates) => {
+                    Fetched::Templates(fetch_list(server, options).await?)
+                }
+                Part::Contents(uri) => {
+                    Fetched::Contents(fetch_contents(server, uri, options).await?)
+                }
+            })
+        };
+        let timeout = self.options.request_timeout;
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(SubscribeError::Connect(format!(
+                    "no answer within {timeout:?}"
+                )))
+            })
+    }
+}
+
+/// `server/discover`.
+pub(super) async fn discover<R: Request>(
+    server: &R,
+    options: &SubscribeOptions,
+) -> Result<DiscoverResult, SubscribeError> {
+    let result = server
+        .request("server/discover", Map::new(), options)
+        .await?;
+    decode("server/discover", result)
+}
+
+/// A refusal a new token may cure.
+fn is_unauthorized(error: &SubscribeError) -> bool {
+    match error {
+        SubscribeError::Status { status, .. } => matches!(status, 401 | 403),
+        SubscribeError::Refused(error) => error.code == crate::error::REVOKED_ERROR_CODE,
+        _ => false,
+    }
+}
+
+/// The lists a server has, by its capabilities; templates come with
+/// resources.
+pub(super) fn kinds(capabilities: &ServerCapabilities) -> BTreeSet<CatalogKind> {
+    let mut kinds = BTreeSet::new();
+    if capabilities.tools.is_some() {
+        kinds.insert(CatalogKind::Tools);
+    }
+    if capabilities.prompts.is_some() {
+        kinds.insert(CatalogKind::Prompts);
+    }
+    if capabilities.resources.is_some() {
+        kinds.insert(CatalogKind::Resources);
+        kinds.insert(CatalogKind::Templates);
+    }
+    kinds
+}
+
+/// The listen requests that cover what the server can tell of: its list
+/// changes, and the watched URIs at most [`DEFAULT_MAX_URIS`](crate::filter::DEFAULT_MAX_URIS)
+/// to a stream, as servers allow.
+pub(super) fn listen_filters(capabilities: &ServerCapabilities, watch: &[String]) -> Vec<Filter> {
+    let mut lists = Filter::new();
+    if capabilities.tools.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        lists = lists.with_tools_list_changed();
+    }
+    if capabilities.prompts.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        lists = lists.with_prompts_list_changed();
+    }
+    let resources = capabilities.resources.as_ref();
+    if resources.and_then(|c| c.list_changed) == Some(true) {
+        lists = lists.with_resources_list_changed();
+    }
+    let mut filters = Vec::new();
+    if resources.and_then(|c| c.subscribe) == Some(true) {
+        for (n, chunk) in watch.chunks(crate::filter::DEFAULT_MAX_URIS).enumerate() {
+            let base = if n == 0 {
+                std::mem::take(&mut lists)
+            } else {
+                Filter::new()
+            };
+            filters.push(
+                chunk
+                    .iter()
+                    .fold(base, |filter, uri| filter.with_resource(uri)),
+            );
+        }
+    }
+    if filters.is_empty() && lists != Filter::new() {
+        filters.push(lists);
+    }
+    filters
+}
+
+/// The parts a granted filter tells of.
+fn told_by(granted: &Filter, part: &Part) -> bool {
+    match part {
+        Part::Discovery => false,
+        Part::List(kind) => granted.list_changed(list_of(*kind)),
+        Part::Contents(uri) => granted
+            .resource_subscriptions()
+            .any(|watched| watched == uri),
+    }
+}
+
+/// The notification that tells of a kind's changes.
+fn list_of(kind: CatalogKind) -> ListKind {
+    match kind {
+        CatalogKind::Tools => ListKind::Tools,
+        CatalogKind::Prompts => ListKind::Prompts,
+        CatalogKind::Resources | CatalogKind::Templates => ListKind::Resources,
+    }
+}
+
+/// The keeper's own state.
+pub(super) struct Keeper<R> {
+    fetcher: Arc<Fetcher<R>>,
+    state: Arc<State>,
+    /// The latest snapshot, published on each change.
+    working: Snapshot,
+    schedule: Schedule,
+    fetches: JoinSet<(Part, Result<Fetched, SubscribeError>)>,
+    listens: Listens,
+    /// What each listen stream granted; nothing once it ended.
+    granted: Vec<Filter>,
+    /// Parts not yet fetched once, and who waits for that.
+    unsettled: BTreeSet<Part>,
+    settled: Option<oneshot::Sender<()>>,
+}
+
+impl<R: Request> Keeper<R> {
+    /// A keeper for a server discovered as `server`, listening on
+    /// `subscriptions`; every part is due at once, and `settled` fires
+    /// when each has been fetched (or failed) once.
+    pub(super) fn new(
+        fetcher: Fetcher<R>,
+        server: DiscoverResult,
+        subscriptions: Vec<Subscription>,
+        settled: oneshot::Sender<()>,
+    ) -> (Self, Arc<State>) {
+        let listening = !subscriptions.is_empty();
+        let granted: Vec<Filter> = subscriptions.iter().map(Subscription::granted).collect();
+        let mut listens = Listens::new();
+        for (index, subscription) in subscriptions.into_iter().enumerate() {
+            listens.push(Box::pin(subscription.map(move |item| (index, item))));
+        }
+        let mut parts: Vec<Part> = kinds(&server.capabilities)
+            .into_iter()
+            .map(Part::List)
+            .collect();
+        parts.extend(fetcher.options.watch.iter().cloned().map(Part::Contents));
+        let mut health = Health {
+            listen: if listening {
+                ListenState::Listening
+            } else {
+                ListenState::NotListening
+            },
+            discovery: FetchHealth {
+                fetches: 1,
+                last_success: Some(SystemTime::now()),
+                ..FetchHealth::default()
+            },
+            lists: Default::default(),
+            contents: Default::default(),
+        };
+        let mut schedule = Schedule::new(fetcher.options.debounce);
+        let now = Instant::now();
+        for part in &parts {
+            schedule.due_by(part, now);
+            *health_of(&mut health, part) = FetchHealth {
+                live: granted.iter().any(|granted| told_by(granted, part)),
+                ..FetchHealth::default()
+            };
+        }
+        let working = Snapshot::new(server);
+        let state = Arc::new(State {
+            snapshot: watch::Sender::new(Arc::new(working.clone())),
+            health: Mutex::new(health),
+        });
+        let keeper = Self {
+            fetcher: Arc::new(fetcher),
+            state: Arc::clone(&state),
+            working,
+            schedule,
+            fetches: JoinSet::new(),
+            listens,
+            granted,
+            unsettled: parts.into_iter().collect(),
+            settled: Some(settled),
+        };
+        (keeper, state)
+    }
+
+    /// Runs until the catalog is dropped.
+    pub(super) async fn run(mut self) {
+        self.settle_if_done();
+        loop {
+            let now = Instant::now();
+            for part in self.schedule.start_due(now) {
+                let fetcher = Arc::clone(&self.fetcher);
+                self.fetches.spawn(async move {
+                    let fetched = fetcher.fetch(&part).await;
+                    (part, fetched)
+                });
+            }
+            let next_due = self.schedule.next_due();
+            tokio::select! {
+                Some(done) = self.fetches.join_next() => match done {
+                    Ok((part, fetched)) => self.fetched(part, fetched),
+                    // A fetch panicked: a bug in a decoder, reported as such.
+                    Err(err) => tracing::error!(target: "mcp_subscriptions", %err, "a catalog fetch failed"),
+                },
+                Some((index, item)) = self.listens.next(), if !self.listens.is_empty() => {
+                    self.heard(index, item);
+                }
+                () = sleep_until(next_due) => {}
+            }
+        }
+    }
+
+    /// An item of listen stream `index`.
+    fn heard(&mut self, index: usize, item: Item) {
+        let now = Instant::now();
+        match item {
+            Item::Event(event) => match event.kind() {
+                EventKind::ListChanged(list) => {
+                    for kind in CatalogKind::ALL {
+                        if list_of(kind) == *list {
+                            self.changed(&Part::List(kind), now);
+                        }
+                    }
+                }
+                EventKind::ResourceUpdated { uri } => {
+                    self.changed(&Part::Contents(uri.clone()), now);
+                }
+                EventKind::Extension { .. } => {}
+            },
+            // Something was lost: whatever the stream tells of may have
+            // changed.
+            Item::Lagged(_) => self.changed_all_told_by(index, now),
+            Item::Relistening(relistening) => {
+                self.state.health.lock().listen = ListenState::Relistening {
+                    attempt: relistening.attempt,
+                    reason: relistening.reason,
+                };
+            }
+            // Nothing in between was replayed: refetch what the new stream
+            // grants, and discovery (a restarted server may have changed).
+            Item::Resynced(granted) => {
+                self.granted[index] = granted;
+                self.state.health.lock().listen = ListenState::Listening;
+                self.changed(&Part::Discovery, now);
+                self.changed_all_told_by(index, now);
+                self.mark_live();
+            }
+            Item::End(end) => {
+                self.granted[index] = Filter::new();
+                if self.granted.iter().all(|granted| *granted == Filter::new()) {
+                    self.state.health.lock().listen = ListenState::Ended(end);
+                }
+                self.mark_live();
+            }
+        }
+    }
+
+    /// `part` changed, if the catalog keeps it.
+    fn changed(&mut self, part: &Part, now: Instant) {
+        if self.schedule.knows(part) || *part == Part::Discovery {
+            self.schedule.changed(part, now);
+        }
+    }
+
+    fn changed_all_told_by(&mut self, index: usize, now: Instant) {
+        let granted = self.granted[index].clone();
+        let told: Vec<Part> = self
+            .parts()
+            .filter(|part| told_by(&granted, part))
+            .collect();
+        for part in told {
+            self.schedule.changed(&part, now);
+        }
+    }
+
+    /// The parts kept.
+    fn parts(&self) -> impl Iterator<Item = Part> + '_ {
+        let health = self.state.health.lock();
+        let lists: Vec<Part> = health.lists.keys().copied().map(Part::List).collect();
+        let contents: Vec<Part> = health
+            .contents
+            .keys()
+            .cloned()
+            .map(Part::Contents)
+            .collect();
+        drop(health);
+        lists.into_iter().chain(contents)
+    }
+
+    /// Which parts a stream tells of now: the others refresh by their ttl.
+    fn mark_live(&mut self) {
+        let parts: Vec<Part> = self.parts().collect();
+        let now = Instant::now();
+        let mut health = self.state.health.lock();
+        for part in parts {
+            let live = self.granted.iter().any(|granted| told_by(granted, &part));
+            let kept = health_of(&mut health, &part);
+            if kept.live
+                && !live
+                && let Some(ttl) = kept.ttl
+            {
+                self.schedule
+                    .due_by(&part, now + ttl.max(self.fetcher.options.min_refresh));
+            }
+            kept.live = live;
+        }
+    }
+
+    /// One fetch ended.
+    fn fetched(&mut self, part: Part, fetched: Result<Fetched, SubscribeError>) {
+        let now = Instant::now();
+        if !self.schedule.knows(&part) && part != Part::Discovery {
+            return;
+        }
+        match fetched {
+            Ok(fetched) => {
+                let (changed, hints) = self.apply(fetched);
+                let refresh = {
+                    let mut health = self.state.health.lock();
+                    let kept = health_of(&mut health, &part);
+                    kept.fetches += 1;
+                    kept.last_success = Some(SystemTime::now());
+                    kept.last_error = None;
+                    kept.retrying = false;
+                    if let Some((ttl, cache_scope)) = hints {
+                        kept.ttl = ttl;
+                        kept.cache_scope = cache_scope;
+                    }
+                    // A list no stream tells of goes stale by its ttl.
+                    let min = self.fetcher.options.min_refresh;
+                    (!kept.live)
+                        .then_some(kept.ttl)
+                        .flatten()
+                        .map(|ttl| ttl.max(min))
+                };
+                self.schedule.succeeded(&part, now, refresh);
+                if changed {
+                    self.publish();
+                }
+            }
+            Err(error) => {
+                let transient = error.is_transient();
+                let backoff = self
+                    .fetcher
+                    .options
+                    .subscribe
+                    .relisten
+                    .clone()
+                    .unwrap_or_default();
+                let retrying = self.schedule.failed(&part, now, |failures| {
+                    transient.then(|| Relisten::delay(&backoff, failures))
+                });
+                tracing::debug!(target: "mcp_subscriptions", ?part, %error, retrying, "a catalog fetch failed");
+                let mut health = self.state.health.lock();
+                let kept = health_of(&mut health, &part);
+                kept.fetches += 1;
+                kept.last_error = Some(error);
+                kept.retrying = retrying;
+            }
+        }
+        self.unsettled.remove(&part);
+        self.settle_if_done();
+    }
+
+    /// Puts what a fetch brought into the working snapshot: whether
+    /// anything changed, and the cache hints of a list.
+    fn apply(&mut self, fetched: Fetched) -> (bool, Option<Hints>) {
+        fn list<T: Entry>(snapshot: &mut Snapshot, listed: Listed<T>) -> (bool, Option<Hints>) {
+            let hints = Some((listed.ttl, listed.cache_scope));
+            let list = T::list(snapshot);
+            if **list == listed.items {
+                return (false, hints);
+            }
+            *list = Arc::new(listed.items);
+            (true, hints)
+        }
+        let snapshot = &mut self.working;
+        match fetched {
+            Fetched::Discovery(server) => {
+                if *snapshot.server == server {
+                    return (false, None);
+                }
+                let kinds = kinds(&server.capabilities);
+                snapshot.server = Arc::new(server);
+                self.kinds(&kinds);
+                (true, None)
+            }
+            Fetched::Tools(listed) => list(snapshot, listed),
+            Fetched::Prompts(listed) => list(snapshot, listed),
+            Fetched::Resources(listed) => list(snapshot, listed),
+            Fetched::Templates(listed) => list(snapshot, listed),
+            Fetched::Contents(contents) => {
+                let kept = Arc::make_mut(&mut snapshot.contents);
+                match kept.iter_mut().find(|kept| kept.uri == contents.uri) {
+                    Some(old) if *old == contents => return (false, None),
+                    Some(old) => *old = contents,
+                    None => kept.push(contents),
+                }
+                (true, None)
+            }
+        }
+    }
+
+    /// A rediscovered server lists `kinds`: a new one is fetched, one gone
+    /// is emptied and no longer fetched.
+    fn kinds(&mut self, kinds: &BTreeSet<CatalogKind>) {
+        let now = Instant::now();
+        let mut health = self.state.health.lock();
+        for kind in CatalogKind::ALL {
+            let part = Part::List(kind);
+            match (kinds.contains(&kind), health.lists.contains_key(&kind)) {
+                (true, false) => {
+                    health.lists.insert(kind, FetchHealth::default());
+                    self.schedule.due_by(&part, now);
+                }
+                (false, true) => {
+                    health.lists.remove(&kind);
+                    self.schedule.forget(&part);
+                    let snapshot = &mut self.working;
+                    match kind {
+                        CatalogKind::Tools => snapshot.tools = Arc::default(),
+                        CatalogKind::Prompts => snapshot.prompts = Arc::default(),
+                        CatalogKind::Resources => snapshot.resources = Arc::default(),
+                        CatalogKind::Templates => snapshot.templates = Arc::default(),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Publishes the working snapshot as the next generation.
+    fn publish(&mut self) {
+        self.working.generation += 1;
+        self.state
+            .snapshot
+            .send_replace(Arc::new(self.working.clone()));
+    }
+
+    fn settle_if_done(&mut self) {
+        if self.unsettled.is_empty()
+            && let Some(settled) = self.settled.take()
+        {
+            let _ = settled.send(());
+        }
+    }
+}
+
+/// A list's cache hints: its `ttlMs` and `cacheScope`.
+type Hints = (Option<std::time::Duration>, Option<rmcp::model::CacheScope>);
+
+/// The health entry of `part`, made if missing.
+fn health_of<'a>(health: &'a mut Health, part: &Part) -> &'a mut FetchHealth {
+    match part {
+        Part::Discovery => &mut health.discovery,
+        Part::List(kind) => health.lists.entry(*kind).or_default(),
+        Part::Contents(uri) => health.contents.entry(uri.clone()).or_default(),
+    }
+}
+
+/// Sleeps until `at`; forever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

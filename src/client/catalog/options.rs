@@ -1,0 +1,112 @@
+//! How a catalog is opened.
+
+use std::time::Duration;
+
+use super::super::options::{BufferPolicy, Credentials, Relisten, SubscribeOptions};
+
+/// The default debounce: changes this close together make one fetch.
+///
+/// A server usually announces a burst of changes (tools registered in a
+/// loop, a plugin loaded, a batch relayed from another replica) within a
+/// few milliseconds; 100 ms folds such a burst into one fetch while a
+/// person looking at the host still sees the change at once. The
+/// TypeScript client waits 300 ms; shorter here, because the single
+/// flight already bounds a storm to one fetch in flight and one queued.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// The default time one request (one page of a list) may take.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default floor under `ttlMs` refreshes.
+pub const DEFAULT_MIN_REFRESH: Duration = Duration::from_secs(10);
+
+/// How a [`Catalog`](super::Catalog) is opened and kept.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CatalogOptions {
+    /// The listen stream's options, whose headers, credentials hook and
+    /// client info every fetch is sent with too: one configuration for
+    /// both. By default it listens again after any end that allows it,
+    /// a graceful one included (a server restarting completes its streams
+    /// first), and retries a first open that fails transiently.
+    pub subscribe: SubscribeOptions,
+    /// How long after a first change the catalog fetches, taking every
+    /// change in between along; see [`DEFAULT_DEBOUNCE`].
+    pub debounce: Duration,
+    /// Resources whose contents are kept (`resources/read` on opening and
+    /// on each `notifications/resources/updated`), when the server
+    /// advertises `resources.subscribe`; read once otherwise.
+    pub watch: Vec<String>,
+    /// How long one request may take before it counts as failed (and is
+    /// retried).
+    pub request_timeout: Duration,
+    /// The shortest time between two refreshes of a list no stream tells
+    /// of, whatever its `ttlMs`.
+    pub min_refresh: Duration,
+}
+
+impl Default for CatalogOptions {
+    fn default() -> Self {
+        Self {
+            subscribe: SubscribeOptions::default()
+                .with_relisten(Relisten::default().with_after_complete(true))
+                // A change is a signal: a duplicate of a pending one adds
+                // nothing, and a lost one is refetched anyway.
+                .with_coalesce(true)
+                .with_policy(BufferPolicy::DropOldest),
+            debounce: DEFAULT_DEBOUNCE,
+            watch: Vec::new(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            min_refresh: DEFAULT_MIN_REFRESH,
+        }
+    }
+}
+
+impl CatalogOptions {
+    /// Replaces the listen stream's options (and what every fetch is sent
+    /// with). Without [`SubscribeOptions::with_relisten`] a catalog stops
+    /// hearing of changes at the stream's first end.
+    pub fn with_subscribe(mut self, subscribe: SubscribeOptions) -> Self {
+        self.subscribe = subscribe;
+        self
+    }
+
+    /// Adds an HTTP header to every request, listen and fetches alike (an
+    /// `authorization` header, for one).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.subscribe = self.subscribe.with_header(name, value);
+        self
+    }
+
+    /// Asks `credentials` for fresh headers before each re-listen and when
+    /// a fetch is refused for its authorization (HTTP 401 or 403); what it
+    /// gives is used by both.
+    pub fn with_credentials(mut self, credentials: Credentials) -> Self {
+        self.subscribe = self.subscribe.with_credentials(credentials);
+        self
+    }
+
+    /// Sets the debounce.
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// Keeps the contents of `uri` too.
+    pub fn with_watched(mut self, uri: impl Into<String>) -> Self {
+        self.watch.push(uri.into());
+        self
+    }
+
+    /// Gives each request `timeout`.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Refreshes a list no stream tells of at most this often.
+    pub fn with_min_refresh(mut self, min_refresh: Duration) -> Self {
+        self.min_refresh = min_refresh;
+        self
+    }
+}

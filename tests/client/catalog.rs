@@ -1,0 +1,463 @@
+//! The live catalog against a server whose every request it counts
+//! (`support/catalog_server.rs`): lists fetched whole through their
+//! cursors, one fetch per burst, exactly one more for changes during a
+//! fetch, one per kind after a restart, typed diffs, health, credentials
+//! shared by fetches and listens, watched contents, and a set of servers
+//! whose failures stay their own. Then the crate's example server, over
+//! Streamable HTTP and over one stdio connection.
+
+#![cfg(all(feature = "client", feature = "http"))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::support::catalog_server::CatalogServer;
+use mcp_subscriptions::ListKind;
+use mcp_subscriptions::client::{
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Credentials, ListenState, Snapshot,
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Long enough after the last change for any fetch it caused to be over.
+const QUIET: Duration = Duration::from_millis(400);
+
+async fn open(server: &CatalogServer, options: CatalogOptions) -> Catalog {
+    tokio::time::timeout(WAIT, Catalog::http(server.url(), options))
+        .await
+        .expect("the catalog opens in time")
+        .expect("the catalog opens")
+}
+
+/// The first snapshot past `after` in which `done` holds.
+async fn until(catalog: &Catalog, done: impl Fn(&Snapshot) -> bool) -> Arc<Snapshot> {
+    tokio::time::timeout(WAIT, async {
+        let mut snapshot = catalog.snapshot();
+        while !done(&snapshot) {
+            snapshot = catalog.changed(snapshot.generation()).await;
+        }
+        snapshot
+    })
+    .await
+    .expect("the catalog gets there")
+}
+
+fn names(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .tools()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_list_is_fetched_whole_through_its_cursors() {
+    let server = CatalogServer::start(2).await;
+    for n in 0..7 {
+        server.set_tool(&format!("t{n}"), "a tool");
+    }
+    server.add_prompt("greet");
+    server.add_resource("file:///a");
+    server.add_template("file:///{path}");
+    let catalog = open(&server, CatalogOptions::default()).await;
+
+    let snapshot = catalog.snapshot();
+    assert_eq!(names(&snapshot), ["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+    assert_eq!(snapshot.prompts()[0].name, "greet");
+    assert_eq!(snapshot.resources()[0].uri, "file:///a");
+    assert_eq!(snapshot.templates()[0].uri_template, "file:///{path}");
+    assert_eq!(server.fetches("tools/list"), 1);
+    assert_eq!(server.requests("tools/list"), 4, "four pages of two");
+
+    let health = catalog.health();
+    assert_eq!(health.listen, ListenState::Listening);
+    let tools = health.list(CatalogKind::Tools).unwrap();
+    assert!(tools.live && tools.last_success.is_some() && tools.last_error.is_none());
+    assert_eq!(
+        tools.ttl,
+        Some(Duration::from_secs(60)),
+        "the server's ttlMs"
+    );
+    assert_eq!(server.listeners(), 1, "one listen stream for every list");
+}
+
+#[tokio::test]
+async fn a_burst_of_changes_makes_one_fetch() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    assert_eq!(server.fetches("tools/list"), 1);
+
+    for n in 0..200 {
+        server.set_tool(&format!("t{n}"), "new");
+        server.publish(ListKind::Tools);
+    }
+    until(&catalog, |s| s.tools().len() == 200).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(server.fetches("tools/list"), 2, "200 changes, one fetch");
+    // Only the list that changed was fetched again.
+    assert_eq!(server.fetches("prompts/list"), 1);
+    assert_eq!(server.fetches("resources/list"), 1);
+}
+
+#[tokio::test]
+async fn changes_during_a_fetch_make_exactly_one_more() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    server.set_delay(Duration::from_millis(500));
+
+    server.set_tool("first", "x");
+    server.publish(ListKind::Tools);
+    // The fetch starts after the debounce and is then held by the server;
+    // every change while it is held rides on one more fetch.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(server.fetches("tools/list"), 2, "the fetch is under way");
+    for n in 0..30 {
+        server.set_tool(&format!("during{n}"), "x");
+        server.publish(ListKind::Tools);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    until(&catalog, |s| s.tools().len() == 31).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(server.fetches("tools/list"), 3);
+}
+
+#[tokio::test]
+async fn a_restart_is_survived_with_one_fetch_of_each_kind() {
+    let server = CatalogServer::start(100).await;
+    server.set_tool("before", "x");
+    let catalog = open(&server, CatalogOptions::default()).await;
+    assert_eq!(server.fetches("server/discover"), 1);
+
+    // A graceful shutdown completes the stream; the catalog listens again
+    // until the server is back, then refetches.
+    server.stop().await;
+    server.set_tool("after", "x");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart().await;
+    let snapshot = until(&catalog, |s| s.tool("after").is_some()).await;
+    assert_eq!(names(&snapshot), ["before", "after"]);
+    tokio::time::sleep(QUIET).await;
+    for method in [
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "server/discover",
+    ] {
+        assert_eq!(
+            server.fetches(method),
+            2,
+            "{method}: once more after the restart"
+        );
+    }
+    assert_eq!(catalog.health().listen, ListenState::Listening);
+    assert_eq!(server.listeners(), 1);
+
+    // And it still follows changes.
+    server.set_tool("later", "x");
+    server.publish(ListKind::Tools);
+    until(&catalog, |s| s.tool("later").is_some()).await;
+}
+
+#[tokio::test]
+async fn changes_are_typed_diffs_by_name_with_old_and_new() {
+    let server = CatalogServer::start(100).await;
+    server.set_tool("keep", "same");
+    server.set_tool("edit", "old");
+    server.set_tool("drop", "x");
+    let catalog = open(&server, CatalogOptions::default()).await;
+    let mut changes = catalog.changes();
+
+    server.set_tool("edit", "new");
+    server.remove_tool("drop");
+    server.set_tool("add", "x");
+    server.publish(ListKind::Tools);
+    let change = tokio::time::timeout(WAIT, changes.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let Change::Tools(diff) = change else {
+        panic!("{change:?}")
+    };
+    assert_eq!(diff.added.len(), 1);
+    assert_eq!(diff.added[0].name, "add");
+    assert_eq!(diff.removed[0].name, "drop");
+    assert_eq!(diff.changed.len(), 1);
+    assert_eq!(diff.changed[0].old.description.as_deref(), Some("old"));
+    assert_eq!(diff.changed[0].new.description.as_deref(), Some("new"));
+    assert_eq!(diff.generation, catalog.snapshot().generation());
+
+    // A refetch that finds nothing new is no change.
+    server.publish(ListKind::Tools);
+    server.add_prompt("p");
+    server.publish(ListKind::Prompts);
+    let change = tokio::time::timeout(WAIT, changes.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(&change, Change::Prompts(diff) if diff.added[0].name == "p"),
+        "{change:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_reader_that_falls_behind_gets_the_net_change() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    let mut changes = catalog.changes();
+    let start = changes.generation();
+    server.set_tool("brief", "x");
+    server.publish(ListKind::Tools);
+    until(&catalog, |s| s.tool("brief").is_some()).await;
+    server.remove_tool("brief");
+    server.set_tool("stays", "x");
+    server.publish(ListKind::Tools);
+    let snapshot = until(&catalog, |s| s.tool("stays").is_some()).await;
+    assert!(snapshot.generation() >= start + 2);
+
+    let Some(Change::Tools(diff)) = changes.next().await else {
+        panic!()
+    };
+    assert_eq!(diff.added.len(), 1, "brief came and went: {diff:?}");
+    assert_eq!(diff.added[0].name, "stays");
+    assert!(diff.removed.is_empty());
+}
+
+#[tokio::test]
+async fn a_failing_fetch_is_retried_and_its_health_says_so() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    server.set_failing(Some(503));
+    server.set_tool("t", "x");
+    server.publish(ListKind::Tools);
+
+    tokio::time::timeout(WAIT, async {
+        while catalog
+            .health()
+            .list(CatalogKind::Tools)
+            .unwrap()
+            .last_error
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let health = catalog.health();
+    let tools = health.list(CatalogKind::Tools).unwrap();
+    assert!(tools.retrying, "a 503 may pass: {tools:?}");
+    assert!(
+        catalog.snapshot().tools().is_empty(),
+        "the last good list stays"
+    );
+
+    server.set_failing(None);
+    until(&catalog, |s| s.tool("t").is_some()).await;
+    let health = catalog.health();
+    let tools = health.list(CatalogKind::Tools).unwrap();
+    assert!(tools.last_error.is_none() && !tools.retrying);
+}
+
+#[tokio::test]
+async fn a_refused_fetch_waits_for_the_next_change() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    server.set_failing(Some(404));
+    server.publish(ListKind::Tools);
+    tokio::time::timeout(WAIT, async {
+        while catalog
+            .health()
+            .list(CatalogKind::Tools)
+            .unwrap()
+            .last_error
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let failed = server.fetches("tools/list");
+    tokio::time::sleep(QUIET * 2).await;
+    assert_eq!(server.fetches("tools/list"), failed, "no retry of a 404");
+    assert!(!catalog.health().list(CatalogKind::Tools).unwrap().retrying);
+
+    server.set_failing(None);
+    server.set_tool("t", "x");
+    server.publish(ListKind::Tools);
+    until(&catalog, |s| s.tool("t").is_some()).await;
+}
+
+#[tokio::test]
+async fn a_token_refreshed_for_a_fetch_is_the_one_the_listen_uses_too() {
+    let server = CatalogServer::start(100).await;
+    server.require_token("one");
+    let asked = Arc::new(AtomicUsize::new(0));
+    let hook = {
+        let asked = Arc::clone(&asked);
+        Credentials::new(move |_| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            async { Some(vec![("authorization".into(), "Bearer two".into())]) }
+        })
+    };
+    let options = CatalogOptions::default()
+        .with_header("authorization", "Bearer one")
+        .with_credentials(hook);
+    let catalog = open(&server, options).await;
+
+    // The token rotates: the next fetch gets a 401, asks the hook once,
+    // and goes on with the new token.
+    server.require_token("two");
+    server.set_tool("t", "x");
+    server.publish(ListKind::Tools);
+    until(&catalog, |s| s.tool("t").is_some()).await;
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A restart ends the stream: it listens again with the token the
+    // fetch got, without asking again for one that works.
+    server.stop().await;
+    server.restart().await;
+    tokio::time::timeout(WAIT, async {
+        while server.listeners() == 0 || catalog.health().listen != ListenState::Listening {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("listening again with the new token");
+}
+
+#[tokio::test]
+async fn watched_contents_follow_their_updates() {
+    let server = CatalogServer::start(100).await;
+    server.set_contents("file:///a", "one");
+    server.set_contents("file:///b", "unwatched");
+    let catalog = open(&server, CatalogOptions::default().with_watched("file:///a")).await;
+    let text = |snapshot: &Snapshot| {
+        let contents = snapshot.contents("file:///a")?;
+        Some(format!("{:?}", contents.contents[0]))
+    };
+    assert!(text(&catalog.snapshot()).unwrap().contains("one"));
+
+    server.set_contents("file:///a", "two");
+    server.publish_updated("file:///a");
+    server.publish_updated("file:///b");
+    until(&catalog, |s| text(s).is_some_and(|t| t.contains("two"))).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        server.fetches("resources/read"),
+        2,
+        "the watched one, twice"
+    );
+}
+
+#[tokio::test]
+async fn past_a_thousand_watched_uris_the_catalog_holds_several_streams() {
+    let server = CatalogServer::start(100).await;
+    let uris: Vec<String> = (0..1_500).map(|n| format!("file:///{n}")).collect();
+    for uri in &uris {
+        server.set_contents(uri, "x");
+    }
+    let mut options = CatalogOptions::default();
+    options.watch = uris.clone();
+    let catalog = open(&server, options).await;
+    assert_eq!(server.listeners(), 2, "1,000 URIs a stream");
+    assert_eq!(catalog.health().contents.len(), 1_500);
+
+    server.set_contents("file:///1234", "changed");
+    server.publish_updated("file:///1234");
+    until(&catalog, |s| {
+        format!("{:?}", s.contents("file:///1234").unwrap()).contains("changed")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    a.set_tool("search", "a's");
+    b.set_tool("search", "b's");
+    let (set, failed) = CatalogSet::open([
+        (
+            "a".to_owned(),
+            Catalog::http(a.url(), CatalogOptions::default()),
+        ),
+        (
+            "b".to_owned(),
+            Catalog::http(b.url(), CatalogOptions::default()),
+        ),
+        (
+            "gone".to_owned(),
+            Catalog::http(
+                "http://127.0.0.1:9/mcp".to_owned(),
+                CatalogOptions::default().with_subscribe(Default::default()),
+            ),
+        ),
+    ])
+    .await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].0, "gone");
+    assert!(failed[0].1.is_transient());
+
+    let merged = set.snapshot();
+    let tools: Vec<String> = merged.tools().map(|(name, _)| name).collect();
+    assert_eq!(tools, ["a/search", "b/search"]);
+    let (server, tool) = merged.tool("b/search").unwrap();
+    assert_eq!((server, tool.description.as_deref()), ("b", Some("b's")));
+    assert!(merged.tool("c/search").is_none() && merged.tool("search").is_none());
+
+    // One server down: the other's changes still arrive, and the merged
+    // view keeps the last list of the one that is down.
+    a.stop().await;
+    b.set_tool("more", "x");
+    b.publish(ListKind::Tools);
+    let merged = tokio::time::timeout(WAIT, async {
+        let mut seen = merged;
+        loop {
+            seen = set.changed(&seen).await;
+            if seen.tool("b/more").is_some() {
+                return seen;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(merged.tool("a/search").is_some());
+    assert!(matches!(
+        set.get("a").unwrap().health().listen,
+        ListenState::Relistening { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_thread_waits_for_the_next_generation() {
+    let server = CatalogServer::start(100).await;
+    let catalog = Arc::new(open(&server, CatalogOptions::default()).await);
+    let start = catalog.snapshot().generation();
+    let waiter = {
+        let catalog = Arc::clone(&catalog);
+        std::thread::spawn(move || catalog.wait_blocking(start, WAIT).map(|s| names(&s)))
+    };
+    server.set_tool("t", "x");
+    server.publish(ListKind::Tools);
+    let seen = tokio::task::spawn_blocking(move || waiter.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(seen.unwrap(), ["t"]);
+    assert!(
+        catalog
+            .wait_blocking(u64::MAX - 1, Duration::from_millis(50))
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn an_https_url_is_refused_at_once_as_permanent() {
+    let err = Catalog::http("https://127.0.0.1:1/mcp", CatalogOptions::default())
+        .await
+        .unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+}

@@ -1,0 +1,318 @@
+//! An MCP server for the live catalog's tests, in process: its lists are
+//! the test's to change, each list request is counted (first pages apart,
+//! so one count is one whole fetch), lists are paged, any request may be
+//! held a while (a slow server) or answered with an HTTP status (a broken
+//! one), a bearer token may be required, and changes are published
+//! through a hub as a real server's would be. It can be stopped and
+//! started again on the same port (a restart).
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mcp_subscriptions::{Event, Hub, ListKind, ListenService};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+#[derive(Default)]
+struct Lists {
+    tools: Vec<Value>,
+    prompts: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+    contents: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct Behaviour {
+    /// How long each list request is held before it is answered.
+    delay: Duration,
+    /// An HTTP status list requests get instead of an answer.
+    failing: Option<u16>,
+    /// The bearer token every request must carry.
+    token: Option<String>,
+}
+
+struct Shared {
+    lists: Mutex<Lists>,
+    behaviour: Mutex<Behaviour>,
+    /// First-page requests by method: one per whole fetch.
+    fetches: Mutex<HashMap<String, usize>>,
+    /// Every request by method, pages included.
+    requests: Mutex<HashMap<String, usize>>,
+    page_size: usize,
+}
+
+/// A running catalog server.
+pub struct CatalogServer {
+    pub port: u16,
+    hub: Mutex<Hub>,
+    shared: Arc<Shared>,
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+impl CatalogServer {
+    /// Starts on a free loopback port, with lists paged `page_size` at a
+    /// time.
+    pub async fn start(page_size: usize) -> Self {
+        let shared = Arc::new(Shared {
+            lists: Mutex::default(),
+            behaviour: Mutex::default(),
+            fetches: Mutex::default(),
+            requests: Mutex::default(),
+            page_size,
+        });
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let server = Self {
+            port,
+            hub: Mutex::new(Hub::new()),
+            shared,
+            stop: Mutex::new(None),
+        };
+        server.serve(tcp);
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn serve(&self, tcp: TcpListener) {
+        let hub = self.hub.lock().clone();
+        let http = mcp_subscriptions::http::HttpTransport::new(
+            ListenService::new(hub),
+            axum::Router::new()
+                .fallback(answer)
+                .with_state(Arc::clone(&self.shared)),
+        );
+        let app = axum::Router::new()
+            .route("/mcp", http.into_method_router())
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&self.shared),
+                authorize,
+            ));
+        let (stop, stopped) = oneshot::channel();
+        *self.stop.lock() = Some(stop);
+        tokio::spawn(mcp_subscriptions::http::serve(tcp, app, async {
+            let _ = stopped.await;
+        }));
+    }
+
+    /// Stops as a server shutting down does: every listen stream completes
+    /// gracefully, then the port closes.
+    pub async fn stop(&self) {
+        self.hub.lock().complete();
+        if let Some(stop) = self.stop.lock().take() {
+            let _ = stop.send(());
+        }
+        // The port is free once the accept loop has stopped.
+        for _ in 0..200 {
+            if std::net::TcpListener::bind(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the port stays taken");
+    }
+
+    /// Starts again on the same port, with a new hub (no listener of the
+    /// old one survives), keeping the lists and counts.
+    pub async fn restart(&self) {
+        *self.hub.lock() = Hub::new();
+        let tcp = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
+        self.serve(tcp);
+    }
+
+    /// Publishes a list change.
+    pub fn publish(&self, list: ListKind) {
+        self.hub.lock().publish(Event::list_changed(list));
+    }
+
+    /// Publishes a resource update.
+    pub fn publish_updated(&self, uri: &str) {
+        self.hub.lock().publish(Event::resource_updated(uri));
+    }
+
+    /// Listen streams open on the server.
+    pub fn listeners(&self) -> u64 {
+        self.hub.lock().stats().listeners_active
+    }
+
+    pub fn set_tool(&self, name: &str, description: &str) {
+        let mut lists = self.shared.lists.lock();
+        let tool =
+            json!({"name": name, "description": description, "inputSchema": {"type": "object"}});
+        match lists.tools.iter_mut().find(|t| t["name"] == name) {
+            Some(old) => *old = tool,
+            None => lists.tools.push(tool),
+        }
+    }
+
+    pub fn remove_tool(&self, name: &str) {
+        self.shared.lists.lock().tools.retain(|t| t["name"] != name);
+    }
+
+    pub fn add_prompt(&self, name: &str) {
+        self.shared.lists.lock().prompts.push(json!({"name": name}));
+    }
+
+    pub fn add_resource(&self, uri: &str) {
+        self.shared
+            .lists
+            .lock()
+            .resources
+            .push(json!({"uri": uri, "name": uri}));
+    }
+
+    pub fn add_template(&self, template: &str) {
+        self.shared
+            .lists
+            .lock()
+            .templates
+            .push(json!({"uriTemplate": template, "name": template}));
+    }
+
+    pub fn set_contents(&self, uri: &str, text: &str) {
+        self.shared
+            .lists
+            .lock()
+            .contents
+            .insert(uri.into(), text.into());
+    }
+
+    /// Holds every list request this long.
+    pub fn set_delay(&self, delay: Duration) {
+        self.shared.behaviour.lock().delay = delay;
+    }
+
+    /// Answers list requests with this HTTP status; `None` to answer again.
+    pub fn set_failing(&self, status: Option<u16>) {
+        self.shared.behaviour.lock().failing = status;
+    }
+
+    /// Requires this bearer token on every request, listens included.
+    pub fn require_token(&self, token: &str) {
+        self.shared.behaviour.lock().token = Some(token.into());
+    }
+
+    /// Whole fetches of `method` so far (first pages).
+    pub fn fetches(&self, method: &str) -> usize {
+        self.shared.fetches.lock().get(method).copied().unwrap_or(0)
+    }
+
+    /// Requests of `method` so far, every page.
+    pub fn requests(&self, method: &str) -> usize {
+        self.shared
+            .requests
+            .lock()
+            .get(method)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+async fn authorize(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let token = shared.behaviour.lock().token.clone();
+    if let Some(token) = token {
+        let expected = format!("Bearer {token}");
+        let given = request.headers().get("authorization");
+        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+            return (StatusCode::UNAUTHORIZED, "no valid token").into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -> Response {
+    let request: Value = serde_json::from_str(&body).unwrap();
+    let method = request["method"].as_str().unwrap_or_default().to_owned();
+    let params = &request["params"];
+    assert!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28",
+        "{method} names its protocol version: {request}"
+    );
+    *shared.requests.lock().entry(method.clone()).or_default() += 1;
+    if params.get("cursor").is_none() {
+        *shared.fetches.lock().entry(method.clone()).or_default() += 1;
+    }
+    let (delay, failing) = {
+        let behaviour = shared.behaviour.lock();
+        (behaviour.delay, behaviour.failing)
+    };
+    if method != "server/discover" {
+        tokio::time::sleep(delay).await;
+        if let Some(status) = failing {
+            return (StatusCode::from_u16(status).unwrap(), "failing on purpose").into_response();
+        }
+    }
+    let result = {
+        let lists = shared.lists.lock();
+        let page = |field: &str, items: &[Value]| {
+            let start: usize = params["cursor"]
+                .as_str()
+                .map_or(0, |cursor| cursor.parse().unwrap());
+            let end = (start + shared.page_size).min(items.len());
+            let mut page = json!({
+                "resultType": "complete", "ttlMs": 60_000, "cacheScope": "public",
+                field: items[start..end],
+            });
+            if end < items.len() {
+                page["nextCursor"] = json!(end.to_string());
+            }
+            page
+        };
+        match method.as_str() {
+            "server/discover" => json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {
+                    "tools": {"listChanged": true},
+                    "prompts": {"listChanged": true},
+                    "resources": {"listChanged": true, "subscribe": true},
+                },
+                "ttlMs": 0, "cacheScope": "public",
+            }),
+            "tools/list" => page("tools", &lists.tools),
+            "prompts/list" => page("prompts", &lists.prompts),
+            "resources/list" => page("resources", &lists.resources),
+            "resources/templates/list" => page("resourceTemplates", &lists.templates),
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap();
+                match lists.contents.get(uri) {
+                    Some(text) => {
+                        json!({"resultType": "complete", "contents": [{"uri": uri, "text": text}]})
+                    }
+                    None => {
+                        return json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
+                            "error": {"code": -32002, "message": "Resource not found"}}));
+                    }
+                }
+            }
+            _ => {
+                return json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
+                    "error": {"code": -32601, "message": "Method not found"}}));
+            }
+        }
+    };
+    json_answer(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}))
+}
+
+fn json_answer(message: Value) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        message.to_string(),
+    )
+        .into_response()
+}
