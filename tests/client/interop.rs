@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use crate::support::interop::Server;
 use mcp_subscriptions::client::{
-    Item, StdioClient, SubscribeError, SubscribeOptions, Subscription,
+    Catalog, CatalogKind, CatalogOptions, DEFAULT_DEBOUNCE, Item, ListenState, StdioClient,
+    SubscribeError, SubscribeOptions, Subscription,
 };
 use mcp_subscriptions::{EventKind, Filter, ListKind};
 
@@ -155,5 +156,83 @@ async fn typescript_sdk_v1_over_stdio_has_no_listen() {
         panic!("expected a refusal, got {err:?}");
     };
     assert_eq!(error.code.0, -32601, "{err}");
-    assert_eq!(err.to_string(), "listen refused (-32601): Method not found");
+    assert_eq!(err.to_string(), "refused (-32601): Method not found");
+}
+
+/// A live catalog of each server: discovered, listened to and fetched, and
+/// kept with one fetch per debounce window while the server announces a
+/// tools change every 50 ms.
+async fn catalog_of(server: Server, catalog: Catalog) {
+    let health = catalog.health();
+    assert_eq!(
+        health.listen,
+        ListenState::Listening,
+        "{server:?}: {health:?}"
+    );
+    let tools = health
+        .list(CatalogKind::Tools)
+        .expect("the server has tools");
+    assert!(
+        tools.live && tools.last_success.is_some() && tools.last_error.is_none(),
+        "{server:?}: {tools:?}"
+    );
+    let window = Duration::from_millis(1_500);
+    let before = tools.fetches;
+    tokio::time::sleep(window).await;
+    let fetched = catalog.health().list(CatalogKind::Tools).unwrap().fetches - before;
+    // About 30 announcements in the window; at most one fetch per
+    // debounce (and the one in flight).
+    let most = (window.as_millis() / DEFAULT_DEBOUNCE.as_millis()) as u64 + 1;
+    assert!(
+        (1..=most).contains(&fetched),
+        "{server:?}: {fetched} fetches"
+    );
+    assert!(
+        catalog
+            .health()
+            .list(CatalogKind::Tools)
+            .unwrap()
+            .last_error
+            .is_none()
+    );
+}
+
+fn catalog_options() -> CatalogOptions {
+    let mut options = CatalogOptions::default();
+    options.subscribe = options.subscribe.with_ack_timeout(Duration::from_secs(60));
+    options
+}
+
+async fn catalog_over_http(server: Server) {
+    let process = server.http().await;
+    let catalog = Catalog::http(&process.url, catalog_options())
+        .await
+        .unwrap_or_else(|err| panic!("{server:?}: {err}"));
+    catalog_of(server, catalog).await;
+}
+
+async fn catalog_over_stdio(server: Server) {
+    let (program, args) = server.command("stdio");
+    let client = StdioClient::spawn(program, args).expect("the server starts");
+    let catalog = Catalog::stdio(&client, catalog_options())
+        .await
+        .unwrap_or_else(|err| panic!("{server:?}: {err}"));
+    catalog_of(server, catalog).await;
+}
+
+#[tokio::test]
+async fn rmcp_catalog_over_http() {
+    catalog_over_http(Server::Rmcp).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_v2_catalog_over_http_and_stdio() {
+    catalog_over_http(Server::TypeScript).await;
+    catalog_over_stdio(Server::TypeScript).await;
+}
+
+#[tokio::test]
+async fn python_sdk_catalog_over_http_and_stdio() {
+    catalog_over_http(Server::Python).await;
+    catalog_over_stdio(Server::Python).await;
 }

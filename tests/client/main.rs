@@ -6,6 +6,7 @@
 mod support;
 
 mod catalog;
+mod catalog_example;
 mod client;
 mod client_misbehaving;
 mod interop;
