@@ -1,7 +1,10 @@
 //! Watch an MCP server's notifications: one line per notification as it
-//! arrives, re-listen reports, and a clean cancel on Ctrl-C.
+//! arrives, re-listen reports, and a clean cancel on Ctrl-C. With
+//! `--catalog`, watch its live catalog instead: the lists once, then one
+//! line per change (`+` added, `-` removed, `~` changed).
 //!
 //! ```sh
+//! cargo run --release --example watch -- --catalog http://127.0.0.1:8808/mcp
 //! cargo run --release --example watch -- http://127.0.0.1:8808/mcp --tools --resource file:///a
 //! cargo run --release --example watch -- --channel ws://127.0.0.1:8808/mcp/notifications/main
 //! cargo run --release --example watch -- --tools --stdio target/release/examples/server --stdio
@@ -11,7 +14,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::client::{End, Item, Relisten, StdioClient, SubscribeOptions, Subscription};
+use mcp_subscriptions::client::{
+    Catalog, CatalogOptions, Change, Diff, End, Item, Keyed, Relisten, StdioClient,
+    SubscribeOptions, Subscription,
+};
 
 #[derive(Parser)]
 #[command(version, about = "Print an MCP server's notifications as they arrive")]
@@ -44,11 +50,18 @@ struct Args {
     /// Do not listen again after an abrupt end.
     #[arg(long)]
     no_relisten: bool,
+    /// Keep the server's catalog live and print what changes in it (the
+    /// contents of each --resource too), rather than the notifications.
+    #[arg(long, conflicts_with_all = ["channel", "tools", "prompts", "resources", "no_relisten"])]
+    catalog: bool,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    if args.catalog {
+        return watch_catalog(args).await;
+    }
     let mut requested = Filter::new();
     if args.tools {
         requested = requested.with_tools_list_changed();
@@ -118,4 +131,68 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             None => return Ok(()),
         }
     }
+}
+
+/// `--catalog`: the lists once, then each change.
+async fn watch_catalog(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let mut options = CatalogOptions::default();
+    options.watch = args.uris;
+    let catalog = match (args.url, args.stdio) {
+        (Some(url), _) => Catalog::http(url, options).await?,
+        (_, Some(command)) => {
+            let (program, rest) = command.split_first().ok_or("--stdio needs a command")?;
+            Catalog::stdio(&StdioClient::spawn(program, rest)?, options).await?
+        }
+        _ => unreachable!("clap requires one"),
+    };
+    let mut changes = catalog.changes();
+    let snapshot = catalog.snapshot();
+    println!("generation {}", snapshot.generation());
+    print_list("tools", snapshot.tools());
+    print_list("prompts", snapshot.prompts());
+    print_list("resources", snapshot.resources());
+    print_list("templates", snapshot.templates());
+    for (uri, health) in catalog.health().contents {
+        match (snapshot.contents(&uri), health.last_error) {
+            (Some(contents), _) => println!("contents {uri}: {}", serde_json::to_string(contents)?),
+            (None, Some(error)) => println!("contents {uri}: {error}"),
+            (None, None) => {}
+        }
+    }
+    loop {
+        let change = tokio::select! {
+            change = changes.next() => change.ok_or("the catalog closed")?,
+            _ = tokio::signal::ctrl_c() => {
+                println!("cancelled");
+                return Ok(());
+            }
+        };
+        match change {
+            Change::Tools(diff) => print_diff("tools", &diff),
+            Change::Prompts(diff) => print_diff("prompts", &diff),
+            Change::Resources(diff) => print_diff("resources", &diff),
+            Change::Templates(diff) => print_diff("templates", &diff),
+            Change::Contents(diff) => print_diff("contents", &diff),
+            _ => {}
+        }
+    }
+}
+
+fn print_list<T: Keyed>(what: &str, list: &[T]) {
+    let keys: Vec<&str> = list.iter().map(Keyed::key).collect();
+    println!("{what} ({}): {}", keys.len(), keys.join(" "));
+}
+
+fn print_diff<T: Keyed>(what: &str, diff: &Diff<T>) {
+    let mut line = format!("generation {} {what}:", diff.generation);
+    for entry in &diff.added {
+        line.push_str(&format!(" +{}", entry.key()));
+    }
+    for entry in &diff.removed {
+        line.push_str(&format!(" -{}", entry.key()));
+    }
+    for edit in &diff.changed {
+        line.push_str(&format!(" ~{}", edit.new.key()));
+    }
+    println!("{line}");
 }

@@ -21,6 +21,7 @@ use mcp_subscriptions::client::{
     Catalog, CatalogKind, CatalogOptions, Change, Changes, ListenState, StdioClient,
 };
 use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -114,4 +115,41 @@ async fn over_stdio_one_connection_carries_fetches_listen_and_calls_and_survives
     assert_eq!(gone.removed[0].name, "search");
     assert_ne!(client.process_id(), Some(first));
     assert_eq!(catalog.health().listen, ListenState::Listening);
+}
+
+#[tokio::test]
+async fn the_watch_example_prints_the_catalog_and_then_each_change() {
+    let server = HttpServer::start(&[]).await;
+    let tools = server.client().await;
+    let mut child = tokio::process::Command::new(binary().with_file_name("watch"))
+        .args(["--catalog", &server.mcp_url()])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut line = async || {
+        tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    };
+    assert!(line().await.starts_with("generation "));
+    let listed = line().await;
+    assert!(
+        listed.starts_with("tools (") && listed.contains(" test_add_tool"),
+        "{listed}"
+    );
+    assert!(line().await.starts_with("prompts ("));
+    assert!(line().await.starts_with("resources ("));
+    assert!(line().await.starts_with("templates ("));
+    call(
+        &tools,
+        "test_add_tool",
+        json!({"name": "search", "description": "x"}),
+    )
+    .await;
+    let change = line().await;
+    assert!(change.ends_with(" tools: +search"), "{change}");
 }
