@@ -101,6 +101,28 @@ async fn a_burst_of_changes_makes_one_fetch() {
 }
 
 #[tokio::test]
+async fn a_storm_of_a_thousand_changes_in_a_second_makes_at_most_two_fetches() {
+    let server = CatalogServer::start(100).await;
+    let catalog = open(&server, CatalogOptions::default()).await;
+    let start = tokio::time::Instant::now();
+    for n in 0..1_000u32 {
+        // Paced over one second, as a busy server's changes come.
+        tokio::time::sleep_until(start + Duration::from_millis(u64::from(n))).await;
+        server.set_tool(&format!("t{}", n % 150), &format!("version {n}"));
+        server.publish(ListKind::Tools);
+    }
+    let last = |s: &Snapshot| {
+        s.tool("t99")
+            .is_some_and(|t| t.description.as_deref() == Some("version 999"))
+    };
+    let snapshot = until(&catalog, last).await;
+    assert_eq!(snapshot.tools().len(), 150, "the server's final list");
+    tokio::time::sleep(QUIET).await;
+    let storm = server.fetches("tools/list") - 1;
+    assert!((1..=2).contains(&storm), "{storm} fetches");
+}
+
+#[tokio::test]
 async fn changes_during_a_fetch_make_exactly_one_more() {
     let server = CatalogServer::start(100).await;
     let catalog = open(&server, CatalogOptions::default()).await;

@@ -22,7 +22,7 @@ use super::super::subscription::Subscription;
 use super::entry::{CatalogKind, Contents, Entry, Listed, decode, fetch_contents, fetch_list};
 use super::health::{FetchHealth, Health, ListenState};
 use super::options::CatalogOptions;
-use super::schedule::{Part, Schedule};
+use super::schedule::{Part, Schedule, Timing};
 use super::snapshot::Snapshot;
 use crate::event::{EventKind, ListKind};
 use crate::filter::Filter;
@@ -289,7 +289,11 @@ impl<R: Request> Keeper<R> {
             lists: Default::default(),
             contents: Default::default(),
         };
-        let mut schedule = Schedule::new(fetcher.options.debounce);
+        let mut schedule = Schedule::new(Timing {
+            gather: fetcher.options.gather,
+            debounce: fetcher.options.debounce,
+            max_delay: fetcher.options.max_delay,
+        });
         let now = Instant::now();
         for part in &parts {
             schedule.due_by(part, now);

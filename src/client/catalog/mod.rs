@@ -14,8 +14,12 @@
 //!
 //! - Per list, at most one fetch is in flight. A change during a fetch
 //!   schedules exactly one more, however many arrive.
-//! - The first change starts a [debounce](CatalogOptions::with_debounce);
-//!   every change within it rides along: a burst makes one fetch.
+//! - A first change after a quiet spell is fetched after a short
+//!   [gather](DEFAULT_GATHER) (20 ms), so an isolated change is seen at
+//!   once. Changes that keep coming wait until they pause for the
+//!   [debounce](DEFAULT_DEBOUNCE) (100 ms), but no longer than the
+//!   [bound](DEFAULT_MAX_DELAY) (1 s): a burst makes one fetch, and a
+//!   storm one a second ([`CatalogOptions::with_timing`]).
 //! - After a re-listen ([`Item::Resynced`](super::Item::Resynced): nothing
 //!   in between was replayed), each list the new stream grants is fetched
 //!   exactly once, and discovery again. A server restart is survived this
@@ -72,7 +76,10 @@ use tokio::task::JoinHandle;
 pub use diff::{Change, Changes, Diff, Edit};
 pub use entry::{CatalogKind, Contents, Keyed};
 pub use health::{FetchHealth, Health, ListenState};
-pub use options::{CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT};
+pub use options::{
+    CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MIN_REFRESH,
+    DEFAULT_REQUEST_TIMEOUT,
+};
 pub use set::{CatalogSet, Merged};
 pub use snapshot::Snapshot;
 

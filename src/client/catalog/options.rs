@@ -4,15 +4,31 @@ use std::time::Duration;
 
 use super::super::options::{BufferPolicy, Credentials, Relisten, SubscribeOptions};
 
-/// The default debounce: changes this close together make one fetch.
+/// The default gather: a first change after a quiet spell waits this long
+/// for others that come with it.
 ///
-/// A server usually announces a burst of changes (tools registered in a
-/// loop, a plugin loaded, a batch relayed from another replica) within a
-/// few milliseconds; 100 ms folds such a burst into one fetch while a
-/// person looking at the host still sees the change at once. The
-/// TypeScript client waits 300 ms; shorter here, because the single
-/// flight already bounds a storm to one fetch in flight and one queued.
+/// A server announces a burst of changes (tools registered in a loop, a
+/// plugin loaded) within a few milliseconds of its first, so 20 ms folds
+/// most bursts into one fetch while an isolated change is seen at once:
+/// its staleness is this plus the fetch. Changes that keep coming are
+/// held back by the [debounce](DEFAULT_DEBOUNCE) instead.
+pub const DEFAULT_GATHER: Duration = Duration::from_millis(20);
+
+/// The default debounce: changes that keep coming (more of them before the
+/// gathered fetch starts, or during a fetch) are fetched once they pause
+/// this long.
+///
+/// The TypeScript client waits 300 ms after every change, so every change
+/// is 300 ms stale. Here only a storm waits, and 100 ms of silence is a
+/// pause long enough to end a storm's bursts but short enough that the
+/// last change of a burst is seen promptly.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// The default bound on how long a change waits in a storm that never
+/// pauses: one fetch a second however fast the changes come, so 1,000
+/// changes in a second make at most two fetches, and no change is more
+/// than a second (and a fetch) stale.
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
 
 /// The default time one request (one page of a list) may take.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,9 +46,15 @@ pub struct CatalogOptions {
     /// a graceful one included (a server restarting completes its streams
     /// first), and retries a first open that fails transiently.
     pub subscribe: SubscribeOptions,
-    /// How long after a first change the catalog fetches, taking every
-    /// change in between along; see [`DEFAULT_DEBOUNCE`].
+    /// How long a first change after a quiet spell waits for others; see
+    /// [`DEFAULT_GATHER`].
+    pub gather: Duration,
+    /// How long changes that keep coming must pause before they are
+    /// fetched; see [`DEFAULT_DEBOUNCE`].
     pub debounce: Duration,
+    /// The longest any change waits to be fetched; see
+    /// [`DEFAULT_MAX_DELAY`].
+    pub max_delay: Duration,
     /// Resources whose contents are kept (`resources/read` on opening and
     /// on each `notifications/resources/updated`), when the server
     /// advertises `resources.subscribe`; read once otherwise.
@@ -54,7 +76,9 @@ impl Default for CatalogOptions {
                 // nothing, and a lost one is refetched anyway.
                 .with_coalesce(true)
                 .with_policy(BufferPolicy::DropOldest),
+            gather: DEFAULT_GATHER,
             debounce: DEFAULT_DEBOUNCE,
+            max_delay: DEFAULT_MAX_DELAY,
             watch: Vec::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             min_refresh: DEFAULT_MIN_REFRESH,
@@ -86,9 +110,18 @@ impl CatalogOptions {
         self
     }
 
-    /// Sets the debounce.
-    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+    /// Sets how long changes wait: a first one `gather`, those that keep
+    /// coming until they pause for `debounce`, and none longer than
+    /// `max_delay`.
+    pub fn with_timing(
+        mut self,
+        gather: Duration,
+        debounce: Duration,
+        max_delay: Duration,
+    ) -> Self {
+        self.gather = gather;
         self.debounce = debounce;
+        self.max_delay = max_delay;
         self
     }
 

@@ -1,8 +1,12 @@
 //! When each part of a catalog is fetched. Per part, at most one fetch is
-//! in flight; the first change starts a debounce window and every change
-//! within it rides along (one fetch for a burst); a change during a fetch
-//! schedules exactly one more; a failure is retried after backoff when it
-//! may pass, and otherwise waits for the next change.
+//! in flight, and a change during it schedules exactly one more. A first
+//! change after a quiet spell is fetched after a short gather (a burst from
+//! one loop rides along), so an isolated change is seen at once; changes
+//! that keep coming (during a fetch, or before the gathered one started)
+//! wait until they pause for the debounce, but never longer than the most
+//! a change may wait, so a storm makes one fetch per that bound, not one
+//! per change. A failure is retried after backoff when it may pass, and
+//! otherwise waits for the next change.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -20,28 +24,51 @@ pub(super) enum Part {
     Contents(String),
 }
 
+/// How long changes wait before they are fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Timing {
+    /// A first change after a quiet spell waits this long for others.
+    pub(super) gather: Duration,
+    /// Changes that keep coming wait until they pause this long...
+    pub(super) debounce: Duration,
+    /// ...but no change waits longer than this.
+    pub(super) max_delay: Duration,
+}
+
 #[derive(Debug, Default)]
 struct Slot {
     /// When the next fetch starts, unless one is in flight.
     due: Option<Instant>,
     in_flight: bool,
-    /// A change arrived while the fetch in flight was under way.
-    again: bool,
+    /// The first change the next fetch is for, if one is pending.
+    pending_since: Option<Instant>,
+    /// The latest change.
+    last_change: Option<Instant>,
     /// Failures in a row.
     failures: u32,
+}
+
+impl Slot {
+    /// When the pending changes are fetched: once they pause for the
+    /// debounce, or at their bound, whichever is first.
+    fn trailing(&self, timing: &Timing) -> Option<Instant> {
+        let since = self.pending_since?;
+        let last = self.last_change.unwrap_or(since);
+        Some((last + timing.debounce).min(since + timing.max_delay))
+    }
 }
 
 #[derive(Debug)]
 pub(super) struct Schedule {
     slots: BTreeMap<Part, Slot>,
-    debounce: Duration,
+    timing: Timing,
 }
 
 impl Schedule {
-    pub(super) fn new(debounce: Duration) -> Self {
+    pub(super) fn new(timing: Timing) -> Self {
         Self {
             slots: BTreeMap::new(),
-            debounce,
+            timing,
         }
     }
 
@@ -50,23 +77,43 @@ impl Schedule {
     pub(super) fn due_by(&mut self, part: &Part, at: Instant) {
         let slot = self.slots.entry(part.clone()).or_default();
         if slot.in_flight {
-            slot.again = true;
+            slot.pending_since.get_or_insert(at);
         } else {
             slot.due = Some(slot.due.map_or(at, |due| due.min(at)));
         }
     }
 
-    /// `part` changed at `now`: fetched once the debounce is over.
+    /// `part` changed at `now`.
     pub(super) fn changed(&mut self, part: &Part, now: Instant) {
-        self.due_by(part, now + self.debounce);
+        let timing = self.timing;
+        let slot = self.slots.entry(part.clone()).or_default();
+        // Quiet: nothing pending, and the last change a pause ago.
+        let quiet = slot.pending_since.is_none()
+            && !slot.in_flight
+            && slot
+                .last_change
+                .is_none_or(|last| now >= last + timing.debounce);
+        slot.last_change = Some(now);
+        slot.pending_since.get_or_insert(now);
+        if slot.in_flight {
+            return;
+        }
+        let gathered = now + timing.gather;
+        slot.due = if quiet {
+            Some(slot.due.map_or(gathered, |due| due.min(gathered)))
+        } else {
+            slot.trailing(&timing)
+        };
     }
 
-    /// The parts due by `now`, each now in flight.
+    /// The parts due by `now`, each now in flight (it covers every change
+    /// so far).
     pub(super) fn start_due(&mut self, now: Instant) -> Vec<Part> {
         let mut started = Vec::new();
         for (part, slot) in &mut self.slots {
             if !slot.in_flight && slot.due.is_some_and(|due| due <= now) {
                 slot.due = None;
+                slot.pending_since = None;
                 slot.in_flight = true;
                 started.push(part.clone());
             }
@@ -87,15 +134,15 @@ impl Schedule {
     /// one is `refresh` later (a list no stream tells of, gone stale), or
     /// none.
     pub(super) fn succeeded(&mut self, part: &Part, now: Instant, refresh: Option<Duration>) {
+        let timing = self.timing;
         let Some(slot) = self.slots.get_mut(part) else {
             return;
         };
         slot.in_flight = false;
         slot.failures = 0;
-        slot.due = if std::mem::take(&mut slot.again) {
-            Some(now + self.debounce)
-        } else {
-            refresh.map(|after| now + after)
+        slot.due = match slot.trailing(&timing) {
+            Some(at) => Some(at.max(now)),
+            None => refresh.map(|after| now + after),
         };
     }
 
@@ -112,7 +159,7 @@ impl Schedule {
             return false;
         };
         slot.in_flight = false;
-        slot.again = false;
+        slot.pending_since = None;
         slot.failures += 1;
         slot.due = retry(slot.failures).map(|delay| now + delay);
         slot.due.is_some()
@@ -134,7 +181,11 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    const DEBOUNCE: Duration = Duration::from_millis(100);
+    const TIMING: Timing = Timing {
+        gather: Duration::from_millis(20),
+        debounce: Duration::from_millis(100),
+        max_delay: Duration::from_secs(1),
+    };
     const TOOLS: Part = Part::List(CatalogKind::Tools);
 
     fn ms(start: Instant, ms: u64) -> Instant {
@@ -142,24 +193,85 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_within_the_debounce_makes_one_fetch() {
+    fn an_isolated_change_is_fetched_after_the_gather() {
         let t = Instant::now();
-        let mut schedule = Schedule::new(DEBOUNCE);
+        let mut schedule = Schedule::new(TIMING);
+        schedule.changed(&TOOLS, t);
+        assert_eq!(schedule.next_due(), Some(ms(t, 20)));
+        assert_eq!(schedule.start_due(ms(t, 20)), [TOOLS]);
+        schedule.succeeded(&TOOLS, ms(t, 30), None);
+        assert_eq!(schedule.next_due(), None, "nothing changed since");
+    }
+
+    #[test]
+    fn a_burst_makes_one_fetch_once_it_pauses() {
+        let t = Instant::now();
+        let mut schedule = Schedule::new(TIMING);
         for n in 0..50 {
             schedule.changed(&TOOLS, ms(t, n));
         }
-        assert!(schedule.start_due(ms(t, 99)).is_empty());
-        assert_eq!(schedule.next_due(), Some(ms(t, 100)));
-        assert_eq!(schedule.start_due(ms(t, 100)), [TOOLS]);
+        assert!(schedule.start_due(ms(t, 148)).is_empty());
+        assert_eq!(schedule.start_due(ms(t, 149)), [TOOLS]);
+        schedule.succeeded(&TOOLS, ms(t, 160), None);
         assert_eq!(schedule.next_due(), None);
-        schedule.succeeded(&TOOLS, ms(t, 120), None);
-        assert_eq!(schedule.next_due(), None, "nothing changed since");
+    }
+
+    /// Fetches for a change a millisecond for `length` ms, each fetch
+    /// taking 5 ms.
+    fn storm(length: u64) -> usize {
+        let t = Instant::now();
+        let mut schedule = Schedule::new(TIMING);
+        let mut fetches = 0;
+        let mut fetch_ends = None;
+        for n in 0..length + 2_000 {
+            let now = ms(t, n);
+            if fetch_ends == Some(n) {
+                schedule.succeeded(&TOOLS, now, None);
+                fetch_ends = None;
+            }
+            if n < length {
+                schedule.changed(&TOOLS, now);
+            }
+            if !schedule.start_due(now).is_empty() {
+                fetches += 1;
+                fetch_ends = Some(n + 5);
+            }
+        }
+        assert_eq!(schedule.next_due(), None);
+        fetches
+    }
+
+    #[test]
+    fn changes_that_keep_coming_wait_for_their_bound_even_when_fetches_are_quick() {
+        // A change every 50 ms, each fetched in 2 ms: never a pause of the
+        // debounce, so one fetch per bound.
+        let t = Instant::now();
+        let mut schedule = Schedule::new(TIMING);
+        let mut fetches = 0;
+        for n in 0..3_000 {
+            let now = ms(t, n);
+            if n % 50 == 0 {
+                schedule.changed(&TOOLS, now);
+            }
+            if !schedule.start_due(now).is_empty() {
+                fetches += 1;
+                schedule.succeeded(&TOOLS, ms(t, n + 2), None);
+            }
+        }
+        assert!((3..=4).contains(&fetches), "{fetches}");
+    }
+
+    #[test]
+    fn a_storm_is_fetched_once_per_bound_and_once_after_it() {
+        assert_eq!(storm(1_000), 1, "a second of changes: one fetch after it");
+        assert_eq!(storm(1_500), 2, "at the bound, then after the storm");
+        assert_eq!(storm(5_000), 5);
     }
 
     #[test]
     fn changes_during_a_fetch_schedule_exactly_one_more() {
         let t = Instant::now();
-        let mut schedule = Schedule::new(DEBOUNCE);
+        let mut schedule = Schedule::new(TIMING);
         schedule.due_by(&TOOLS, t);
         assert_eq!(schedule.start_due(t), [TOOLS]);
         for n in 1..20 {
@@ -169,16 +281,21 @@ mod tests {
                 "one in flight"
             );
         }
-        schedule.succeeded(&TOOLS, ms(t, 30), None);
-        assert_eq!(schedule.start_due(ms(t, 130)), [TOOLS]);
-        schedule.succeeded(&TOOLS, ms(t, 140), None);
+        schedule.succeeded(&TOOLS, ms(t, 300), None);
+        assert_eq!(
+            schedule.next_due(),
+            Some(ms(t, 300)),
+            "they paused long ago"
+        );
+        assert_eq!(schedule.start_due(ms(t, 300)), [TOOLS]);
+        schedule.succeeded(&TOOLS, ms(t, 310), None);
         assert_eq!(schedule.next_due(), None);
     }
 
     #[test]
     fn a_failure_is_retried_by_its_backoff_or_waits_for_a_change() {
         let t = Instant::now();
-        let mut schedule = Schedule::new(DEBOUNCE);
+        let mut schedule = Schedule::new(TIMING);
         schedule.due_by(&TOOLS, t);
         schedule.start_due(t);
         let mut attempts = Vec::new();
@@ -189,22 +306,22 @@ mod tests {
         assert_eq!(schedule.next_due(), Some(ms(t, 1000)));
         // A change sooner than the retry fetches sooner.
         schedule.changed(&TOOLS, ms(t, 10));
-        assert_eq!(schedule.next_due(), Some(ms(t, 110)));
-        schedule.start_due(ms(t, 110));
-        assert!(schedule.failed(&TOOLS, ms(t, 120), |n| {
+        assert_eq!(schedule.next_due(), Some(ms(t, 30)));
+        schedule.start_due(ms(t, 30));
+        assert!(schedule.failed(&TOOLS, ms(t, 40), |n| {
             attempts.push(n);
             Some(Duration::from_secs(2))
         }));
         assert_eq!(attempts, [1, 2], "failures in a row count up");
-        schedule.start_due(ms(t, 2120));
-        assert!(!schedule.failed(&TOOLS, ms(t, 2130), |_| None));
+        schedule.start_due(ms(t, 2040));
+        assert!(!schedule.failed(&TOOLS, ms(t, 2050), |_| None));
         assert_eq!(schedule.next_due(), None, "a permanent failure waits");
         schedule.changed(&TOOLS, ms(t, 3000));
-        schedule.start_due(ms(t, 3100));
-        schedule.succeeded(&TOOLS, ms(t, 3110), Some(Duration::from_secs(30)));
+        schedule.start_due(ms(t, 3020));
+        schedule.succeeded(&TOOLS, ms(t, 3030), Some(Duration::from_secs(30)));
         assert_eq!(
             schedule.next_due(),
-            Some(ms(t, 33_110)),
+            Some(ms(t, 33_030)),
             "refreshed by its ttl"
         );
     }
@@ -212,7 +329,7 @@ mod tests {
     #[test]
     fn a_forgotten_part_is_not_fetched() {
         let t = Instant::now();
-        let mut schedule = Schedule::new(DEBOUNCE);
+        let mut schedule = Schedule::new(TIMING);
         let part = Part::Contents("file:///a".into());
         schedule.changed(&part, t);
         schedule.forget(&part);
