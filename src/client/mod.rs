@@ -104,8 +104,8 @@ mod wire;
 pub use buffer::BufferStats;
 pub use catalog::{
     Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Changes, Contents, DEFAULT_DEBOUNCE,
-    DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT, Diff, Edit,
-    FetchHealth, Health, Keyed, ListenState, Merged, Snapshot,
+    DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES, DEFAULT_MIN_REFRESH,
+    DEFAULT_REQUEST_TIMEOUT, Diff, Edit, FetchHealth, Health, Keyed, ListenState, Merged, Snapshot,
 };
 pub use error::{ProtocolError, SubscribeError};
 pub use item::{End, Item, Relistening};

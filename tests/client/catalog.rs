@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::catalog_server::CatalogServer;
+use crate::support::catalog_server::{CatalogServer, Paging};
 use mcp_subscriptions::ListKind;
 use mcp_subscriptions::client::{
     Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Credentials, ListenState, Snapshot,
@@ -191,6 +191,8 @@ async fn changes_are_typed_diffs_by_name_with_old_and_new() {
     let catalog = open(&server, CatalogOptions::default()).await;
     let mut changes = catalog.changes();
 
+    // The server says its lists stay fresh for a minute (`ttlMs` 60,000):
+    // the change still yields the new list at once.
     server.set_tool("edit", "new");
     server.remove_tool("drop");
     server.set_tool("add", "x");
@@ -310,6 +312,89 @@ async fn a_refused_fetch_waits_for_the_next_change() {
     server.set_failing(None);
     server.set_tool("t", "x");
     server.publish(ListKind::Tools);
+    until(&catalog, |s| s.tool("t").is_some()).await;
+}
+
+/// Waits until the tools list's last fetch failed; its health then.
+async fn failed(catalog: &Catalog) -> mcp_subscriptions::client::FetchHealth {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let health = catalog.health().list(CatalogKind::Tools).unwrap().clone();
+            if health.is_stale() {
+                return health;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the fetch fails in time")
+}
+
+/// Each way a server can page badly ends in its documented state: the
+/// last good list kept, marked stale with the error, and the fetch not
+/// retried (the same request would get the same answer) until the next
+/// change, after which an honest server is followed again.
+#[tokio::test]
+async fn a_broken_page_keeps_the_last_good_list_marked_stale() {
+    for (paging, says) in [
+        (Paging::Malformed, "tools/list: invalid type"),
+        (Paging::SameCursor, "again: its pages loop"),
+        (Paging::Endless, "more than 20 pages"),
+    ] {
+        let server = CatalogServer::start(1).await;
+        server.set_tool("good", "x");
+        let catalog = open(&server, CatalogOptions::default().with_max_pages(20)).await;
+        server.set_paging(paging);
+        server.set_tool("unseen", "x");
+        server.publish(ListKind::Tools);
+        let health = failed(&catalog).await;
+        let error = health.last_error.as_ref().unwrap();
+        assert!(error.to_string().contains(says), "{paging:?}: {error}");
+        assert!(!error.is_transient() && !health.retrying, "{paging:?}");
+        assert_eq!(names(&catalog.snapshot()), ["good"], "{paging:?}");
+        let requests = server.requests("tools/list");
+        assert!(
+            requests <= 1 + 20 + 21,
+            "{paging:?}: bounded, {requests} requests"
+        );
+        tokio::time::sleep(QUIET).await;
+        assert_eq!(
+            server.requests("tools/list"),
+            requests,
+            "{paging:?}: no retry loop"
+        );
+
+        server.set_paging(Paging::Honest);
+        server.publish(ListKind::Tools);
+        until(&catalog, |s| s.tool("unseen").is_some()).await;
+        assert!(
+            !catalog
+                .health()
+                .list(CatalogKind::Tools)
+                .unwrap()
+                .is_stale()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fetch_that_hangs_times_out_and_is_retried_with_backoff() {
+    let server = CatalogServer::start(100).await;
+    let options = CatalogOptions::default().with_request_timeout(Duration::from_millis(200));
+    let catalog = open(&server, options).await;
+    server.set_delay(Duration::from_secs(30));
+    server.set_tool("t", "x");
+    server.publish(ListKind::Tools);
+    let health = failed(&catalog).await;
+    assert!(health.retrying, "{health:?}");
+    assert!(
+        health
+            .last_error
+            .unwrap()
+            .to_string()
+            .contains("no answer within 200ms")
+    );
+    server.set_delay(Duration::ZERO);
     until(&catalog, |s| s.tool("t").is_some()).await;
 }
 

@@ -30,8 +30,23 @@ struct Lists {
     contents: BTreeMap<String, String>,
 }
 
+/// How a broken server pages its lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Paging {
+    #[default]
+    Honest,
+    /// `tools` is not an array.
+    Malformed,
+    /// The same cursor again on every page.
+    SameCursor,
+    /// A new cursor on every page, forever.
+    Endless,
+}
+
 #[derive(Default)]
 struct Behaviour {
+    /// How list pages are made.
+    paging: Paging,
     /// How long each list request is held before it is answered.
     delay: Duration,
     /// An HTTP status list requests get instead of an answer.
@@ -193,6 +208,11 @@ impl CatalogServer {
         self.shared.behaviour.lock().delay = delay;
     }
 
+    /// Pages lists this way.
+    pub fn set_paging(&self, paging: Paging) {
+        self.shared.behaviour.lock().paging = paging;
+    }
+
     /// Answers list requests with this HTTP status; `None` to answer again.
     pub fn set_failing(&self, status: Option<u16>) {
         self.shared.behaviour.lock().failing = status;
@@ -247,9 +267,9 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
     if params.get("cursor").is_none() {
         *shared.fetches.lock().entry(method.clone()).or_default() += 1;
     }
-    let (delay, failing) = {
+    let (delay, failing, paging) = {
         let behaviour = shared.behaviour.lock();
-        (behaviour.delay, behaviour.failing)
+        (behaviour.delay, behaviour.failing, behaviour.paging)
     };
     if method != "server/discover" {
         tokio::time::sleep(delay).await;
@@ -260,9 +280,10 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
     let result = {
         let lists = shared.lists.lock();
         let page = |field: &str, items: &[Value]| {
-            let start: usize = params["cursor"]
+            let cursor: usize = params["cursor"]
                 .as_str()
                 .map_or(0, |cursor| cursor.parse().unwrap());
+            let start = cursor.min(items.len());
             let end = (start + shared.page_size).min(items.len());
             let mut page = json!({
                 "resultType": "complete", "ttlMs": 60_000, "cacheScope": "public",
@@ -270,6 +291,12 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
             });
             if end < items.len() {
                 page["nextCursor"] = json!(end.to_string());
+            }
+            match paging {
+                Paging::Honest => {}
+                Paging::Malformed => page[field] = json!("not a list"),
+                Paging::SameCursor => page["nextCursor"] = json!("0"),
+                Paging::Endless => page["nextCursor"] = json!(format!("{}", cursor + 1)),
             }
             page
         };

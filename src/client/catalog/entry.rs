@@ -1,6 +1,7 @@
 //! The four lists a catalog keeps, as rmcp's model types, and how each is
 //! fetched: its request, paged through `nextCursor`.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -160,14 +161,12 @@ entry!(
     templates
 );
 
-/// Pages followed at most: a server whose cursors never end is broken, and
-/// a catalog must not loop on it.
-const MAX_PAGES: usize = 10_000;
-
-/// Fetches a whole list, page after page.
+/// Fetches a whole list, page after page, at most `max_pages` of them; a
+/// cursor the server gave before is a loop.
 pub(super) async fn fetch_list<T: Entry, R: Request>(
     server: &R,
     options: &SubscribeOptions,
+    max_pages: usize,
 ) -> Result<Listed<T>, SubscribeError> {
     let mut listed = Listed {
         items: Vec::new(),
@@ -175,7 +174,8 @@ pub(super) async fn fetch_list<T: Entry, R: Request>(
         cache_scope: None,
     };
     let mut cursor: Option<String> = None;
-    for page in 0..MAX_PAGES {
+    let mut seen = HashSet::new();
+    for page in 0..max_pages {
         let mut params = Map::new();
         if let Some(cursor) = &cursor {
             params.insert("cursor".into(), Value::String(cursor.clone()));
@@ -195,8 +195,11 @@ pub(super) async fn fetch_list<T: Entry, R: Request>(
         match next_cursor {
             // An empty cursor is no cursor (some servers send one).
             Some(next) if !next.is_empty() => {
-                if cursor.as_ref() == Some(&next) {
-                    return Err(invalid(T::KIND.method(), "the same cursor again"));
+                if !seen.insert(next.clone()) {
+                    return Err(invalid(
+                        T::KIND.method(),
+                        &format!("the cursor {next:?} again: its pages loop"),
+                    ));
                 }
                 cursor = Some(next);
             }
@@ -205,7 +208,7 @@ pub(super) async fn fetch_list<T: Entry, R: Request>(
     }
     Err(invalid(
         T::KIND.method(),
-        &format!("more than {MAX_PAGES} pages"),
+        &format!("more than {max_pages} pages"),
     ))
 }
 

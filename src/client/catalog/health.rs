@@ -73,3 +73,11 @@ pub struct FetchHealth {
     /// shared across users (a gateway cares) or is this user's alone.
     pub cache_scope: Option<CacheScope>,
 }
+
+impl FetchHealth {
+    /// Whether what the snapshot holds for it may be out of date: its last
+    /// fetch failed, and the last good one is what is kept.
+    pub fn is_stale(&self) -> bool {
+        self.last_error.is_some()
+    }
+}

@@ -114,20 +114,21 @@ impl<R: Request> Fetcher<R> {
         options: &SubscribeOptions,
     ) -> Result<Fetched, SubscribeError> {
         let server = &*self.server;
+        let pages = self.options.max_pages;
         let work = async {
             Ok(match part {
                 Part::Discovery => Fetched::Discovery(discover(server, options).await?),
                 Part::List(CatalogKind::Tools) => {
-                    Fetched::Tools(fetch_list(server, options).await?)
+                    Fetched::Tools(fetch_list(server, options, pages).await?)
                 }
                 Part::List(CatalogKind::Prompts) => {
-                    Fetched::Prompts(fetch_list(server, options).await?)
+                    Fetched::Prompts(fetch_list(server, options, pages).await?)
                 }
                 Part::List(CatalogKind::Resources) => {
-                    Fetched::Resources(fetch_list(server, options).await?)
+                    Fetched::Resources(fetch_list(server, options, pages).await?)
                 }
                 Part::List(CatalogKind::Templates) => {
-                    Fetched::Templates(fetch_list(server, options).await?)
+                    Fetched::Templates(fetch_list(server, options, pages).await?)
                 }
                 Part::Contents(uri) => {
                     Fetched::Contents(fetch_contents(server, uri, options).await?)

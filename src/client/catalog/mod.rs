@@ -77,8 +77,8 @@ pub use diff::{Change, Changes, Diff, Edit};
 pub use entry::{CatalogKind, Contents, Keyed};
 pub use health::{FetchHealth, Health, ListenState};
 pub use options::{
-    CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MIN_REFRESH,
-    DEFAULT_REQUEST_TIMEOUT,
+    CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES,
+    DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use set::{CatalogSet, Merged};
 pub use snapshot::Snapshot;

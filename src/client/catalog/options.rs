@@ -33,6 +33,10 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
 /// The default time one request (one page of a list) may take.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The default cap on the pages of one list: a server whose cursors never
+/// end is broken, and a catalog must not follow it forever.
+pub const DEFAULT_MAX_PAGES: usize = 1_000;
+
 /// The default floor under `ttlMs` refreshes.
 pub const DEFAULT_MIN_REFRESH: Duration = Duration::from_secs(10);
 
@@ -62,6 +66,9 @@ pub struct CatalogOptions {
     /// How long one request may take before it counts as failed (and is
     /// retried).
     pub request_timeout: Duration,
+    /// The most pages one list may have; a fetch that needs more fails
+    /// (see [`DEFAULT_MAX_PAGES`]).
+    pub max_pages: usize,
     /// The shortest time between two refreshes of a list no stream tells
     /// of, whatever its `ttlMs`.
     pub min_refresh: Duration,
@@ -81,6 +88,7 @@ impl Default for CatalogOptions {
             max_delay: DEFAULT_MAX_DELAY,
             watch: Vec::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_pages: DEFAULT_MAX_PAGES,
             min_refresh: DEFAULT_MIN_REFRESH,
         }
     }
@@ -134,6 +142,12 @@ impl CatalogOptions {
     /// Gives each request `timeout`.
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Fails a list of more than `pages` pages.
+    pub fn with_max_pages(mut self, pages: usize) -> Self {
+        self.max_pages = pages;
         self
     }
 
