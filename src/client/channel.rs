@@ -192,7 +192,7 @@ impl Subscription {
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
         let url = url.into();
-        super::protocol::plain_url(&url, "ws")?;
+        super::protocol::check_scheme(&url, &["ws"])?;
         Self::open(Arc::new(Channel { url }), requested, options).await
     }
 }

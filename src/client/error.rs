@@ -95,8 +95,12 @@ pub enum SubscribeError {
     /// reset, a process that would not start).
     Connect(String),
     /// The request could not be made at all: a malformed URL, a header
-    /// that is not valid, or an `https://` URL (the client carries no TLS).
+    /// that is not valid, a root certificate that does not parse, or an
+    /// `https://` URL without the `tls` feature.
     Invalid(String),
+    /// The TLS handshake failed: the server's certificate is not trusted,
+    /// has expired or names another host.
+    Tls(String),
     /// The server answered with an HTTP status other than success and no
     /// JSON-RPC error in its body: a 401 from an authentication layer, a
     /// 404, a 503 from a proxy.
@@ -123,6 +127,7 @@ impl fmt::Display for SubscribeError {
         match self {
             Self::Connect(why) => write!(f, "cannot reach the server: {why}"),
             Self::Invalid(why) => write!(f, "the request cannot be made: {why}"),
+            Self::Tls(why) => write!(f, "TLS failed: {why}"),
             Self::Status { status, body } => write!(f, "HTTP {status}: {body}"),
             Self::Refused(error) => {
                 write!(f, "refused ({}): {}", error.code.0, error.message)
@@ -143,7 +148,7 @@ impl SubscribeError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Connect(_) | Self::Closed => true,
-            Self::Invalid(_) => false,
+            Self::Invalid(_) | Self::Tls(_) => false,
             Self::Status { status, .. } => says_try_later(*status),
             Self::Refused(error) => error.message == LIMIT_REACHED,
             Self::Protocol(err) => matches!(err, ProtocolError::NoAcknowledgement { .. }),

@@ -13,7 +13,7 @@ use sse_stream::{Sse, SseStream};
 use super::error::{ProtocolError, SubscribeError, says_try_later};
 use super::item::End;
 use super::options::SubscribeOptions;
-use super::protocol::{Expect, PROTOCOL_VERSION, listen_request, plain_url};
+use super::protocol::{Expect, PROTOCOL_VERSION, check_scheme, listen_request};
 use super::pump::Connect;
 use super::request::{Request, message, outcome};
 use super::subscription::Subscription;
@@ -32,11 +32,13 @@ pub(super) struct Http {
 }
 
 impl Http {
-    /// The endpoint at `url`, refused at once unless it is `http://`.
-    pub(super) fn new(url: String) -> Result<Self, SubscribeError> {
-        plain_url(&url, "http")?;
+    /// The endpoint at `url`, refused at once unless it is `http://` (or,
+    /// with the `tls` feature, `https://`, trusting the options' root
+    /// certificates besides the system's).
+    pub(super) fn new(url: String, options: &SubscribeOptions) -> Result<Self, SubscribeError> {
+        check_scheme(&url, SCHEMES)?;
         Ok(Self {
-            client: reqwest::Client::new(),
+            client: client(options)?,
             url,
             next_id: AtomicU64::new(1),
         })
@@ -66,15 +68,69 @@ impl Http {
         for (name, value) in &options.headers {
             request = request.header(name, value);
         }
-        request.send().await.map_err(|err| {
-            // A URL or header reqwest will not send is no passing failure.
-            if err.is_builder() {
-                SubscribeError::Invalid(error_chain(&err))
-            } else {
-                SubscribeError::Connect(error_chain(&err))
-            }
-        })
+        request.send().await.map_err(|err| send_error(&err))
     }
+}
+
+#[cfg(feature = "tls")]
+const SCHEMES: &[&str] = &["http", "https"];
+#[cfg(not(feature = "tls"))]
+const SCHEMES: &[&str] = &["http"];
+
+#[cfg(feature = "tls")]
+fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError> {
+    let roots = options
+        .root_certificates
+        .iter()
+        .map(|pem| {
+            reqwest::Certificate::from_pem(pem)
+                .map_err(|err| SubscribeError::Invalid(format!("a root certificate: {err}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    reqwest::Client::builder()
+        .tls_certs_merge(roots)
+        .build()
+        .map_err(|err| SubscribeError::Invalid(error_chain(&err)))
+}
+
+#[cfg(not(feature = "tls"))]
+fn client(_: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError> {
+    Ok(reqwest::Client::new())
+}
+
+/// Why a request could not be sent: a URL or header reqwest will not send,
+/// or a certificate refused (no passing failures), or the server out of
+/// reach.
+fn send_error(err: &reqwest::Error) -> SubscribeError {
+    if err.is_builder() {
+        return SubscribeError::Invalid(error_chain(err));
+    }
+    #[cfg(feature = "tls")]
+    if tls_refused(err) {
+        return SubscribeError::Tls(error_chain(err));
+    }
+    SubscribeError::Connect(error_chain(err))
+}
+
+/// Whether rustls refused the handshake (a certificate not trusted, for
+/// one), somewhere in the causes. An I/O error hides the error it carries
+/// from `source`, so it is opened by hand.
+#[cfg(feature = "tls")]
+fn tls_refused(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(err) = cause {
+        if err.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && tls_refused(inner)
+        {
+            return true;
+        }
+        cause = err.source();
+    }
+    false
 }
 
 /// Whether the server answered with an SSE stream.
@@ -218,8 +274,9 @@ impl Subscription {
     /// protocol version, client info and capabilities. The SSE answer is
     /// parsed by `sse-stream`; dropping the response cancels.
     ///
-    /// Only `http://` URLs: the client carries no TLS stack, and an
-    /// `https://` URL fails at once with [`SubscribeError::Invalid`].
+    /// `https://` URLs need the `tls` feature (rustls, trusting the
+    /// system's roots and [`SubscribeOptions::with_root_certificate`]'s);
+    /// without it they fail at once with [`SubscribeError::Invalid`].
     ///
     /// # Errors
     ///
@@ -234,7 +291,7 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        let connect = Http::new(url.into())?;
+        let connect = Http::new(url.into(), &options)?;
         Self::open(Arc::new(connect), requested, options).await
     }
 }

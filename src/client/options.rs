@@ -195,6 +195,10 @@ pub struct SubscribeOptions {
     pub headers: Headers,
     /// Called before each re-listen for fresh credentials; none by default.
     pub credentials: Option<Credentials>,
+    /// Certificates (PEM) trusted for `https://` besides the system's
+    /// roots: a private certificate authority's.
+    #[cfg(feature = "tls")]
+    pub root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for SubscribeOptions {
@@ -209,6 +213,8 @@ impl Default for SubscribeOptions {
             client_capabilities: ClientCapabilities::default(),
             headers: Vec::new(),
             credentials: None,
+            #[cfg(feature = "tls")]
+            root_certificates: Vec::new(),
         }
     }
 }
@@ -266,6 +272,15 @@ impl SubscribeOptions {
     /// effect with [`with_relisten`](Self::with_relisten)).
     pub fn with_credentials(mut self, credentials: Credentials) -> Self {
         self.credentials = Some(credentials);
+        self
+    }
+
+    /// Trusts the certificate (PEM) for `https://`, besides the system's
+    /// roots; a certificate that does not parse fails the open with
+    /// [`SubscribeError::Invalid`](super::SubscribeError::Invalid).
+    #[cfg(feature = "tls")]
+    pub fn with_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
         self
     }
 

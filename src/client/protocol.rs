@@ -214,17 +214,19 @@ pub(super) fn granted_kind(granted: &Filter, kind: &EventKind) -> bool {
     }
 }
 
-/// Refuses a URL whose scheme is not `scheme` (`http`, `ws`) before
-/// anything is sent: the client carries no TLS, and a transport's own
-/// "unsupported scheme" would read as a server out of reach, to be tried
-/// again forever.
-pub(super) fn plain_url(url: &str, scheme: &str) -> Result<(), SubscribeError> {
+/// Refuses a URL whose scheme is not one of `schemes` before anything is
+/// sent: a transport's own "unsupported scheme" would read as a server out
+/// of reach, to be tried again forever.
+pub(super) fn check_scheme(url: &str, schemes: &[&str]) -> Result<(), SubscribeError> {
     match reqwest::Url::parse(url) {
-        Ok(parsed) if parsed.scheme() == scheme => Ok(()),
-        Ok(parsed) => Err(SubscribeError::Invalid(format!(
-            "{}:// is not served: the client speaks plain {scheme}:// (no TLS)",
-            parsed.scheme()
-        ))),
+        Ok(parsed) if schemes.contains(&parsed.scheme()) => Ok(()),
+        Ok(parsed) => Err(SubscribeError::Invalid(match parsed.scheme() {
+            "https" => "https:// needs the `tls` feature of mcp-subscriptions".to_owned(),
+            other => format!(
+                "{other}:// is not served here; {}:// is",
+                schemes.join("://, ")
+            ),
+        })),
         Err(err) => Err(SubscribeError::Invalid(format!("{url}: {err}"))),
     }
 }

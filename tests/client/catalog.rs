@@ -561,8 +561,9 @@ async fn a_thread_waits_for_the_next_generation() {
     );
 }
 
+#[cfg(not(feature = "tls"))]
 #[tokio::test]
-async fn an_https_url_is_refused_at_once_as_permanent() {
+async fn an_https_url_without_the_tls_feature_is_refused_at_once_as_permanent() {
     let err = Catalog::http("https://127.0.0.1:1/mcp", CatalogOptions::default())
         .await
         .unwrap_err();

@@ -10,3 +10,4 @@ mod catalog_example;
 mod client;
 mod client_misbehaving;
 mod interop;
+mod tls;

@@ -59,3 +59,6 @@ pub mod interop;
 
 #[cfg(all(feature = "client", feature = "http"))]
 pub mod catalog_server;
+
+#[cfg(feature = "tls")]
+pub mod tls;

@@ -3,6 +3,7 @@
 //! snapshot.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -68,6 +69,7 @@ impl<R: Request> Fetcher<R> {
     /// headers a fetch last refreshed, so both always use the freshest.
     pub(super) fn listen_options(&self) -> SubscribeOptions {
         let mut options = self.options.subscribe.clone();
+        options.headers = self.headers.lock().clone();
         let hook = options.credentials.take();
         let headers = Arc::clone(&self.headers);
         options.credentials = Some(Credentials::new(move |end: &End| {
@@ -85,12 +87,29 @@ impl<R: Request> Fetcher<R> {
         options
     }
 
-    /// Fetches `part` once; a refusal for its authorization asks the
-    /// credentials hook, and is tried once more when that gave new headers.
+    /// Fetches `part` once.
     async fn fetch(&self, part: &Part) -> Result<Fetched, SubscribeError> {
+        self.authorized(|options| async move { self.attempt(part, &options).await })
+            .await
+    }
+
+    /// `server/discover`.
+    pub(super) async fn discover(&self) -> Result<DiscoverResult, SubscribeError> {
+        self.authorized(|options| async move { discover(&*self.server, &options).await })
+            .await
+    }
+
+    /// Runs `request` with the freshest headers; a refusal for its
+    /// authorization asks the credentials hook, and is tried once more
+    /// when that gave new headers.
+    async fn authorized<T, F, Fut>(&self, request: F) -> Result<T, SubscribeError>
+    where
+        F: Fn(SubscribeOptions) -> Fut,
+        Fut: Future<Output = Result<T, SubscribeError>>,
+    {
         let mut options = self.options.subscribe.clone();
         options.headers = self.headers.lock().clone();
-        let error = match self.attempt(part, &options).await {
+        let error = match request(options.clone()).await {
             Err(error) if is_unauthorized(&error) => error,
             done => return done,
         };
@@ -105,7 +124,7 @@ impl<R: Request> Fetcher<R> {
             return Err(error);
         }
         options.headers = fresh;
-        self.attempt(part, &options).await
+        request(options).await
     }
 
     async fn attempt(
@@ -146,8 +165,8 @@ impl<R: Request> Fetcher<R> {
     }
 }
 
-/// `server/discover`.
-pub(super) async fn discover<R: Request>(
+/// `server/discover`, as it is sent.
+async fn discover<R: Request>(
     server: &R,
     options: &SubscribeOptions,
 ) -> Result<DiscoverResult, SubscribeError> {

@@ -89,7 +89,7 @@ use super::pump::{Connect, retrying};
 use super::request::Request;
 use super::stdio::StdioClient;
 use super::subscription::Subscription;
-use keeper::{Fetcher, Keeper, State, discover, listen_filters};
+use keeper::{Fetcher, Keeper, State, listen_filters};
 
 /// One MCP server's catalog, kept live: see the [module](self) for what it
 /// fetches and when.
@@ -120,7 +120,8 @@ impl Catalog {
         url: impl Into<String>,
         options: CatalogOptions,
     ) -> Result<Self, SubscribeError> {
-        Self::open(Arc::new(Http::new(url.into())?), options).await
+        let http = Http::new(url.into(), &options.subscribe)?;
+        Self::open(Arc::new(http), options).await
     }
 
     /// Keeps the catalog of the server on the other end of `client`, over
@@ -147,8 +148,9 @@ impl Catalog {
         options: CatalogOptions,
     ) -> Result<Self, SubscribeError> {
         let fetcher = Fetcher::new(server, options);
+        let discovered = retrying(&fetcher.options.subscribe, || fetcher.discover()).await?;
+        // After discovery, which may have refreshed the credentials.
         let listen = fetcher.listen_options();
-        let discovered = retrying(&listen, || discover(&*fetcher.server, &listen)).await?;
         let mut subscriptions = Vec::new();
         for filter in listen_filters(&discovered.capabilities, &fetcher.options.watch) {
             subscriptions.push(

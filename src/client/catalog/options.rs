@@ -110,6 +110,14 @@ impl CatalogOptions {
         self
     }
 
+    /// Trusts the certificate (PEM) for `https://`, besides the system's
+    /// roots.
+    #[cfg(feature = "tls")]
+    pub fn with_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.subscribe = self.subscribe.with_root_certificate(pem);
+        self
+    }
+
     /// Asks `credentials` for fresh headers before each re-listen and when
     /// a fetch is refused for its authorization (HTTP 401 or 403); what it
     /// gives is used by both.
