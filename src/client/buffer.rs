@@ -42,6 +42,10 @@ pub struct BufferStats {
     pub discarded: u64,
     /// Times the client listened again and was acknowledged.
     pub resyncs: u64,
+    /// Copies of an event that came on both the old stream and the new
+    /// one while the filter changed ([`Subscription::set_filter`](super::Subscription::set_filter)),
+    /// dropped; not counted as received.
+    pub duplicates: u64,
 }
 
 struct State {
@@ -53,6 +57,7 @@ struct State {
     finished: bool,
     granted: Filter,
     resyncs: u64,
+    duplicates: u64,
 }
 
 /// What the pump and the reader share.
@@ -106,6 +111,7 @@ impl Shared {
                 finished: false,
                 granted,
                 resyncs: 0,
+                duplicates: 0,
             }),
             capacity,
             policy: options.policy,
@@ -129,7 +135,18 @@ impl Shared {
             buffered: items.len() as u64,
             discarded: reader.discarded,
             resyncs: state.resyncs,
+            duplicates: state.duplicates,
         }
+    }
+
+    /// The grant of a changed filter's new stream.
+    pub(super) fn set_granted(&self, granted: Filter) {
+        self.state.lock().granted = granted;
+    }
+
+    /// One more copy of an event dropped while the filter changed.
+    pub(super) fn add_duplicate(&self) {
+        self.state.lock().duplicates += 1;
     }
 
     fn is_full(&self) -> bool {

@@ -90,9 +90,11 @@ mod catalog;
 #[cfg(feature = "channel")]
 mod channel;
 mod error;
+mod group;
 mod http;
 mod item;
 mod options;
+mod overlap;
 mod protocol;
 mod pump;
 mod request;
@@ -110,8 +112,8 @@ pub use catalog::{
 pub use error::{ProtocolError, SubscribeError};
 pub use item::{End, Item, Relistening};
 pub use options::{
-    BufferPolicy, Credentials, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, Headers, Relisten,
-    SubscribeOptions,
+    BufferPolicy, Credentials, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, DEFAULT_OVERLAP,
+    Headers, Relisten, SubscribeOptions,
 };
 pub use stdio::StdioClient;
 pub use subscription::Subscription;

@@ -21,6 +21,10 @@ pub const DEFAULT_BUFFER_CAPACITY: usize = 256;
 /// The default time a server has to acknowledge a listen request.
 pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The default time an old stream is still read after a filter change's
+/// new one was acknowledged: what was in flight on it arrives.
+pub const DEFAULT_OVERLAP: Duration = Duration::from_millis(500);
+
 /// What the buffer between the transport and the reader does when it is
 /// full and the server has more to say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -199,6 +203,14 @@ pub struct SubscribeOptions {
     /// roots: a private certificate authority's.
     #[cfg(feature = "tls")]
     pub root_certificates: Vec<Vec<u8>>,
+    /// The most URIs one listen request carries; a filter with more is
+    /// listened to as several streams, read as one (default
+    /// [`DEFAULT_MAX_URIS`](crate::filter::DEFAULT_MAX_URIS), what servers
+    /// accept).
+    pub max_uris_per_stream: usize,
+    /// How long the old streams are still read after a filter change's new
+    /// ones were acknowledged (default [`DEFAULT_OVERLAP`]).
+    pub overlap: Duration,
 }
 
 impl Default for SubscribeOptions {
@@ -215,6 +227,8 @@ impl Default for SubscribeOptions {
             credentials: None,
             #[cfg(feature = "tls")]
             root_certificates: Vec::new(),
+            max_uris_per_stream: crate::filter::DEFAULT_MAX_URIS,
+            overlap: DEFAULT_OVERLAP,
         }
     }
 }
@@ -281,6 +295,18 @@ impl SubscribeOptions {
     #[cfg(feature = "tls")]
     pub fn with_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.root_certificates.push(pem.into());
+        self
+    }
+
+    /// Listens to at most `max` URIs a stream (at least 1).
+    pub fn with_max_uris_per_stream(mut self, max: usize) -> Self {
+        self.max_uris_per_stream = max.max(1);
+        self
+    }
+
+    /// Reads the old streams for `overlap` after a filter change.
+    pub fn with_overlap(mut self, overlap: Duration) -> Self {
+        self.overlap = overlap;
         self
     }
 

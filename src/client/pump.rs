@@ -1,13 +1,23 @@
 //! The task between a transport and a subscription's buffer: it reads the
-//! stream while the buffer has room, and listens again when asked to.
+//! streams while the buffer has room, changes their filter when asked to
+//! (the new streams acknowledged before the old are closed), and listens
+//! again when asked to.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::select_all;
+use tokio::sync::{mpsc, oneshot};
 
 use super::buffer::Shared;
 use super::error::SubscribeError;
+use super::group::{Group, open_group};
 use super::item::{End, Item, Relistening};
 use super::options::SubscribeOptions;
+use super::overlap::Overlap;
+use crate::event::Event;
 use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
 
@@ -49,7 +59,7 @@ pub(super) async fn open_within<C: Connect>(
     }
 }
 
-/// Opens the first stream. With re-listening on, a transient failure (a
+/// Opens the first streams. With re-listening on, a transient failure (a
 /// server not up yet, see [`SubscribeError::is_transient`]) is tried again
 /// after the re-listen backoff, up to its attempts; a permanent one is
 /// returned at once.
@@ -57,8 +67,8 @@ pub(super) async fn open_first<C: Connect>(
     connect: &C,
     requested: &Filter,
     options: &SubscribeOptions,
-) -> Result<(Filter, C::Stream), SubscribeError> {
-    retrying(options, || open_within(connect, requested, options)).await
+) -> Result<(Filter, Group<C::Stream>), SubscribeError> {
+    retrying(options, || open_group(connect, requested, options)).await
 }
 
 /// Runs `work` until it succeeds or fails permanently; with re-listening
@@ -90,27 +100,46 @@ where
     }
 }
 
+/// A filter change asked for by [`Subscription::set_filter`](super::Subscription::set_filter):
+/// the new filter, and where its grant goes.
+pub(super) struct Refilter {
+    pub(super) filter: Filter,
+    pub(super) granted: oneshot::Sender<Result<Filter, SubscribeError>>,
+}
+
 /// Drives a subscription until it ends for good.
 pub(super) async fn run<C: Connect>(
     connect: Arc<C>,
     requested: Filter,
     mut options: SubscribeOptions,
     shared: Arc<Shared>,
-    mut stream: C::Stream,
+    group: Group<C::Stream>,
+    commands: mpsc::UnboundedReceiver<Refilter>,
 ) {
+    let mut reader = Reader {
+        connect: &*connect,
+        options: &options,
+        shared: &shared,
+        requested,
+        current: group,
+        epoch: 0,
+        draining: Vec::new(),
+        overlap: Overlap::default(),
+        commands,
+    };
     loop {
-        let end = drive::<C>(&mut stream, &shared).await;
+        let end = reader.drive().await;
+        reader.close_draining();
         if end == End::Cancelled {
-            stream.close(CloseReason::Cancelled);
+            reader.current.close(CloseReason::Cancelled);
             shared.finish(End::Cancelled);
             return;
         }
         // A stream the server did not end itself is ended from our side, so
         // a server that is still there stops sending.
         if matches!(end, End::Overflowed { .. } | End::Protocol(_)) {
-            stream.close(CloseReason::Error);
+            reader.current.close(CloseReason::Error);
         }
-        drop(stream);
         let relisten = match &options.relisten {
             Some(relisten) if end.may_relisten(relisten.after_complete) => relisten.clone(),
             _ => {
@@ -118,6 +147,8 @@ pub(super) async fn run<C: Connect>(
                 return;
             }
         };
+        let requested = reader.requested.clone();
+        let commands = reader.commands;
         // Credentials the server ended, or refused a listen with for good,
         // are never sent again; `last` is the end to report if that stops
         // re-listening.
@@ -125,7 +156,7 @@ pub(super) async fn run<C: Connect>(
         let mut last = end.clone();
         let mut reason = end.to_string();
         let mut attempt = 0u32;
-        stream = loop {
+        let group = loop {
             attempt += 1;
             if relisten.max_attempts.is_some_and(|max| attempt > max) {
                 shared.finish(last);
@@ -150,16 +181,16 @@ pub(super) async fn run<C: Connect>(
             }));
             let opened = unless_cancelled(&shared, async {
                 tokio::time::sleep(delay).await;
-                open_within(&*connect, &requested, &options).await
+                open_group(&*connect, &requested, &options).await
             });
             match opened.await {
                 None => {
                     shared.finish(End::Cancelled);
                     return;
                 }
-                Some(Ok((granted, stream))) => {
+                Some(Ok((granted, group))) => {
                     shared.push_marker(Item::Resynced(granted));
-                    break stream;
+                    break group;
                 }
                 Some(Err(err)) => {
                     reason = err.to_string();
@@ -172,6 +203,181 @@ pub(super) async fn run<C: Connect>(
                 }
             }
         };
+        reader = Reader {
+            connect: &*connect,
+            options: &options,
+            shared: &shared,
+            requested,
+            current: group,
+            epoch: 0,
+            draining: Vec::new(),
+            overlap: Overlap::default(),
+            commands,
+        };
+    }
+}
+
+/// Old streams read at once while filters change.
+const MAX_DRAINING: usize = 4;
+
+/// A changed filter's old streams, read until `until`.
+struct Draining<S> {
+    group: Group<S>,
+    epoch: u64,
+    until: Instant,
+}
+
+/// What one acknowledged listen (and the filter changes made on it) reads.
+struct Reader<'a, C: Connect> {
+    connect: &'a C,
+    options: &'a SubscribeOptions,
+    shared: &'a Shared,
+    requested: Filter,
+    current: Group<C::Stream>,
+    /// The current streams' number: each filter change's are the next.
+    epoch: u64,
+    draining: Vec<Draining<C::Stream>>,
+    overlap: Overlap,
+    commands: mpsc::UnboundedReceiver<Refilter>,
+}
+
+type Opening<'a, S> = Pin<
+    Box<dyn Future<Output = (Refilter, Result<(Filter, Group<S>), SubscribeError>)> + Send + 'a>,
+>;
+
+impl<'a, C: Connect> Reader<'a, C> {
+    /// Moves the streams' events into the buffer until the current streams
+    /// end, opening the streams of each filter change on the way.
+    async fn drive(&mut self) -> End {
+        let mut opening: Option<Opening<'a, C::Stream>> = None;
+        loop {
+            let until = self.draining.iter().map(|old| old.until).min();
+            // Read the transport only while the buffer has room (under
+            // `Wait`), so a slow reader pushes back on the server.
+            // Not biased: a flood on one stream must not starve the others,
+            // a pending filter change or the end of an overlap.
+            tokio::select! {
+                () = self.shared.cancel.cancelled() => return End::Cancelled,
+                (index, next) = async {
+                    self.shared.room().await;
+                    self.current.next().await
+                } => match next {
+                    Next::Event(event) => {
+                        if let Err(dropped) = self.deliver(event, self.epoch, opening.is_some()) {
+                            return End::Overflowed { dropped };
+                        }
+                    }
+                    Next::Lagged(lost) => self.shared.add_lag(lost),
+                    last => {
+                        let end = C::end(self.current.member(index), last);
+                        self.current.close(CloseReason::Cancelled);
+                        return end;
+                    }
+                },
+                (from, next) = async {
+                    self.shared.room().await;
+                    next_of_any(&mut self.draining).await
+                }, if !self.draining.is_empty() => match next {
+                    Next::Event(event) => {
+                        let epoch = self.draining[from].epoch;
+                        if let Err(dropped) = self.deliver(event, epoch, opening.is_some()) {
+                            return End::Overflowed { dropped };
+                        }
+                    }
+                    Next::Lagged(lost) => self.shared.add_lag(lost),
+                    // An old stream that ends is simply done.
+                    _ => {
+                        self.draining.swap_remove(from).group.close(CloseReason::Cancelled);
+                    }
+                },
+                // At most a few old streams at once: a change waits while
+                // they drain.
+                Some(command) = self.commands.recv(), if opening.is_none() && self.draining.len() < MAX_DRAINING => {
+                    let (connect, options) = (self.connect, self.options);
+                    opening = Some(Box::pin(async move {
+                        let opened = open_group(connect, &command.filter, options).await;
+                        (command, opened)
+                    }));
+                }
+                (command, opened) = async { opening.as_mut().expect("guarded").await }, if opening.is_some() => {
+                    opening = None;
+                    match opened {
+                        Ok((granted, group)) => {
+                            let old = std::mem::replace(&mut self.current, group);
+                            self.draining.push(Draining {
+                                group: old,
+                                epoch: self.epoch,
+                                until: Instant::now() + self.options.overlap,
+                            });
+                            self.epoch += 1;
+                            self.requested = command.filter;
+                            self.shared.set_granted(granted.clone());
+                            let _ = command.granted.send(Ok(granted));
+                        }
+                        Err(err) => {
+                            let _ = command.granted.send(Err(err));
+                        }
+                    }
+                }
+                () = sleep_until(until), if until.is_some() => {
+                    let now = Instant::now();
+                    for old in self.draining.iter_mut().filter(|old| old.until <= now) {
+                        old.group.close(CloseReason::Cancelled);
+                    }
+                    self.draining.retain(|old| old.until > now);
+                }
+            }
+        }
+    }
+
+    /// Buffers an event from the streams of `epoch`, unless another
+    /// stream's copy of it was delivered during a filter change. An old
+    /// stream that a distinct event shows caught up is closed. While new
+    /// streams are `opening`, what the current ones deliver may come again
+    /// on them (published once the server registered them, before their
+    /// acknowledgement arrived), so it is remembered too.
+    fn deliver(&mut self, event: Event, epoch: u64, opening: bool) -> Result<(), u64> {
+        let now = Instant::now();
+        let until = (opening || !self.draining.is_empty()).then(|| now + self.options.overlap);
+        let Some(original) = self.overlap.copy_of(&event, epoch, now, until) else {
+            return self.shared.push_event(event);
+        };
+        self.shared.add_duplicate();
+        if !event.is_idempotent() {
+            let caught_up = epoch.min(original);
+            if let Some(at) = self.draining.iter().position(|old| old.epoch == caught_up) {
+                self.draining
+                    .swap_remove(at)
+                    .group
+                    .close(CloseReason::Cancelled);
+            }
+        }
+        Ok(())
+    }
+
+    fn close_draining(&mut self) {
+        for mut old in self.draining.drain(..) {
+            old.group.close(CloseReason::Cancelled);
+        }
+    }
+}
+
+/// The next item of any draining group, and which one gave it.
+async fn next_of_any<S: SourceHandle>(draining: &mut [Draining<S>]) -> (usize, Next) {
+    let (next, from, _) = select_all(
+        draining
+            .iter_mut()
+            .map(|old| Box::pin(async { old.group.next().await.1 })),
+    )
+    .await;
+    (from, next)
+}
+
+/// Sleeps until `at`; forever without one.
+pub(super) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -180,30 +386,5 @@ async fn unless_cancelled<T>(shared: &Shared, work: impl Future<Output = T>) -> 
     tokio::select! {
         () = shared.cancel.cancelled() => None,
         out = work => Some(out),
-    }
-}
-
-/// Moves one stream's events into the buffer until it ends.
-async fn drive<C: Connect>(stream: &mut C::Stream, shared: &Shared) -> End {
-    loop {
-        // Read the transport only while the buffer has room (under `Wait`),
-        // so a slow reader pushes back on the server.
-        let next = tokio::select! {
-            biased;
-            () = shared.cancel.cancelled() => return End::Cancelled,
-            next = async {
-                shared.room().await;
-                stream.next().await
-            } => next,
-        };
-        match next {
-            Next::Event(event) => {
-                if let Err(dropped) = shared.push_event(event) {
-                    return End::Overflowed { dropped };
-                }
-            }
-            Next::Lagged(lost) => shared.add_lag(lost),
-            last => return C::end(stream, last),
-        }
     }
 }

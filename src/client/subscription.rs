@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::buffer::{BufferStats, Shared};
 use super::error::SubscribeError;
 use super::item::Item;
 use super::options::SubscribeOptions;
-use super::pump::{self, Connect};
+use super::pump::{self, Connect, Refilter};
 use crate::filter::Filter;
 
 /// One acknowledged `subscriptions/listen` stream, read on demand through a
@@ -33,6 +34,7 @@ use crate::filter::Filter;
 pub struct Subscription {
     shared: Arc<Shared>,
     pump: Option<JoinHandle<()>>,
+    commands: mpsc::UnboundedSender<Refilter>,
 }
 
 impl Subscription {
@@ -43,19 +45,51 @@ impl Subscription {
         requested: &Filter,
         options: SubscribeOptions,
     ) -> Result<Self, SubscribeError> {
-        let (granted, stream) = pump::open_first(&*connect, requested, &options).await?;
+        let (granted, streams) = pump::open_first(&*connect, requested, &options).await?;
         let shared = Arc::new(Shared::new(&options, granted));
+        let (commands, received) = mpsc::unbounded_channel();
         let pump = tokio::spawn(pump::run(
             connect,
             requested.clone(),
             options,
             Arc::clone(&shared),
-            stream,
+            streams,
+            received,
         ));
         Ok(Self {
             shared,
             pump: Some(pump),
+            commands,
         })
+    }
+
+    /// Changes what the subscription listens to, in place: new streams
+    /// are opened for `filter` and acknowledged before the old ones are
+    /// closed, so an event for anything both filters ask for is never
+    /// missed in between. Nothing buffered is lost. The old streams are
+    /// still read for the [overlap](SubscribeOptions::with_overlap), so
+    /// what was in flight on them arrives, and a copy of an event that came
+    /// on both is dropped ([`BufferStats::duplicates`]). The grant, which
+    /// [`granted`](Self::granted) then returns too.
+    ///
+    /// A filter past [`max_uris_per_stream`](SubscribeOptions::with_max_uris_per_stream)
+    /// URIs is listened to as several streams, transparently (so is the
+    /// first one's).
+    ///
+    /// # Errors
+    ///
+    /// The new streams' [`SubscribeError`]: the old ones go on as before.
+    /// [`SubscribeError::Closed`] when the subscription has ended (or ends
+    /// before the new streams are acknowledged).
+    pub async fn set_filter(&self, filter: &Filter) -> Result<Filter, SubscribeError> {
+        let (granted, grant) = oneshot::channel();
+        self.commands
+            .send(Refilter {
+                filter: filter.clone(),
+                granted,
+            })
+            .map_err(|_| SubscribeError::Closed)?;
+        grant.await.unwrap_or(Err(SubscribeError::Closed))
     }
 
     /// The filter the server granted in its acknowledgement (after a

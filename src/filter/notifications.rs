@@ -246,6 +246,50 @@ impl Filter {
         }
     }
 
+    /// This filter as requests of at most `max_uris` URIs each (servers
+    /// refuse more in one): the first keeps the list kinds and the
+    /// extension fields, the others carry only URIs.
+    pub(crate) fn chunks(&self, max_uris: usize) -> Vec<Filter> {
+        if self.resource_subscriptions.len() <= max_uris {
+            return vec![self.clone()];
+        }
+        let uris: Vec<&String> = self.resource_subscriptions.iter().collect();
+        uris.chunks(max_uris.max(1))
+            .enumerate()
+            .map(|(n, chunk)| {
+                let base = if n == 0 {
+                    Filter {
+                        resource_subscriptions: IndexSet::new(),
+                        ..self.clone()
+                    }
+                } else {
+                    Filter::new()
+                };
+                Filter {
+                    resource_subscriptions: chunk.iter().map(|uri| (*uri).clone()).collect(),
+                    ..base
+                }
+            })
+            .collect()
+    }
+
+    /// What either filter asks for: the grant of several [chunks](Self::chunks)
+    /// as one. An extension field both set keeps this filter's value.
+    pub(crate) fn union(mut self, other: &Filter) -> Filter {
+        for (index, asked) in other.lists.iter().enumerate() {
+            self.lists[index] |= asked;
+        }
+        self.resource_subscriptions
+            .extend(other.resource_subscriptions.iter().cloned());
+        for (field, value) in &other.extensions {
+            self.extensions
+                .entry(field.clone())
+                .or_insert_with(|| value.clone());
+        }
+        self.everything |= other.everything;
+        self
+    }
+
     /// The keys an extension field routes by: its strings when it is an
     /// array of strings (other elements are ignored).
     pub(crate) fn extension_keys(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -422,5 +466,30 @@ mod tests {
                 .with_resources_list_changed()
                 .with_resource("file:///a")
         );
+    }
+
+    #[test]
+    fn chunks_of_many_uris_cover_the_filter_and_unite_back_into_it() {
+        let mut filter = Filter::new()
+            .with_tools_list_changed()
+            .with_extension("taskIds", serde_json::json!(["t"]));
+        for n in 0..2_500 {
+            filter = filter.with_resource(format!("file:///{n}"));
+        }
+        let chunks = filter.chunks(1_000);
+        assert_eq!(
+            chunks
+                .iter()
+                .map(|c| c.resource_subscriptions.len())
+                .collect::<Vec<_>>(),
+            [1_000, 1_000, 500]
+        );
+        assert!(chunks[0].tools_list_changed() && !chunks[1].tools_list_changed());
+        assert!(chunks[1].extensions().is_empty());
+        let united = chunks
+            .iter()
+            .fold(Filter::new(), |all, chunk| all.union(chunk));
+        assert_eq!(united, filter);
+        assert_eq!(Filter::new().chunks(1_000), [Filter::new()]);
     }
 }

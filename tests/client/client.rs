@@ -111,10 +111,13 @@ async fn http_smoke_acknowledged_granted_delivered_cancelled() {
 #[tokio::test]
 async fn http_refusals_and_the_graceful_end() {
     let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
+    // More URIs in one request than the server takes (by default the
+    // client would split them over several streams).
     let uris = (0..1_001).fold(Filter::new(), |f, i| {
         f.with_resource(format!("file:///{i}"))
     });
-    let err = Subscription::http(server.mcp_url(), &uris, SubscribeOptions::default())
+    let one_stream = SubscribeOptions::default().with_max_uris_per_stream(2_000);
+    let err = Subscription::http(server.mcp_url(), &uris, one_stream)
         .await
         .unwrap_err();
     assert!(
@@ -558,10 +561,8 @@ async fn stdio_streams_share_a_child_and_cancel_one_at_a_time() {
     let uris = (0..1_001).fold(Filter::new(), |f, i| {
         f.with_resource(format!("file:///{i}"))
     });
-    let err = client
-        .subscribe(&uris, SubscribeOptions::default())
-        .await
-        .unwrap_err();
+    let one_stream = SubscribeOptions::default().with_max_uris_per_stream(2_000);
+    let err = client.subscribe(&uris, one_stream).await.unwrap_err();
     assert!(
         matches!(&err, SubscribeError::Refused(e) if e.code.0 == -32602),
         "{err}"

@@ -10,4 +10,5 @@ mod catalog_example;
 mod client;
 mod client_misbehaving;
 mod interop;
+mod refilter;
 mod tls;

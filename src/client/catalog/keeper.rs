@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use super::super::error::SubscribeError;
 use super::super::item::{End, Item};
 use super::super::options::{Credentials, Headers, Relisten, SubscribeOptions, merge};
+use super::super::pump::sleep_until;
 use super::super::request::Request;
 use super::super::subscription::Subscription;
 use super::entry::{CatalogKind, Contents, Entry, Listed, decode, fetch_contents, fetch_list};
@@ -613,13 +614,5 @@ fn health_of<'a>(health: &'a mut Health, part: &Part) -> &'a mut FetchHealth {
         Part::Discovery => &mut health.discovery,
         Part::List(kind) => health.lists.entry(*kind).or_default(),
         Part::Contents(uri) => health.contents.entry(uri.clone()).or_default(),
-    }
-}
-
-/// Sleeps until `at`; forever without one.
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }
