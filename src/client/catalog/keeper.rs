@@ -4,11 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use futures_util::stream::{SelectAll, Stream, StreamExt};
 use parking_lot::Mutex;
 use rmcp::model::{DiscoverResult, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
 use serde_json::Map;
@@ -44,8 +42,6 @@ enum Fetched {
     Templates(Listed<ResourceTemplate>),
     Contents(Contents),
 }
-
-type Listens = SelectAll<Pin<Box<dyn Stream<Item = (usize, Item)> + Send>>>;
 
 /// How one fetch is sent: the server, the options, and the headers the
 /// fetches and the listen streams share.
@@ -203,40 +199,28 @@ pub(super) fn kinds(capabilities: &ServerCapabilities) -> BTreeSet<CatalogKind> 
     kinds
 }
 
-/// The listen requests that cover what the server can tell of: its list
-/// changes, and the watched URIs at most [`DEFAULT_MAX_URIS`](crate::filter::DEFAULT_MAX_URIS)
-/// to a stream, as servers allow.
-pub(super) fn listen_filters(capabilities: &ServerCapabilities, watch: &[String]) -> Vec<Filter> {
-    let mut lists = Filter::new();
+/// The listen request that covers what the server can tell of: its list
+/// changes, and the watched URIs when it takes resource subscriptions
+/// (the subscription splits them over as many streams as it needs);
+/// `None` when that is nothing.
+pub(super) fn listen_filter(capabilities: &ServerCapabilities, watch: &[String]) -> Option<Filter> {
+    let mut filter = Filter::new();
     if capabilities.tools.as_ref().and_then(|c| c.list_changed) == Some(true) {
-        lists = lists.with_tools_list_changed();
+        filter = filter.with_tools_list_changed();
     }
     if capabilities.prompts.as_ref().and_then(|c| c.list_changed) == Some(true) {
-        lists = lists.with_prompts_list_changed();
+        filter = filter.with_prompts_list_changed();
     }
     let resources = capabilities.resources.as_ref();
     if resources.and_then(|c| c.list_changed) == Some(true) {
-        lists = lists.with_resources_list_changed();
+        filter = filter.with_resources_list_changed();
     }
-    let mut filters = Vec::new();
     if resources.and_then(|c| c.subscribe) == Some(true) {
-        for (n, chunk) in watch.chunks(crate::filter::DEFAULT_MAX_URIS).enumerate() {
-            let base = if n == 0 {
-                std::mem::take(&mut lists)
-            } else {
-                Filter::new()
-            };
-            filters.push(
-                chunk
-                    .iter()
-                    .fold(base, |filter, uri| filter.with_resource(uri)),
-            );
-        }
+        filter = watch
+            .iter()
+            .fold(filter, |filter, uri| filter.with_resource(uri));
     }
-    if filters.is_empty() && lists != Filter::new() {
-        filters.push(lists);
-    }
-    filters
+    (!filter.is_empty()).then_some(filter)
 }
 
 /// The parts a granted filter tells of.
@@ -267,9 +251,10 @@ pub(super) struct Keeper<R> {
     working: Snapshot,
     schedule: Schedule,
     fetches: JoinSet<(Part, Result<Fetched, SubscribeError>)>,
-    listens: Listens,
-    /// What each listen stream granted; nothing once it ended.
-    granted: Vec<Filter>,
+    /// The listen stream, until it ends for good.
+    listen: Option<Subscription>,
+    /// What it granted; nothing once it ended.
+    granted: Filter,
     /// Parts not yet fetched once, and who waits for that.
     unsettled: BTreeSet<Part>,
     settled: Option<oneshot::Sender<()>>,
@@ -277,20 +262,19 @@ pub(super) struct Keeper<R> {
 
 impl<R: Request> Keeper<R> {
     /// A keeper for a server discovered as `server`, listening on
-    /// `subscriptions`; every part is due at once, and `settled` fires
-    /// when each has been fetched (or failed) once.
+    /// `listen`; every part is due at once, and `settled` fires when each
+    /// has been fetched (or failed) once.
     pub(super) fn new(
         fetcher: Fetcher<R>,
         server: DiscoverResult,
-        subscriptions: Vec<Subscription>,
+        listen: Option<Subscription>,
         settled: oneshot::Sender<()>,
     ) -> (Self, Arc<State>) {
-        let listening = !subscriptions.is_empty();
-        let granted: Vec<Filter> = subscriptions.iter().map(Subscription::granted).collect();
-        let mut listens = Listens::new();
-        for (index, subscription) in subscriptions.into_iter().enumerate() {
-            listens.push(Box::pin(subscription.map(move |item| (index, item))));
-        }
+        let listening = listen.is_some();
+        let granted = listen
+            .as_ref()
+            .map(Subscription::granted)
+            .unwrap_or_default();
         let mut parts: Vec<Part> = kinds(&server.capabilities)
             .into_iter()
             .map(Part::List)
@@ -319,7 +303,7 @@ impl<R: Request> Keeper<R> {
         for part in &parts {
             schedule.due_by(part, now);
             *health_of(&mut health, part) = FetchHealth {
-                live: granted.iter().any(|granted| told_by(granted, part)),
+                live: told_by(&granted, part),
                 ..FetchHealth::default()
             };
         }
@@ -334,7 +318,7 @@ impl<R: Request> Keeper<R> {
             working,
             schedule,
             fetches: JoinSet::new(),
-            listens,
+            listen,
             granted,
             unsettled: parts.into_iter().collect(),
             settled: Some(settled),
@@ -361,16 +345,14 @@ impl<R: Request> Keeper<R> {
                     // A fetch panicked: a bug in a decoder, reported as such.
                     Err(err) => tracing::error!(target: "mcp_subscriptions", %err, "a catalog fetch failed"),
                 },
-                Some((index, item)) = self.listens.next(), if !self.listens.is_empty() => {
-                    self.heard(index, item);
-                }
+                Some(item) = next_item(&mut self.listen) => self.heard(item),
                 () = sleep_until(next_due) => {}
             }
         }
     }
 
-    /// An item of listen stream `index`.
-    fn heard(&mut self, index: usize, item: Item) {
+    /// An item of the listen stream.
+    fn heard(&mut self, item: Item) {
         let now = Instant::now();
         match item {
             Item::Event(event) => match event.kind() {
@@ -388,7 +370,7 @@ impl<R: Request> Keeper<R> {
             },
             // Something was lost: whatever the stream tells of may have
             // changed.
-            Item::Lagged(_) => self.changed_all_told_by(index, now),
+            Item::Lagged(_) => self.changed_all_granted(now),
             Item::Relistening(relistening) => {
                 self.state.health.lock().listen = ListenState::Relistening {
                     attempt: relistening.attempt,
@@ -398,17 +380,16 @@ impl<R: Request> Keeper<R> {
             // Nothing in between was replayed: refetch what the new stream
             // grants, and discovery (a restarted server may have changed).
             Item::Resynced(granted) => {
-                self.granted[index] = granted;
+                self.granted = granted;
                 self.state.health.lock().listen = ListenState::Listening;
                 self.changed(&Part::Discovery, now);
-                self.changed_all_told_by(index, now);
+                self.changed_all_granted(now);
                 self.mark_live();
             }
             Item::End(end) => {
-                self.granted[index] = Filter::new();
-                if self.granted.iter().all(|granted| *granted == Filter::new()) {
-                    self.state.health.lock().listen = ListenState::Ended(end);
-                }
+                self.listen = None;
+                self.granted = Filter::new();
+                self.state.health.lock().listen = ListenState::Ended(end);
                 self.mark_live();
             }
         }
@@ -421,11 +402,10 @@ impl<R: Request> Keeper<R> {
         }
     }
 
-    fn changed_all_told_by(&mut self, index: usize, now: Instant) {
-        let granted = self.granted[index].clone();
+    fn changed_all_granted(&mut self, now: Instant) {
         let told: Vec<Part> = self
             .parts()
-            .filter(|part| told_by(&granted, part))
+            .filter(|part| told_by(&self.granted, part))
             .collect();
         for part in told {
             self.schedule.changed(&part, now);
@@ -452,7 +432,7 @@ impl<R: Request> Keeper<R> {
         let now = Instant::now();
         let mut health = self.state.health.lock();
         for part in parts {
-            let live = self.granted.iter().any(|granted| told_by(granted, &part));
+            let live = told_by(&self.granted, &part);
             let kept = health_of(&mut health, &part);
             if kept.live
                 && !live
@@ -614,5 +594,13 @@ fn health_of<'a>(health: &'a mut Health, part: &Part) -> &'a mut FetchHealth {
         Part::Discovery => &mut health.discovery,
         Part::List(kind) => health.lists.entry(*kind).or_default(),
         Part::Contents(uri) => health.contents.entry(uri.clone()).or_default(),
+    }
+}
+
+/// The listen stream's next item; never, without one.
+async fn next_item(listen: &mut Option<Subscription>) -> Option<Item> {
+    match listen {
+        Some(listen) => listen.next().await,
+        None => std::future::pending().await,
     }
 }

@@ -89,7 +89,7 @@ use super::pump::{Connect, retrying};
 use super::request::Request;
 use super::stdio::StdioClient;
 use super::subscription::Subscription;
-use keeper::{Fetcher, Keeper, State, listen_filters};
+use keeper::{Fetcher, Keeper, State, listen_filter};
 
 /// One MCP server's catalog, kept live: see the [module](self) for what it
 /// fetches and when.
@@ -151,14 +151,15 @@ impl Catalog {
         let discovered = retrying(&fetcher.options.subscribe, || fetcher.discover()).await?;
         // After discovery, which may have refreshed the credentials.
         let listen = fetcher.listen_options();
-        let mut subscriptions = Vec::new();
-        for filter in listen_filters(&discovered.capabilities, &fetcher.options.watch) {
-            subscriptions.push(
-                Subscription::open(Arc::clone(&fetcher.server), &filter, listen.clone()).await?,
-            );
-        }
+        let filter = listen_filter(&discovered.capabilities, &fetcher.options.watch);
+        let subscription = match filter {
+            Some(filter) => {
+                Some(Subscription::open(Arc::clone(&fetcher.server), &filter, listen).await?)
+            }
+            None => None,
+        };
         let (settled, first_round) = oneshot::channel();
-        let (keeper, state) = Keeper::new(fetcher, discovered, subscriptions, settled);
+        let (keeper, state) = Keeper::new(fetcher, discovered, subscription, settled);
         let keeper = tokio::spawn(keeper.run());
         let catalog = Self { state, keeper };
         let _ = first_round.await;
