@@ -1,7 +1,8 @@
 //! Watch an MCP server's notifications: one line per notification as it
 //! arrives, re-listen reports, and a clean cancel on Ctrl-C. With
 //! `--catalog`, watch its live catalog instead: the lists once, then one
-//! line per change (`+` added, `-` removed, `~` changed).
+//! line per change (`+ tool search`, `- tool old`, `~ tool edit
+//! (description)`) and per change of its health.
 //!
 //! ```sh
 //! cargo run --release --example watch -- --catalog http://127.0.0.1:8808/mcp
@@ -15,9 +16,10 @@ use std::time::Duration;
 use clap::Parser;
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::client::{
-    Catalog, CatalogOptions, Change, Diff, End, Item, Keyed, Relisten, StdioClient,
-    SubscribeOptions, Subscription,
+    Catalog, CatalogOptions, Change, Diff, End, Health, Item, Keyed, ListenState, Relisten,
+    StdioClient, SubscribeOptions, Subscription,
 };
+use serde::Serialize;
 
 #[derive(Parser)]
 #[command(version, about = "Print an MCP server's notifications as they arrive")]
@@ -133,7 +135,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// `--catalog`: the lists once, then each change.
+/// `--catalog`: the lists once, then each change and each change of health.
 async fn watch_catalog(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut options = CatalogOptions::default();
     options.watch = args.uris;
@@ -147,35 +149,71 @@ async fn watch_catalog(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut changes = catalog.changes();
     let snapshot = catalog.snapshot();
-    println!("generation {}", snapshot.generation());
     print_list("tools", snapshot.tools());
     print_list("prompts", snapshot.prompts());
     print_list("resources", snapshot.resources());
     print_list("templates", snapshot.templates());
-    for (uri, health) in catalog.health().contents {
-        match (snapshot.contents(&uri), health.last_error) {
-            (Some(contents), _) => println!("contents {uri}: {}", serde_json::to_string(contents)?),
-            (None, Some(error)) => println!("contents {uri}: {error}"),
-            (None, None) => {}
+    for uri in catalog.health().contents.keys() {
+        if let Some(contents) = snapshot.contents(uri) {
+            println!("contents {uri}: {}", serde_json::to_string(contents)?);
         }
     }
+    let mut health = health_lines(&catalog.health());
+    let mut every = tokio::time::interval(Duration::from_millis(200));
     loop {
-        let change = tokio::select! {
-            change = changes.next() => change.ok_or("the catalog closed")?,
+        tokio::select! {
+            change = changes.next() => match change.ok_or("the catalog closed")? {
+                Change::Tools(diff) => print_diff("tool", &diff),
+                Change::Prompts(diff) => print_diff("prompt", &diff),
+                Change::Resources(diff) => print_diff("resource", &diff),
+                Change::Templates(diff) => print_diff("template", &diff),
+                Change::Contents(diff) => print_diff("contents", &diff),
+                _ => {}
+            },
+            _ = every.tick() => {
+                let now = health_lines(&catalog.health());
+                for line in now.iter().filter(|line| !health.contains(line)) {
+                    println!("health: {line}");
+                }
+                health = now;
+            }
             _ = tokio::signal::ctrl_c() => {
                 println!("cancelled");
                 return Ok(());
             }
-        };
-        match change {
-            Change::Tools(diff) => print_diff("tools", &diff),
-            Change::Prompts(diff) => print_diff("prompts", &diff),
-            Change::Resources(diff) => print_diff("resources", &diff),
-            Change::Templates(diff) => print_diff("templates", &diff),
-            Change::Contents(diff) => print_diff("contents", &diff),
-            _ => {}
         }
     }
+}
+
+/// One line per part of the catalog's health, as `watch` prints it.
+fn health_lines(health: &Health) -> Vec<String> {
+    let listen = match &health.listen {
+        ListenState::Listening => "listening".to_owned(),
+        ListenState::Relistening { attempt, reason } => {
+            format!("listening again (attempt {attempt}: {reason})")
+        }
+        ListenState::Ended(end) => format!("no longer listening: {end}"),
+        _ => "not listening: lists refresh by their ttl".to_owned(),
+    };
+    let fetches = health
+        .lists
+        .iter()
+        .map(|(kind, list)| (format!("{kind:?}"), list));
+    let contents = health
+        .contents
+        .iter()
+        .map(|(uri, fetch)| (uri.clone(), fetch));
+    let mut lines = vec![listen];
+    for (what, fetch) in fetches.chain(contents) {
+        lines.push(match &fetch.last_error {
+            None => format!("{} fresh", what.to_lowercase()),
+            Some(error) if fetch.retrying => {
+                format!("{} stale, retrying: {error}", what.to_lowercase())
+            }
+            Some(error) => format!("{} stale: {error}", what.to_lowercase()),
+        });
+    }
+    lines
 }
 
 fn print_list<T: Keyed>(what: &str, list: &[T]) {
@@ -183,16 +221,35 @@ fn print_list<T: Keyed>(what: &str, list: &[T]) {
     println!("{what} ({}): {}", keys.len(), keys.join(" "));
 }
 
-fn print_diff<T: Keyed>(what: &str, diff: &Diff<T>) {
-    let mut line = format!("generation {} {what}:", diff.generation);
+/// One line per entry: `+ tool search`, `- tool old`, `~ tool edit
+/// (description)`, naming the fields that changed.
+fn print_diff<T: Keyed + Serialize>(what: &str, diff: &Diff<T>) {
     for entry in &diff.added {
-        line.push_str(&format!(" +{}", entry.key()));
+        println!("+ {what} {}", entry.key());
     }
     for entry in &diff.removed {
-        line.push_str(&format!(" -{}", entry.key()));
+        println!("- {what} {}", entry.key());
     }
     for edit in &diff.changed {
-        line.push_str(&format!(" ~{}", edit.new.key()));
+        let (old, new) = (fields(&edit.old), fields(&edit.new));
+        let mut changed: Vec<&str> = new
+            .iter()
+            .filter(|(field, value)| old.get(*field) != Some(value))
+            .map(|(field, _)| field.as_str())
+            .chain(
+                old.keys()
+                    .filter(|field| !new.contains_key(*field))
+                    .map(String::as_str),
+            )
+            .collect();
+        changed.sort_unstable();
+        println!("~ {what} {} ({})", edit.new.key(), changed.join(", "));
     }
-    println!("{line}");
+}
+
+fn fields<T: Serialize>(entry: &T) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::to_value(entry) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    }
 }

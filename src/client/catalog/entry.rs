@@ -79,7 +79,7 @@ impl Keyed for ResourceTemplate {
 }
 
 /// A watched resource's contents, as `resources/read` answered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Contents {
     /// The resource.
