@@ -172,8 +172,10 @@ async fn watch_catalog(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             },
             _ = every.tick() => {
                 let now = health_lines(&catalog.health());
-                for line in now.iter().filter(|line| !health.contains(line)) {
-                    println!("health: {line}");
+                for (state, line) in &now {
+                    if !health.iter().any(|(was, _)| was == state) {
+                        println!("health: {line}");
+                    }
                 }
                 health = now;
             }
@@ -185,40 +187,51 @@ async fn watch_catalog(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// One line per part of the catalog's health, as `watch` prints it.
-fn health_lines(health: &Health) -> Vec<String> {
+/// The catalog's health, part by part: a state to compare (a line is
+/// printed when it changes, not at each retry) and the line.
+fn health_lines(health: &Health) -> Vec<(String, String)> {
     let listen = match &health.listen {
-        ListenState::Listening => "listening".to_owned(),
-        ListenState::Relistening { attempt, reason } => {
-            format!("listening again (attempt {attempt}: {reason})")
-        }
-        ListenState::Ended(end) => format!("no longer listening: {end}"),
-        _ => "not listening: lists refresh by their ttl".to_owned(),
+        ListenState::Listening => ("listening", "listening".to_owned()),
+        ListenState::Relistening { attempt, reason } => (
+            "relistening",
+            format!("listening again (attempt {attempt}: {reason})"),
+        ),
+        ListenState::Ended(end) => ("ended", format!("no longer listening: {end}")),
+        _ => (
+            "not listening",
+            "not listening: lists refresh by their ttl".to_owned(),
+        ),
     };
-    let fetches = health
+    let mut lines = vec![(listen.0.to_owned(), listen.1)];
+    let lists = health
         .lists
         .iter()
-        .map(|(kind, list)| (format!("{kind:?}"), list));
+        .map(|(kind, fetch)| (format!("{kind:?}").to_lowercase(), fetch));
     let contents = health
         .contents
         .iter()
         .map(|(uri, fetch)| (uri.clone(), fetch));
-    let mut lines = vec![listen];
-    for (what, fetch) in fetches.chain(contents) {
-        lines.push(match &fetch.last_error {
-            None => format!("{} fresh", what.to_lowercase()),
+    for (what, fetch) in lists.chain(contents) {
+        let (state, line) = match &fetch.last_error {
+            None => ("fresh", format!("{what} fresh")),
             Some(error) if fetch.retrying => {
-                format!("{} stale, retrying: {error}", what.to_lowercase())
+                ("retrying", format!("{what} stale, retrying: {error}"))
             }
-            Some(error) => format!("{} stale: {error}", what.to_lowercase()),
-        });
+            Some(error) => ("stale", format!("{what} stale: {error}")),
+        };
+        lines.push((format!("{what} {state}"), line));
     }
     lines
 }
 
 fn print_list<T: Keyed>(what: &str, list: &[T]) {
     let keys: Vec<&str> = list.iter().map(Keyed::key).collect();
-    println!("{what} ({}): {}", keys.len(), keys.join(" "));
+    let mut line = format!("{what} ({}):", keys.len());
+    for key in keys {
+        line.push(' ');
+        line.push_str(key);
+    }
+    println!("{line}");
 }
 
 /// One line per entry: `+ tool search`, `- tool old`, `~ tool edit
