@@ -67,6 +67,10 @@
 //! gives headers that differ from them (a refreshed token); otherwise the
 //! end is final.
 //!
+//! A graceful end is final by default because a server that completes
+//! its streams may mean it (it is going away for good); a catalog asks
+//! otherwise, since for it a completion is a restart.
+//!
 //! Re-listening also covers the first open: a server not up yet, or any
 //! failure [`SubscribeError::is_transient`] calls transient, is tried again
 //! after the same backoff before the open returns (up to
@@ -74,6 +78,23 @@
 //! otherwise). A listen refused for good while re-listening (a 401, a
 //! filter the server will never grant) ends the subscription with
 //! [`End::Refused`], unless the credentials hook gives new headers.
+//!
+//! ## Changing the filter
+//!
+//! [`Subscription::set_filter`] changes what a subscription listens to in
+//! place: the new streams are acknowledged before the old ones close, the
+//! old ones are read until they catch up (or the
+//! [overlap](SubscribeOptions::with_overlap) ends), and a copy of an event
+//! that came on both is dropped ([`BufferStats::duplicates`]). A filter
+//! past [`max_uris_per_stream`](SubscribeOptions::with_max_uris_per_stream)
+//! (1,000) URIs is listened to as several streams, read as one.
+//!
+//! ## The live catalog
+//!
+//! For a host that wants a server's lists rather than its notifications:
+//! [`Catalog`] keeps one server's tools, prompts, resources and templates
+//! fresh (one fetch per change, however many), with snapshots, typed diffs
+//! and health; [`CatalogSet`] keeps several, merged.
 //!
 //! ## Why not rmcp's `Peer::listen`
 //!

@@ -1,61 +1,5 @@
-//! The live catalog: a host's always-fresh view of one MCP server's tools,
-//! prompts, resources and templates ([`Catalog`]), and of several at once
+//! The live catalog a host keeps of a server ([`Catalog`]) and of several
 //! ([`CatalogSet`]).
-//!
-//! A catalog discovers the server (`server/discover`), listens
-//! (`subscriptions/listen`) for the list changes it advertises with
-//! `listChanged`, and then fetches each list with the protocol's own
-//! requests, paged through `nextCursor`: `tools/list`, `prompts/list`,
-//! `resources/list`, `resources/templates/list`, and `resources/read` for
-//! the resources it [watches](CatalogOptions::with_watched). It listens
-//! before it fetches, so no change falls between the two.
-//!
-//! ## Refetch discipline
-//!
-//! - Per list, at most one fetch is in flight. A change during a fetch
-//!   schedules exactly one more, however many arrive.
-//! - A first change after a quiet spell is fetched after a short
-//!   [gather](DEFAULT_GATHER) (20 ms), so an isolated change is seen at
-//!   once. Changes that keep coming wait until they pause for the
-//!   [debounce](DEFAULT_DEBOUNCE) (100 ms), but no longer than the
-//!   [bound](DEFAULT_MAX_DELAY) (1 s): a burst makes one fetch, and a
-//!   storm one a second ([`CatalogOptions::with_timing`]).
-//! - After a re-listen ([`Item::Resynced`](super::Item::Resynced): nothing
-//!   in between was replayed), each list the new stream grants is fetched
-//!   exactly once, and discovery again. A server restart is survived this
-//!   way: the stream ends (gracefully or not), the catalog listens again
-//!   with backoff, and refetches.
-//! - A failed fetch is retried with the re-listen backoff when it may pass
-//!   ([`SubscribeError::is_transient`]); a permanent failure (a 401 no
-//!   [`Credentials`](super::Credentials) hook cured, a `-32601`) waits for
-//!   the next change. [`Catalog::health`] says which.
-//! - Cache hints (SEP-2549): a list the listen stream tells of is fresh
-//!   until it says otherwise. A list no stream tells of (the server
-//!   advertises no `listChanged` for it, or the stream ended for good) is
-//!   refetched when its `ttlMs` runs out, but never more often than
-//!   [`min_refresh`](CatalogOptions::with_min_refresh); without a `ttlMs`
-//!   it is fetched once. Each list's `cacheScope` is in its health, for a
-//!   gateway deciding whether a list may be shared across users.
-//!
-//! ## Reading
-//!
-//! [`Catalog::snapshot`] is the current [`Snapshot`], shared cheaply, with
-//! a generation that rises on every change. [`Catalog::changed`] waits for
-//! a later generation ([`Catalog::wait_blocking`] from a thread), and
-//! [`Catalog::changes`] yields typed diffs: tools, prompts, resources,
-//! templates and watched contents added, removed and changed, by key, with
-//! old and new definitions.
-//!
-//! ## Why not rmcp's client for the fetches
-//!
-//! The lists are rmcp's model types ([`Tool`](rmcp::model::Tool),
-//! [`ListToolsResult`](rmcp::model::ListToolsResult), ...), decoded from
-//! the wire as rmcp decodes them. The requests are sent by this crate's
-//! client, over the connection its listen stream uses, because rmcp's
-//! client would be a second configuration of the same server (its own
-//! HTTP client, headers and token, or on stdio a second owner of the one
-//! pipe), and its response cache answers a refetch after a change with
-//! the list from before it until the cache is cleared by hand.
 
 mod diff;
 mod entry;
@@ -91,8 +35,64 @@ use super::stdio::StdioClient;
 use super::subscription::Subscription;
 use keeper::{Fetcher, Keeper, State, listen_filter};
 
-/// One MCP server's catalog, kept live: see the [module](self) for what it
-/// fetches and when.
+/// The live catalog: a host's always-fresh view of one MCP server's tools,
+/// prompts, resources and templates ([`Catalog`]), and of several at once
+/// ([`CatalogSet`]).
+///
+/// A catalog discovers the server (`server/discover`), listens
+/// (`subscriptions/listen`) for the list changes it advertises with
+/// `listChanged`, and then fetches each list with the protocol's own
+/// requests, paged through `nextCursor`: `tools/list`, `prompts/list`,
+/// `resources/list`, `resources/templates/list`, and `resources/read` for
+/// the resources it [watches](CatalogOptions::with_watched). It listens
+/// before it fetches, so no change falls between the two.
+///
+/// ## Refetch discipline
+///
+/// - Per list, at most one fetch is in flight. A change during a fetch
+///   schedules exactly one more, however many arrive.
+/// - A first change after a quiet spell is fetched after a short
+///   [gather](DEFAULT_GATHER) (20 ms), so an isolated change is seen at
+///   once. Changes that keep coming wait until they pause for the
+///   [debounce](DEFAULT_DEBOUNCE) (100 ms), but no longer than the
+///   [bound](DEFAULT_MAX_DELAY) (1 s): a burst makes one fetch, and a
+///   storm one a second ([`CatalogOptions::with_timing`]).
+/// - After a re-listen ([`Item::Resynced`](super::Item::Resynced): nothing
+///   in between was replayed), each list the new stream grants is fetched
+///   exactly once, and discovery again. A server restart is survived this
+///   way: the stream ends (gracefully or not), the catalog listens again
+///   with backoff, and refetches.
+/// - A failed fetch is retried with the re-listen backoff when it may pass
+///   ([`SubscribeError::is_transient`]); a permanent failure (a 401 no
+///   [`Credentials`](super::Credentials) hook cured, a `-32601`) waits for
+///   the next change. [`Catalog::health`] says which.
+/// - Cache hints (SEP-2549): a list the listen stream tells of is fresh
+///   until it says otherwise. A list no stream tells of (the server
+///   advertises no `listChanged` for it, or the stream ended for good) is
+///   refetched when its `ttlMs` runs out, but never more often than
+///   [`min_refresh`](CatalogOptions::with_min_refresh); without a `ttlMs`
+///   it is fetched once. Each list's `cacheScope` is in its health, for a
+///   gateway deciding whether a list may be shared across users.
+///
+/// ## Reading
+///
+/// [`Catalog::snapshot`] is the current [`Snapshot`], shared cheaply, with
+/// a generation that rises on every change. [`Catalog::changed`] waits for
+/// a later generation ([`Catalog::wait_blocking`] from a thread), and
+/// [`Catalog::changes`] yields typed diffs: tools, prompts, resources,
+/// templates and watched contents added, removed and changed, by key, with
+/// old and new definitions.
+///
+/// ## Why not rmcp's client for the fetches
+///
+/// The lists are rmcp's model types ([`Tool`](rmcp::model::Tool),
+/// [`ListToolsResult`](rmcp::model::ListToolsResult), ...), decoded from
+/// the wire as rmcp decodes them. The requests are sent by this crate's
+/// client, over the connection its listen stream uses, because rmcp's
+/// client would be a second configuration of the same server (its own
+/// HTTP client, headers and token, or on stdio a second owner of the one
+/// pipe), and its response cache answers a refetch after a change with
+/// the list from before it until the cache is cleared by hand.
 ///
 /// Dropping it stops the task that keeps it and cancels its listen
 /// streams; snapshots already taken stay valid.
