@@ -15,6 +15,7 @@
 //!   report run on the same allocator.
 
 mod audiences;
+mod catalog;
 mod client;
 #[cfg(feature = "relay")]
 mod cluster;
@@ -33,6 +34,9 @@ mod sparse;
 use std::time::Duration;
 
 pub use audiences::{Ending, Revocation, Scoped, Streams};
+pub use catalog::{
+    CatalogHeld, Host, StormRun, held_by_catalog, staleness, storm, typescript_client_available,
+};
 pub use client::{ClientBench, ClientRun, ListenClient};
 #[cfg(feature = "relay")]
 pub use cluster::{ClusterSpread, cluster_spread, redis_cluster_on_path};

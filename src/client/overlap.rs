@@ -99,6 +99,6 @@ mod tests {
         assert_eq!(overlap.copy_of(&b, 2, now, until), None);
         let later = now + Duration::from_secs(2);
         assert_eq!(overlap.copy_of(&b, 1, later, None), None);
-        assert!(overlap.delivered.get(&b.to_plain_json()).is_none());
+        assert!(!overlap.delivered.contains_key(&b.to_plain_json()));
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`, `cluster_spread`, `audiences`, `herd`). The held section runs
+//! `relay`, `cluster_spread`, `audiences`, `herd`, `catalog`). The held section runs
 //! its servers and client shards as child processes (this binary again),
 //! and needs `ulimit -n` above 19,064. The scaling table (1, 4 and 16
 //! publisher threads) runs by default only on 8 cores or more; the relay
@@ -27,6 +27,7 @@
 //! `met` says whether it reaches the target.
 
 mod audiences;
+mod catalog;
 mod client;
 #[cfg(feature = "relay")]
 mod cluster_spread;
@@ -106,6 +107,7 @@ enum Section {
     ClusterSpread,
     Audiences,
     Herd,
+    Catalog,
 }
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
@@ -158,6 +160,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::ClusterSpread => cluster_rows()?,
             Section::Audiences => audiences::rows(&settings),
             Section::Herd => herd_rows(&settings)?,
+            Section::Catalog => catalog::rows(&settings)?,
         });
     }
 
