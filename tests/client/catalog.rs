@@ -485,8 +485,10 @@ async fn past_a_thousand_watched_uris_the_catalog_holds_several_streams() {
 async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
     let a = CatalogServer::start(100).await;
     let b = CatalogServer::start(100).await;
+    let c = CatalogServer::start(100).await;
     a.set_tool("search", "a's");
     b.set_tool("search", "b's");
+    c.set_tool("search", "c's");
     let (set, failed) = CatalogSet::open([
         (
             "a".to_owned(),
@@ -495,6 +497,10 @@ async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
         (
             "b".to_owned(),
             Catalog::http(b.url(), CatalogOptions::default()),
+        ),
+        (
+            "c".to_owned(),
+            Catalog::http(c.url(), CatalogOptions::default()),
         ),
         (
             "gone".to_owned(),
@@ -511,21 +517,23 @@ async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
 
     let merged = set.snapshot();
     let tools: Vec<String> = merged.tools().map(|(name, _)| name).collect();
-    assert_eq!(tools, ["a/search", "b/search"]);
+    assert_eq!(tools, ["a/search", "b/search", "c/search"]);
     let (server, tool) = merged.tool("b/search").unwrap();
     assert_eq!((server, tool.description.as_deref()), ("b", Some("b's")));
-    assert!(merged.tool("c/search").is_none() && merged.tool("search").is_none());
+    assert!(merged.tool("d/search").is_none() && merged.tool("search").is_none());
 
-    // One server down: the other's changes still arrive, and the merged
-    // view keeps the last list of the one that is down.
+    // One server of three down: the others' changes still arrive, and the
+    // merged view keeps the last list of the one that is down.
     a.stop().await;
     b.set_tool("more", "x");
     b.publish(ListKind::Tools);
+    c.remove_tool("search");
+    c.publish(ListKind::Tools);
     let merged = tokio::time::timeout(WAIT, async {
         let mut seen = merged;
         loop {
             seen = set.changed(&seen).await;
-            if seen.tool("b/more").is_some() {
+            if seen.tool("b/more").is_some() && seen.tool("c/search").is_none() {
                 return seen;
             }
         }

@@ -236,3 +236,156 @@ async fn python_sdk_catalog_over_http_and_stdio() {
     catalog_over_http(Server::Python).await;
     catalog_over_stdio(Server::Python).await;
 }
+
+/// Calls one of the server's tools with `arguments`, over HTTP as a
+/// 2026-07-28 client does without a session, or over the stdio
+/// connection the catalog uses.
+async fn call(server: &Called<'_>, tool: &str, arguments: serde_json::Value) {
+    let meta = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "interop", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let params = serde_json::json!({"name": tool, "arguments": arguments, "_meta": meta});
+    match server {
+        Called::Http(url) => {
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+            let answer = reqwest::Client::new()
+                .post(*url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", tool)
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status();
+            let text = answer.text().await.unwrap();
+            assert!(
+                status.is_success() && !text.contains("\"error\""),
+                "{tool}: {status} {text}"
+            );
+        }
+        Called::Stdio(client) => {
+            client
+                .request("tools/call", params)
+                .await
+                .unwrap_or_else(|err| panic!("{tool}: {err}"));
+        }
+    }
+}
+
+/// Where a test calls the server's tools.
+enum Called<'a> {
+    Http(&'a str),
+    Stdio(&'a StdioClient),
+}
+
+/// The catalog converges after each change the server makes to its own
+/// tool list: a tool added, described anew, removed.
+async fn converges(server: Server, catalog: &Catalog, called: &Called<'_>) {
+    let description = |catalog: &Catalog| {
+        catalog
+            .snapshot()
+            .tool("search")
+            .map(|tool| tool.description.as_deref().unwrap_or_default().to_owned())
+    };
+    let until = async |want: Option<&str>| {
+        tokio::time::timeout(WAIT, async {
+            let mut generation = catalog.snapshot().generation();
+            while description(catalog).as_deref() != want {
+                generation = catalog.changed(generation).await.generation();
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{server:?}: the catalog reaches {want:?}"));
+    };
+    call(
+        called,
+        "test_add_tool",
+        serde_json::json!({"name": "search", "description": "Finds"}),
+    )
+    .await;
+    until(Some("Finds")).await;
+    call(
+        called,
+        "test_edit_tool",
+        serde_json::json!({"name": "search", "description": "Finds more"}),
+    )
+    .await;
+    until(Some("Finds more")).await;
+    call(
+        called,
+        "test_remove_tool",
+        serde_json::json!({"name": "search"}),
+    )
+    .await;
+    until(None).await;
+    assert!(
+        catalog.snapshot().tool("test_add_tool").is_some(),
+        "{server:?}"
+    );
+}
+
+async fn changing_catalog_over_http(server: Server) {
+    let process = server.http().await;
+    let catalog = Catalog::http(&process.url, catalog_options())
+        .await
+        .unwrap();
+    converges(server, &catalog, &Called::Http(&process.url)).await;
+}
+
+/// Over stdio, and across a killed server: the client starts it again and
+/// the catalog lists what the new process has (not the tool the killed one
+/// had added).
+async fn changing_catalog_over_stdio(server: Server) {
+    let (program, args) = server.command("stdio");
+    let client = StdioClient::spawn(program, args).expect("the server starts");
+    let catalog = Catalog::stdio(&client, catalog_options()).await.unwrap();
+    converges(server, &catalog, &Called::Stdio(&client)).await;
+    call(
+        &Called::Stdio(&client),
+        "test_add_tool",
+        serde_json::json!({"name": "gone", "description": "x"}),
+    )
+    .await;
+    tokio::time::timeout(WAIT, async {
+        let mut generation = catalog.snapshot().generation();
+        while catalog.snapshot().tool("gone").is_none() {
+            generation = catalog.changed(generation).await.generation();
+        }
+    })
+    .await
+    .unwrap();
+    let first = client.process_id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut generation = catalog.snapshot().generation();
+        while catalog.snapshot().tool("gone").is_some() {
+            generation = catalog.changed(generation).await.generation();
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{server:?}: the catalog follows the new process"));
+    assert_ne!(client.process_id(), Some(first));
+    assert!(catalog.snapshot().tool("test_add_tool").is_some());
+    // And it still follows changes.
+    converges(server, &catalog, &Called::Stdio(&client)).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_v2_tools_changing_at_runtime_reach_the_catalog() {
+    changing_catalog_over_http(Server::TypeScript).await;
+    changing_catalog_over_stdio(Server::TypeScript).await;
+}
+
+#[tokio::test]
+async fn python_sdk_tools_changing_at_runtime_reach_the_catalog() {
+    changing_catalog_over_http(Server::Python).await;
+    changing_catalog_over_stdio(Server::Python).await;
+}

@@ -8,6 +8,11 @@ Every 50 ms it publishes notifications/tools/list_changed and a
 notifications/resources/updated for file:///a and for file:///b on the
 SDK's subscription bus, so a listener sees both kinds, and only the URIs it
 asked for.
+
+Its tool list changes at runtime, as the live catalog's tests drive it:
+`test_add_tool {name, description}`, `test_edit_tool {name, description}`
+and `test_remove_tool {name}` add, describe anew and remove a tool that
+answers with its name, each publishing the tools list change.
 """
 
 import socket
@@ -28,9 +33,43 @@ async def publish(bus: InMemorySubscriptionBus) -> None:
         await bus.publish(ResourceUpdated(uri="file:///b"))
 
 
+def changing_tools(server: MCPServer, bus: InMemorySubscriptionBus) -> None:
+    """The tools that change the server's own tool list."""
+
+    def answering(name: str):
+        return lambda: f"{name} called"
+
+    async def put(name: str, description: str) -> str:
+        if name in added:
+            server.remove_tool(name)
+        server.add_tool(answering(name), name=name, description=description)
+        added.add(name)
+        await bus.publish(ToolsListChanged())
+        return name
+
+    added: set[str] = set()
+
+    @server.tool(description="Add a tool (it answers with its name)")
+    async def test_add_tool(name: str, description: str) -> str:
+        return await put(name, description)
+
+    @server.tool(description="Describe a tool test_add_tool added anew")
+    async def test_edit_tool(name: str, description: str) -> str:
+        return await put(name, description)
+
+    @server.tool(description="Remove a tool test_add_tool added")
+    async def test_remove_tool(name: str) -> str:
+        if name in added:
+            server.remove_tool(name)
+            added.discard(name)
+            await bus.publish(ToolsListChanged())
+        return name
+
+
 async def main(mode: str) -> None:
     bus = InMemorySubscriptionBus()
     server = MCPServer("interop-python", subscriptions=bus, log_level="WARNING")
+    changing_tools(server, bus)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(publish, bus)
         if mode == "http":
