@@ -116,17 +116,7 @@ pub(super) async fn run<C: Connect>(
     group: Group<C::Stream>,
     commands: mpsc::UnboundedReceiver<Refilter>,
 ) {
-    let mut reader = Reader {
-        connect: &*connect,
-        options: &options,
-        shared: &shared,
-        requested,
-        current: group,
-        epoch: 0,
-        draining: Vec::new(),
-        overlap: Overlap::default(),
-        commands,
-    };
+    let mut reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
     loop {
         let end = reader.drive().await;
         reader.close_draining();
@@ -203,17 +193,7 @@ pub(super) async fn run<C: Connect>(
                 }
             }
         };
-        reader = Reader {
-            connect: &*connect,
-            options: &options,
-            shared: &shared,
-            requested,
-            current: group,
-            epoch: 0,
-            draining: Vec::new(),
-            overlap: Overlap::default(),
-            commands,
-        };
+        reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
     }
 }
 
@@ -246,6 +226,27 @@ type Opening<'a, S> = Pin<
 >;
 
 impl<'a, C: Connect> Reader<'a, C> {
+    fn new(
+        connect: &'a C,
+        options: &'a SubscribeOptions,
+        shared: &'a Shared,
+        requested: Filter,
+        current: Group<C::Stream>,
+        commands: mpsc::UnboundedReceiver<Refilter>,
+    ) -> Self {
+        Self {
+            connect,
+            options,
+            shared,
+            requested,
+            current,
+            epoch: 0,
+            draining: Vec::new(),
+            overlap: Overlap::default(),
+            commands,
+        }
+    }
+
     /// Moves the streams' events into the buffer until the current streams
     /// end, opening the streams of each filter change on the way.
     async fn drive(&mut self) -> End {

@@ -1,27 +1,25 @@
-//! The task that keeps a catalog: it reads the listen streams, schedules
-//! fetches (see `schedule.rs`), runs them, and publishes each new
+//! The task that keeps a catalog: it reads the listen stream, schedules
+//! fetches (`schedule.rs`), runs them (`fetcher.rs`), and publishes each new
 //! snapshot.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use parking_lot::Mutex;
-use rmcp::model::{DiscoverResult, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
-use serde_json::Map;
+use rmcp::model::{DiscoverResult, ServerCapabilities};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::super::error::SubscribeError;
-use super::super::item::{End, Item};
-use super::super::options::{Credentials, Headers, Relisten, SubscribeOptions, merge};
+use super::super::item::Item;
+use super::super::options::Relisten;
 use super::super::pump::sleep_until;
 use super::super::request::Request;
 use super::super::subscription::Subscription;
-use super::entry::{CatalogKind, Contents, Entry, Listed, decode, fetch_contents, fetch_list};
+use super::entry::{CatalogKind, Entry, Listed};
+use super::fetcher::{Fetched, Fetcher};
 use super::health::{FetchHealth, Health, ListenState};
-use super::options::CatalogOptions;
 use super::schedule::{Part, Schedule, Timing};
 use super::snapshot::Snapshot;
 use crate::event::{EventKind, ListKind};
@@ -31,155 +29,6 @@ use crate::filter::Filter;
 pub(super) struct State {
     pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
     pub(super) health: Mutex<Health>,
-}
-
-/// What one fetch brought in.
-enum Fetched {
-    Discovery(DiscoverResult),
-    Tools(Listed<Tool>),
-    Prompts(Listed<Prompt>),
-    Resources(Listed<Resource>),
-    Templates(Listed<ResourceTemplate>),
-    Contents(Contents),
-}
-
-/// How one fetch is sent: the server, the options, and the headers the
-/// fetches and the listen streams share.
-pub(super) struct Fetcher<R> {
-    pub(super) server: Arc<R>,
-    pub(super) options: CatalogOptions,
-    headers: Arc<Mutex<Headers>>,
-}
-
-impl<R: Request> Fetcher<R> {
-    pub(super) fn new(server: Arc<R>, options: CatalogOptions) -> Self {
-        let headers = Arc::new(Mutex::new(options.subscribe.headers.clone()));
-        Self {
-            server,
-            options,
-            headers,
-        }
-    }
-
-    /// The listen streams' options: the catalog's, with a credentials hook
-    /// that asks the application's (if any) and otherwise hands over the
-    /// headers a fetch last refreshed, so both always use the freshest.
-    pub(super) fn listen_options(&self) -> SubscribeOptions {
-        let mut options = self.options.subscribe.clone();
-        options.headers = self.headers.lock().clone();
-        let hook = options.credentials.take();
-        let headers = Arc::clone(&self.headers);
-        options.credentials = Some(Credentials::new(move |end: &End| {
-            let asked = hook.as_ref().map(|hook| hook.ask(end));
-            let headers = Arc::clone(&headers);
-            async move {
-                if let Some(asked) = asked
-                    && let Some(fresh) = asked.await
-                {
-                    merge(&mut headers.lock(), fresh);
-                }
-                Some(headers.lock().clone())
-            }
-        }));
-        options
-    }
-
-    /// Fetches `part` once.
-    async fn fetch(&self, part: &Part) -> Result<Fetched, SubscribeError> {
-        self.authorized(|options| async move { self.attempt(part, &options).await })
-            .await
-    }
-
-    /// `server/discover`.
-    pub(super) async fn discover(&self) -> Result<DiscoverResult, SubscribeError> {
-        self.authorized(|options| async move { discover(&*self.server, &options).await })
-            .await
-    }
-
-    /// Runs `request` with the freshest headers; a refusal for its
-    /// authorization asks the credentials hook, and is tried once more
-    /// when that gave new headers.
-    async fn authorized<T, F, Fut>(&self, request: F) -> Result<T, SubscribeError>
-    where
-        F: Fn(SubscribeOptions) -> Fut,
-        Fut: Future<Output = Result<T, SubscribeError>>,
-    {
-        let mut options = self.options.subscribe.clone();
-        options.headers = self.headers.lock().clone();
-        let error = match request(options.clone()).await {
-            Err(error) if is_unauthorized(&error) => error,
-            done => return done,
-        };
-        let Some(hook) = &self.options.subscribe.credentials else {
-            return Err(error);
-        };
-        if let Some(fresh) = hook.ask(&End::Refused(error.clone())).await {
-            merge(&mut self.headers.lock(), fresh);
-        }
-        let fresh = self.headers.lock().clone();
-        if fresh == options.headers {
-            return Err(error);
-        }
-        options.headers = fresh;
-        request(options).await
-    }
-
-    async fn attempt(
-        &self,
-        part: &Part,
-        options: &SubscribeOptions,
-    ) -> Result<Fetched, SubscribeError> {
-        let server = &*self.server;
-        let pages = self.options.max_pages;
-        let work = async {
-            Ok(match part {
-                Part::Discovery => Fetched::Discovery(discover(server, options).await?),
-                Part::List(CatalogKind::Tools) => {
-                    Fetched::Tools(fetch_list(server, options, pages).await?)
-                }
-                Part::List(CatalogKind::Prompts) => {
-                    Fetched::Prompts(fetch_list(server, options, pages).await?)
-                }
-                Part::List(CatalogKind::Resources) => {
-                    Fetched::Resources(fetch_list(server, options, pages).await?)
-                }
-                Part::List(CatalogKind::Templates) => {
-                    Fetched::Templates(fetch_list(server, options, pages).await?)
-                }
-                Part::Contents(uri) => {
-                    Fetched::Contents(fetch_contents(server, uri, options).await?)
-                }
-            })
-        };
-        let timeout = self.options.request_timeout;
-        tokio::time::timeout(timeout, work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(SubscribeError::Connect(format!(
-                    "no answer within {timeout:?}"
-                )))
-            })
-    }
-}
-
-/// `server/discover`, as it is sent.
-async fn discover<R: Request>(
-    server: &R,
-    options: &SubscribeOptions,
-) -> Result<DiscoverResult, SubscribeError> {
-    let result = server
-        .request("server/discover", Map::new(), options)
-        .await?;
-    decode("server/discover", result)
-}
-
-/// A refusal a new token may cure.
-fn is_unauthorized(error: &SubscribeError) -> bool {
-    match error {
-        SubscribeError::Status { status, .. } => matches!(status, 401 | 403),
-        SubscribeError::Refused(error) => error.code == crate::error::REVOKED_ERROR_CODE,
-        _ => false,
-    }
 }
 
 /// The lists a server has, by its capabilities; templates come with

@@ -3,6 +3,7 @@
 
 mod diff;
 mod entry;
+mod fetcher;
 mod health;
 mod keeper;
 mod options;
@@ -33,7 +34,8 @@ use super::pump::{Connect, retrying};
 use super::request::Request;
 use super::stdio::StdioClient;
 use super::subscription::Subscription;
-use keeper::{Fetcher, Keeper, State, listen_filter};
+use fetcher::Fetcher;
+use keeper::{Keeper, State, listen_filter};
 
 /// The live catalog: a host's always-fresh view of one MCP server's tools,
 /// prompts, resources and templates ([`Catalog`]), and of several at once
