@@ -167,3 +167,36 @@ async fn the_watch_example_prints_the_catalog_and_then_each_change() {
         "{health}"
     );
 }
+
+/// Killed over HTTP and started again on the same port: the catalog
+/// listens again, and refetches a list without the tool the killed process
+/// had added.
+#[tokio::test]
+async fn over_http_a_killed_and_restarted_server_is_followed() {
+    let mut server = HttpServer::start(&[]).await;
+    let addr = server.addr();
+    let catalog = Catalog::http(server.mcp_url(), CatalogOptions::default())
+        .await
+        .unwrap();
+    let mut changes = catalog.changes();
+    let client = server.client().await;
+    call(
+        &client,
+        "test_add_tool",
+        json!({"name": "search", "description": "x"}),
+    )
+    .await;
+    let Change::Tools(added) = next_change(&mut changes).await else {
+        panic!()
+    };
+    assert_eq!(added.added[0].name, "search");
+
+    server.child.kill().await.unwrap();
+    let _restarted = HttpServer::start_on(&addr, &[]).await;
+    let Change::Tools(gone) = next_change(&mut changes).await else {
+        panic!()
+    };
+    assert_eq!(gone.removed[0].name, "search");
+    assert!(catalog.snapshot().tool("test_add_tool").is_some());
+    assert_eq!(catalog.health().listen, ListenState::Listening);
+}
