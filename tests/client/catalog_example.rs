@@ -163,7 +163,7 @@ async fn the_watch_example_prints_the_catalog_and_then_each_change() {
     drop(server);
     let health = line().await;
     assert!(
-        health.starts_with("health: listening again (attempt 1"),
+        health.starts_with("health: listening again (attempt "),
         "{health}"
     );
 }
