@@ -445,7 +445,9 @@ async fn a_request_that_cannot_be_made_fails_at_once_even_with_relistening() {
     let not_http = Subscription::http("ftp://127.0.0.1:9/mcp", &tools, options.clone());
     let not_ws = Subscription::channel("http://127.0.0.1:9/mcp/notifications/x", &tools, options);
     for failed in [
-        tokio::time::timeout(WAIT, not_http).await.expect("no retry"),
+        tokio::time::timeout(WAIT, not_http)
+            .await
+            .expect("no retry"),
         tokio::time::timeout(WAIT, not_ws).await.expect("no retry"),
     ] {
         let err = failed.unwrap_err();
