@@ -5,6 +5,10 @@
 //! [`Relisten::default`]), coming back through the shared port to the
 //! survivors.
 //!
+//! Beside the streams, live catalogs (`client::Catalog`, each its own
+//! listen stream) of the same replicas: the `tools/list` requests each
+//! one lost to the kill made coming back are counted from its health.
+//!
 //! Measured: how many streams were lost, how long from the kill until each
 //! lost stream was acknowledged again (its [`Item::Resynced`]), whether
 //! each got exactly one and none ended, the survivors' peak accept rate and
@@ -26,7 +30,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::client::{Item, Relisten, SubscribeOptions, Subscription};
+use mcp_subscriptions::client::{
+    Catalog, CatalogKind, CatalogOptions, Item, ListenState, Relisten, SubscribeOptions,
+    Subscription,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc};
@@ -67,6 +74,8 @@ pub struct Herd {
     pub streams: usize,
     /// Replicas sharing the port; the first started is killed.
     pub replicas: usize,
+    /// Live catalogs held beside the streams.
+    pub catalogs: usize,
 }
 
 /// What one run measured.
@@ -110,6 +119,12 @@ pub struct HerdRun {
     pub peak_cpu: f64,
     /// This process's (every client's) CPU in its busiest sample, in cores.
     pub client_peak_cpu: f64,
+    /// Catalogs whose listen stream the kill ended (they discovered the
+    /// server again).
+    pub catalogs_lost: usize,
+    /// For each of those, the `tools/list` requests it made coming back,
+    /// sorted.
+    pub tools_lists_per_relisten: Vec<u64>,
 }
 
 impl HerdRun {
@@ -463,6 +478,7 @@ impl Herd {
         )
         .await?;
         let held = held();
+        let catalogs = open_catalogs(&url, self.catalogs).await?;
 
         // Kill the first replica, and sample the survivors meanwhile.
         let mut survivors: Vec<u32> = pids[1..].to_vec();
@@ -498,6 +514,13 @@ impl Herd {
             },
         )
         .await;
+        // The catalogs listen again too, and refetch.
+        let catalogs_back = until(BACK_LIMIT, "every catalog to listen again", || {
+            catalogs
+                .iter()
+                .all(|catalog| catalog.health().listen == ListenState::Listening)
+        })
+        .await;
         // A little longer, to see any late or second re-listen.
         tokio::time::sleep(Duration::from_millis(500)).await;
         stop.store(true, Ordering::Relaxed);
@@ -505,6 +528,19 @@ impl Herd {
             sampler.join().unwrap_or((0.0, 0.0, 0.0));
         log.drain();
         waited?;
+        catalogs_back?;
+        let mut tools_lists_per_relisten: Vec<u64> = catalogs
+            .iter()
+            .map(Catalog::health)
+            .filter(|health| health.discovery.fetches > 1)
+            .map(|health| {
+                let tools = health
+                    .list(CatalogKind::Tools)
+                    .map_or(0, |tools| tools.fetches);
+                tools.saturating_sub(1)
+            })
+            .collect();
+        tools_lists_per_relisten.sort_unstable();
 
         // One change, from whichever survivor answers.
         let published_at = Instant::now();
@@ -594,8 +630,29 @@ impl Herd {
             peak_accepts_per_s,
             peak_cpu,
             client_peak_cpu,
+            catalogs_lost: tools_lists_per_relisten.len(),
+            tools_lists_per_relisten,
         })
     }
+}
+
+/// Opens `n` live catalogs of the server at `url`, [`OPENING`] at a time.
+async fn open_catalogs(url: &str, n: usize) -> Result<Vec<Catalog>, String> {
+    let opening = Arc::new(Semaphore::new(OPENING));
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (url, opening) = (url.to_owned(), Arc::clone(&opening));
+        tasks.push(tokio::spawn(async move {
+            let _permit = opening.acquire_owned().await;
+            Catalog::http(url, CatalogOptions::default()).await
+        }));
+    }
+    let mut catalogs = Vec::with_capacity(n);
+    for task in tasks {
+        let opened = task.await.map_err(|err| err.to_string())?;
+        catalogs.push(opened.map_err(|err| format!("a catalog did not open: {err}"))?);
+    }
+    Ok(catalogs)
 }
 
 /// Samples `pids` (the survivors, then this process) every [`SAMPLE`]

@@ -9,11 +9,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use super::connect::Connect;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{event, granted_kind};
-use super::pump::Connect;
 use super::subscription::Subscription;
 use super::wire::Ending;
 use crate::channel::Frame;

@@ -4,9 +4,9 @@
 
 use futures_util::future::select_all;
 
+use super::connect::{Connect, open_within};
 use super::error::SubscribeError;
 use super::options::SubscribeOptions;
-use super::pump::{Connect, open_within};
 use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
 

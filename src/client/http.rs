@@ -10,11 +10,11 @@ use rmcp::model::RequestId;
 use serde_json::{Map, Value};
 use sse_stream::{Sse, SseStream};
 
+use super::connect::Connect;
 use super::error::{ProtocolError, SubscribeError, says_try_later};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{Expect, PROTOCOL_VERSION, check_scheme, listen_request};
-use super::pump::Connect;
 use super::request::{Request, message, outcome};
 use super::subscription::Subscription;
 use super::wire::{Received, Wire, WireStream};

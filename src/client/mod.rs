@@ -110,6 +110,7 @@ mod buffer;
 mod catalog;
 #[cfg(feature = "channel")]
 mod channel;
+mod connect;
 mod error;
 mod group;
 mod http;

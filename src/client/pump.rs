@@ -12,6 +12,7 @@ use futures_util::future::select_all;
 use tokio::sync::{mpsc, oneshot};
 
 use super::buffer::Shared;
+use super::connect::Connect;
 use super::error::SubscribeError;
 use super::group::{Group, open_group};
 use super::item::{End, Item, Relistening};
@@ -20,44 +21,6 @@ use super::overlap::Overlap;
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::source::{CloseReason, Next, SourceHandle};
-
-/// How a transport opens a stream, once and again for each re-listen. The
-/// open stream is read as any source's is: a [`SourceHandle`] yielding
-/// [`Next`], closed to cancel.
-pub(super) trait Connect: Send + Sync + 'static {
-    /// One acknowledged stream.
-    type Stream: SourceHandle + 'static;
-
-    /// Sends a listen request for `requested` and waits for its
-    /// acknowledgement: the grant, and the stream.
-    fn open(
-        &self,
-        requested: &Filter,
-        options: &SubscribeOptions,
-    ) -> impl Future<Output = Result<(Filter, Self::Stream), SubscribeError>> + Send;
-
-    /// How `stream` ended, given the terminal item it yielded last. A
-    /// transport that knows more than [`Next`] says (an abrupt close, a
-    /// protocol error) reports that.
-    fn end(_stream: &Self::Stream, last: Next) -> End {
-        End::of(last)
-    }
-}
-
-/// Opens a first stream within the acknowledgement timeout.
-pub(super) async fn open_within<C: Connect>(
-    connect: &C,
-    requested: &Filter,
-    options: &SubscribeOptions,
-) -> Result<(Filter, C::Stream), SubscribeError> {
-    match tokio::time::timeout(options.ack_timeout, connect.open(requested, options)).await {
-        Ok(opened) => opened,
-        Err(_) => Err(super::error::ProtocolError::NoAcknowledgement {
-            waited: options.ack_timeout,
-        }
-        .into()),
-    }
-}
 
 /// Opens the first streams. With re-listening on, a transient failure (a
 /// server not up yet, see [`SubscribeError::is_transient`]) is tried again

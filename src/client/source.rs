@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::connect::Connect;
 use super::error::SubscribeError;
 use super::options::SubscribeOptions;
-use super::pump::Connect;
 use super::subscription::Subscription;
 use crate::context::OpenContext;
 use crate::error::ListenParamsError;

@@ -15,11 +15,11 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connect::Connect;
 use super::error::{ProtocolError, SubscribeError};
 use super::item::End;
 use super::options::SubscribeOptions;
 use super::protocol::{Expect, cancelled, listen_request};
-use super::pump::Connect;
 use super::request::{Request, message, outcome};
 use super::subscription::Subscription;
 use super::wire::{Received, Wire, WireStream};

@@ -11,10 +11,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::buffer::{BufferStats, Shared};
+use super::connect::Connect;
 use super::error::SubscribeError;
 use super::item::Item;
 use super::options::SubscribeOptions;
-use super::pump::{self, Connect, Refilter};
+use super::pump::{self, Refilter};
 use crate::filter::Filter;
 
 /// One acknowledged `subscriptions/listen` stream, read on demand through a

@@ -104,12 +104,17 @@ fn references(module: &Module, code: &str) -> Vec<Module> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
+            // Past the whole path, so a `super::` inside it is not read again.
+            rest = &rest[path.len()..];
+            // `super::super::x` climbs once more for each `super`.
             let mut target = base.clone();
-            target.extend(
-                path.split("::")
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned),
-            );
+            for segment in path.split("::").filter(|s| !s.is_empty()) {
+                if segment == "super" {
+                    target.pop();
+                } else {
+                    target.push(segment.to_owned());
+                }
+            }
             found.push(target);
         }
     }
@@ -234,13 +239,16 @@ fn no_file_depends_on_itself_through_others() {
 
 #[test]
 fn the_checker_sees_references() {
-    let code = "use crate::hub::queue::Waiter;\nuse super::entry::Entry;\n";
-    let module = vec!["hub".to_owned(), "index".to_owned()];
+    let code = "use crate::hub::queue::Waiter;\nuse super::entry::Entry;\n\
+                use super::super::error::Error;\n";
+    let module = vec!["client".to_owned(), "catalog".to_owned(), "diff".to_owned()];
+    let names = |path: &[&str]| path.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     assert_eq!(
         references(&module, code),
         [
-            vec!["hub".to_owned(), "queue".to_owned(), "Waiter".to_owned()],
-            vec!["hub".to_owned(), "entry".to_owned(), "Entry".to_owned()],
+            names(&["hub", "queue", "Waiter"]),
+            names(&["client", "catalog", "entry", "Entry"]),
+            names(&["client", "error", "Error"]),
         ]
     );
 }

@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 use super::super::error::{ProtocolError, SubscribeError};
 use super::super::options::SubscribeOptions;
 use super::super::request::Request;
-use super::snapshot::Snapshot;
 
 /// One of the lists a catalog keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,8 +110,6 @@ pub(super) trait Entry: Keyed + Clone + PartialEq + Send + Sync + Sized + 'stati
     type Page: DeserializeOwned;
     /// A page's entries, cursor and cache hints.
     fn split(page: Self::Page) -> Page<Self>;
-    /// Its list in a snapshot.
-    fn list(snapshot: &mut Snapshot) -> &mut std::sync::Arc<Vec<Self>>;
 }
 
 pub(super) struct Page<T> {
@@ -123,7 +120,7 @@ pub(super) struct Page<T> {
 }
 
 macro_rules! entry {
-    ($entry:ty, $kind:ident, $page:ty, $items:ident, $list:ident) => {
+    ($entry:ty, $kind:ident, $page:ty, $items:ident) => {
         impl Entry for $entry {
             const KIND: CatalogKind = CatalogKind::$kind;
             type Page = $page;
@@ -136,29 +133,18 @@ macro_rules! entry {
                     cache_scope: page.cache_scope,
                 }
             }
-
-            fn list(snapshot: &mut Snapshot) -> &mut std::sync::Arc<Vec<Self>> {
-                &mut snapshot.$list
-            }
         }
     };
 }
 
-entry!(Tool, Tools, ListToolsResult, tools, tools);
-entry!(Prompt, Prompts, ListPromptsResult, prompts, prompts);
-entry!(
-    Resource,
-    Resources,
-    ListResourcesResult,
-    resources,
-    resources
-);
+entry!(Tool, Tools, ListToolsResult, tools);
+entry!(Prompt, Prompts, ListPromptsResult, prompts);
+entry!(Resource, Resources, ListResourcesResult, resources);
 entry!(
     ResourceTemplate,
     Templates,
     ListResourceTemplatesResult,
-    resource_templates,
-    templates
+    resource_templates
 );
 
 /// Fetches a whole list, page after page, at most `max_pages` of them; a

@@ -21,7 +21,7 @@ use super::entry::{CatalogKind, Entry, Listed};
 use super::fetcher::{Fetched, Fetcher};
 use super::health::{FetchHealth, Health, ListenState};
 use super::schedule::{Part, Schedule, Timing};
-use super::snapshot::Snapshot;
+use super::snapshot::{Snapshot, Stored};
 use crate::event::{EventKind, ListKind};
 use crate::filter::Filter;
 
@@ -353,7 +353,10 @@ impl<R: Request> Keeper<R> {
     /// Puts what a fetch brought into the working snapshot: whether
     /// anything changed, and the cache hints of a list.
     fn apply(&mut self, fetched: Fetched) -> (bool, Option<Hints>) {
-        fn list<T: Entry>(snapshot: &mut Snapshot, listed: Listed<T>) -> (bool, Option<Hints>) {
+        fn list<T: Entry + Stored>(
+            snapshot: &mut Snapshot,
+            listed: Listed<T>,
+        ) -> (bool, Option<Hints>) {
             let hints = Some((listed.ttl, listed.cache_scope));
             let list = T::list(snapshot);
             if **list == listed.items {

@@ -9,7 +9,7 @@ use futures_util::future::{join_all, select_all};
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use super::super::error::SubscribeError;
-use super::Catalog;
+use super::live::Catalog;
 use super::snapshot::Snapshot;
 
 /// Between a server's name and an entry's in the merged view.

@@ -96,3 +96,23 @@ impl Snapshot {
         }
     }
 }
+
+/// Where a snapshot keeps the list of an entry type.
+pub(super) trait Stored: Sized {
+    fn list(snapshot: &mut Snapshot) -> &mut Arc<Vec<Self>>;
+}
+
+macro_rules! stored {
+    ($entry:ty, $list:ident) => {
+        impl Stored for $entry {
+            fn list(snapshot: &mut Snapshot) -> &mut Arc<Vec<Self>> {
+                &mut snapshot.$list
+            }
+        }
+    };
+}
+
+stored!(Tool, tools);
+stored!(Prompt, prompts);
+stored!(Resource, resources);
+stored!(ResourceTemplate, templates);

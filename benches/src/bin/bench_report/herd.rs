@@ -20,6 +20,9 @@ use crate::settings::Settings;
 /// Replicas sharing the port; one is killed.
 const REPLICAS: usize = 3;
 
+/// Live catalogs held beside the streams.
+const CATALOGS: usize = 300;
+
 /// `Relisten::default()`'s first delay and bound.
 const BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
@@ -35,6 +38,7 @@ pub(crate) fn rows(settings: &Settings) -> Result<Vec<Row>, String> {
     let run = Herd {
         streams,
         replicas: REPLICAS,
+        catalogs: CATALOGS,
     }
     .run()
     .map_err(|err| format!("herd ({streams} streams, {REPLICAS} replicas): {err}"))?;
@@ -51,7 +55,8 @@ fn describe(run: &HerdRun) -> String {
         "held per replica (killed first) {:?}, lost {}, resynced once {}, twice {}, ended {}, \
          most attempts {}, first delays {:?}, events before the publish {}, reached after {}, \
          kill to Relistening p50/max {:.1}/{:.1} ms, Relistening to Resynced beyond the \
-         announced delay p50/max {:.1}/{:.1} ms",
+         announced delay p50/max {:.1}/{:.1} ms, catalogs lost {}, tools/list each made \
+         coming back (least, most) {:?}",
         run.held,
         run.lost,
         run.resynced_once,
@@ -65,6 +70,10 @@ fn describe(run: &HerdRun) -> String {
         HerdRun::quantile_ms(&run.noticed, 1.0),
         HerdRun::quantile_ms(&run.beyond_delay, 0.5),
         HerdRun::quantile_ms(&run.beyond_delay, 1.0),
+        run.catalogs_lost,
+        run.tools_lists_per_relisten
+            .first()
+            .zip(run.tools_lists_per_relisten.last()),
     )
 }
 
@@ -163,5 +172,19 @@ fn rows_of(run: &HerdRun) -> Vec<Row> {
         )
         .reported(),
     );
+    let most = run.tools_lists_per_relisten.last().copied().unwrap_or(0);
+    let total: u64 = run.tools_lists_per_relisten.iter().sum();
+    let mut lists = Row::new(
+        "herd_tools_lists_per_relisten",
+        run.catalogs_lost,
+        most as f64,
+        "tools/list per re-listened catalog, on average",
+        total as f64 / run.catalogs_lost.max(1) as f64,
+        0.0,
+        0.0,
+    );
+    lists.target = "<= 1 per re-listened catalog (the most any made)".to_owned();
+    lists.met = Some(run.catalogs_lost > 0 && most <= 1);
+    rows.push(lists);
     rows
 }
