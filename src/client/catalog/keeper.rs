@@ -254,6 +254,7 @@ impl<R: Request> Keeper<R> {
     fn changed_all_granted(&mut self, now: Instant) {
         let told: Vec<Part> = self
             .parts()
+            .into_iter()
             .filter(|part| told_by(&self.granted, part))
             .collect();
         for part in told {
@@ -261,23 +262,17 @@ impl<R: Request> Keeper<R> {
         }
     }
 
-    /// The parts kept.
-    fn parts(&self) -> impl Iterator<Item = Part> + '_ {
+    /// The parts kept: each list the server has, and each watched URI.
+    fn parts(&self) -> Vec<Part> {
         let health = self.state.health.lock();
-        let lists: Vec<Part> = health.lists.keys().copied().map(Part::List).collect();
-        let contents: Vec<Part> = health
-            .contents
-            .keys()
-            .cloned()
-            .map(Part::Contents)
-            .collect();
-        drop(health);
-        lists.into_iter().chain(contents)
+        let lists = health.lists.keys().copied().map(Part::List);
+        let contents = health.contents.keys().cloned().map(Part::Contents);
+        lists.chain(contents).collect()
     }
 
     /// Which parts a stream tells of now: the others refresh by their ttl.
     fn mark_live(&mut self) {
-        let parts: Vec<Part> = self.parts().collect();
+        let parts = self.parts();
         let now = Instant::now();
         let mut health = self.state.health.lock();
         for part in parts {
