@@ -275,7 +275,7 @@ impl Subscription {
     /// parsed by `sse-stream`; dropping the response cancels.
     ///
     /// `https://` URLs need the `tls` feature (rustls, trusting the
-    /// system's roots and [`SubscribeOptions::with_root_certificate`]'s);
+    /// system's roots and `SubscribeOptions::with_root_certificate`'s);
     /// without it they fail at once with [`SubscribeError::Invalid`].
     ///
     /// # Errors
