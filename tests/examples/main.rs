@@ -13,4 +13,5 @@ mod example_relay;
 mod example_server;
 mod example_tasks;
 mod files;
+mod herd;
 mod older_clients;

@@ -53,6 +53,12 @@ impl HttpServer {
         Self::spawn(addr, args, Stdio::inherit()).await
     }
 
+    /// The example server bound to `addr`, its log (stderr) discarded:
+    /// for runs whose every stream it would log.
+    pub async fn start_quiet_on(addr: &str, args: &[&str]) -> Self {
+        Self::spawn(addr, args, Stdio::null()).await
+    }
+
     /// The example server, and the lines of its log (stderr).
     pub async fn start_logged(args: &[&str]) -> (Self, Lines<BufReader<ChildStderr>>) {
         let mut server = Self::spawn("127.0.0.1:0", args, Stdio::piped()).await;
