@@ -79,6 +79,21 @@ fn rmcp_config() -> StreamableHttpServerConfig {
 /// alike; the address it got.
 pub async fn serve(app: axum::Router, addr: &str) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    serve_on(app, listener)
+}
+
+/// [`serve`], sharing the port with the other processes that bind it so
+/// (`SO_REUSEPORT`: the kernel spreads new connections among them), with
+/// the backlog a crowd of clients meets.
+pub(crate) fn serve_shared(app: axum::Router, addr: SocketAddr) -> SocketAddr {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_reuseaddr(true).unwrap();
+    socket.set_reuseport(true).unwrap();
+    socket.bind(addr).unwrap();
+    serve_on(app, socket.listen(4_096).unwrap())
+}
+
+fn serve_on(app: axum::Router, listener: tokio::net::TcpListener) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(mcp_subscriptions::http::serve(
         listener,

@@ -5,6 +5,10 @@
 //!
 //! ```sh
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --streams 19000
+//! # 100,000 streams over 6 replicas sharing one port, joined by a relay
+//! # (a redis-server the run starts); rmcp's pattern at 19,000 beside it
+//! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
+//!     --streams 100000 --replicas 6
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --help
 //! # where the server's heap goes, 2,000 streams (valgrind writes dhat.out.PID)
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
@@ -43,6 +47,12 @@ struct Options {
         default_value = "endpoint,rmcp"
     )]
     servers: Vec<Serving>,
+    /// Server processes sharing one port (`SO_REUSEPORT`), joined through
+    /// a relay on a `redis-server` the run starts (it must be on PATH).
+    /// Only the crate's endpoint joins replicas: the other servers run as
+    /// one process, holding at most the streams one process can
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    replicas: usize,
     /// Run the server under this command, split at spaces (a profiler:
     /// "valgrind --tool=dhat"); its memory figures are then the command's
     #[arg(long, value_name = "COMMAND")]
@@ -85,32 +95,68 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let style = ProgressStyle::with_template(
         "{prefix:>26} [{elapsed_precise}] {wide_bar} {pos}/{len} acknowledged or failed",
     )?;
+    let broker = (options.replicas > 1).then(broker).transpose()?;
     let mut runs = Vec::new();
     for serving in options.servers {
-        let progress = ProgressBar::new(options.streams as u64)
+        // Only the endpoint joins replicas; the others hold what one
+        // process can.
+        let (streams, group) = match (&broker, serving) {
+            (Some(url), Serving::Endpoint) => (options.streams, Some(url)),
+            (Some(_), _) => (options.streams.min(ONE_PROCESS), None),
+            (None, _) => (options.streams, None),
+        };
+        let progress = ProgressBar::new(streams as u64)
             .with_style(style.clone())
             .with_prefix(serving.name());
         let under = options.server_under.as_deref().unwrap_or_default();
-        let held = HeldStreams::new(serving.server(), options.streams)
+        let mut run = HeldStreams::new(serving.server(), streams)
             .with_addr(&options.addr)
-            .with_server_under(under.split_whitespace().map(str::to_owned).collect())
-            .run(&progress)?;
-        runs.push((serving, held));
+            .with_server_under(under.split_whitespace().map(str::to_owned).collect());
+        if let Some(url) = group {
+            run = run.with_replicas(options.replicas, &url.url);
+        }
+        runs.push((serving, run.run(&progress)?));
     }
     print!("{}", summary(&runs));
     Ok(())
 }
 
+/// The most streams one server process holds under the per-process limit
+/// of 20,000 open files.
+const ONE_PROCESS: usize = 19_000;
+
+/// The broker a group of replicas joins through, running for the run.
+struct Group {
+    url: String,
+    #[cfg(feature = "relay")]
+    _redis: harness::RedisServer,
+}
+
+#[cfg(feature = "relay")]
+fn broker() -> Result<Group, Box<dyn std::error::Error>> {
+    let redis = harness::RedisServer::start()?;
+    Ok(Group {
+        url: redis.url(),
+        _redis: redis,
+    })
+}
+
+#[cfg(not(feature = "relay"))]
+fn broker() -> Result<Group, Box<dyn std::error::Error>> {
+    Err("replicas join through the relay: build with the `relay` feature".into())
+}
+
 /// The runs as a markdown table.
 fn summary(runs: &[(Serving, Held)]) -> String {
     let mut table = String::from(
-        "| server | streams | acknowledged | failed | lost | RSS before | RSS after | per stream | fan-out to last |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| server | processes | streams | acknowledged | failed | lost | RSS before | RSS after | per stream | fan-out to last |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for (serving, held) in runs {
         table += &format!(
-            "| {} | {} | {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.0} B ({:.1} KiB) | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:.1} MiB | {:.1} MiB | {:.0} B ({:.1} KiB) | {} |\n",
             serving.name(),
+            held.servers,
             held.streams,
             held.acknowledged,
             held.failed,

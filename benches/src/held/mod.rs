@@ -35,8 +35,9 @@ use indicatif::ProgressBar;
 use crate::Server;
 
 /// The environment variable that makes this executable a child of a run:
-/// `server KIND ADDR STREAMS` or `shard KIND ADDR FROM FIRST_ID COUNT`, KIND
-/// one of `endpoint`, `rmcp`, `sessions`.
+/// `server KIND ADDR STREAMS [RELAY REPLICAS]` (a replica of a group with
+/// RELAY and REPLICAS) or `shard KIND ADDR FROM FIRST_ID COUNT`, KIND one
+/// of `endpoint`, `rmcp`, `sessions`.
 const CHILD: &str = "HARNESS_HELD_STREAMS_CHILD";
 
 /// The most streams one client shard opens.
@@ -65,7 +66,18 @@ pub fn become_held_child() {
     let words: Vec<&str> = role.split_whitespace().collect();
     let number = |word: &str| word.parse::<usize>().expect("a count");
     match words[..] {
-        ["server", kind, addr, streams] => server::main(server_kind(kind), addr, number(streams)),
+        ["server", kind, addr, streams] => {
+            server::main(server_kind(kind), addr, number(streams), None);
+        }
+        ["server", kind, addr, streams, relay, replicas] => server::main(
+            server_kind(kind),
+            addr,
+            number(streams),
+            Some(server::Replica {
+                relay,
+                replicas: number(replicas),
+            }),
+        ),
         ["shard", kind, addr, from, first_id, count] => shard::main(
             server_kind(kind),
             addr.parse().expect("a server address"),
@@ -102,6 +114,8 @@ pub struct HeldStreams {
     streams: usize,
     addr: String,
     server_under: Vec<String>,
+    /// Replicas sharing the port, joined through the relay at this URL.
+    group: Option<(usize, String)>,
 }
 
 /// What one run saw.
@@ -109,6 +123,8 @@ pub struct HeldStreams {
 pub struct Held {
     /// Streams asked for.
     pub streams: usize,
+    /// Server processes that held them (replicas sharing one port).
+    pub servers: usize,
     /// Streams the server acknowledged.
     pub acknowledged: usize,
     /// Streams refused or failed before their acknowledgement.
@@ -118,9 +134,11 @@ pub struct Held {
     /// Acknowledged streams that ended before the published change reached
     /// them.
     pub lost: usize,
-    /// The server's resident memory before any stream opened, in bytes.
+    /// The servers' resident memory before any stream opened, in bytes,
+    /// all together.
     pub resident_before: u64,
-    /// The server's resident memory with every stream held, in bytes.
+    /// The servers' resident memory with every stream held, in bytes, all
+    /// together.
     pub resident_after: u64,
     /// From asking the server to publish one tools-list change until every
     /// held stream had it; `None` if that took longer than a minute.
@@ -176,7 +194,17 @@ impl HeldStreams {
             streams,
             addr: "127.0.0.1:0".to_owned(),
             server_under: Vec::new(),
+            group: None,
         }
+    }
+
+    /// Holds the streams against `replicas` server processes sharing one
+    /// port (`SO_REUSEPORT`), joined through the relay at `relay` (a
+    /// broker URL, feature `relay`); one tools-list change is published on
+    /// the first and reaches the others' streams through the relay.
+    pub fn with_replicas(mut self, replicas: usize, relay: impl Into<String>) -> Self {
+        self.group = (replicas > 1).then(|| (replicas, relay.into()));
+        self
     }
 
     /// The address the server listens on (default `127.0.0.1:0`, a free
@@ -213,11 +241,19 @@ impl HeldStreams {
                 253 * SHARD_STREAMS
             )));
         }
+        let replicas = self.group.as_ref().map_or(1, |(replicas, _)| *replicas);
+        // The kernel spreads a group's connections about evenly; a quarter
+        // more than an even share leaves room for its unevenness.
+        let per_server = if replicas == 1 {
+            self.streams
+        } else {
+            self.streams.div_ceil(replicas) * 5 / 4
+        };
         let limit = proc::open_file_limit()?;
-        if (limit as usize) < self.streams + SERVER_FILES {
+        if (limit as usize) < per_server + SERVER_FILES {
             return Err(std::io::Error::other(format!(
-                "the server needs {} open files and `ulimit -n` allows {limit}",
-                self.streams + SERVER_FILES
+                "each server needs {} open files and `ulimit -n` allows {limit}",
+                per_server + SERVER_FILES
             )));
         }
         let (lines, from_children) = channel();
@@ -226,15 +262,39 @@ impl HeldStreams {
             Server::RmcpPattern => "rmcp",
             Server::Sessions => "sessions",
         };
-        let role = format!("server {kind} {} {}", self.addr, self.streams);
-        let mut server = Process::spawn(&role, &self.server_under, SERVER, &lines)?;
-        let addr: SocketAddr = match expect(&from_children, SERVER, OPEN_LIMIT)? {
-            line if line.starts_with("listening ") => line["listening ".len()..]
-                .parse()
-                .map_err(std::io::Error::other)?,
-            line => return Err(std::io::Error::other(format!("server said {line:?}"))),
+        let mut servers = Vec::with_capacity(replicas);
+        let mut addr = self.addr.clone();
+        for replica in 0..replicas {
+            let mut role = format!("server {kind} {addr} {}", self.streams);
+            if let Some((replicas, relay)) = &self.group {
+                role += &format!(" {relay} {replicas}");
+            }
+            let index = server_index(replica);
+            servers.push(Process::spawn(&role, &self.server_under, index, &lines)?);
+            // The first binds the address (a free port); the others share it.
+            addr = match expect(&from_children, index, OPEN_LIMIT)? {
+                line if line.starts_with("listening ") => line["listening ".len()..].to_owned(),
+                line => return Err(std::io::Error::other(format!("server said {line:?}"))),
+            };
+        }
+        // A group serves once every replica's relay hears the others.
+        let joining = if self.group.is_some() { replicas } else { 0 };
+        for _ in 0..joining {
+            match next(&from_children, Instant::now() + OPEN_LIMIT)? {
+                (_, line) if line == server::JOINED => {}
+                (from, line) => {
+                    return Err(std::io::Error::other(format!(
+                        "{} said {line:?}",
+                        child_name(from)
+                    )));
+                }
+            }
+        }
+        let addr: SocketAddr = addr.parse().map_err(std::io::Error::other)?;
+        let resident = |servers: &[Process]| -> std::io::Result<u64> {
+            servers.iter().map(|s| proc::resident_bytes(s.id())).sum()
         };
-        let resident_before = proc::resident_bytes(server.id())?;
+        let resident_before = resident(&servers)?;
 
         let shards: Vec<Process> = (0..self.streams.div_ceil(SHARD_STREAMS))
             .map(|shard| {
@@ -249,6 +309,7 @@ impl HeldStreams {
 
         let mut held = Held {
             streams: self.streams,
+            servers: replicas,
             acknowledged: 0,
             failed: 0,
             first_failure: None,
@@ -271,10 +332,10 @@ impl HeldStreams {
         progress.finish();
 
         std::thread::sleep(SETTLE);
-        held.resident_after = proc::resident_bytes(server.id())?;
+        held.resident_after = resident(&servers)?;
 
         let start = Instant::now();
-        server.tell(server::PUBLISH)?;
+        servers[0].tell(server::PUBLISH)?;
         let deadline = start + FANOUT_LIMIT;
         while received.len() < shards.len() {
             let Ok((shard, line)) = next(&from_children, deadline) else {
@@ -296,13 +357,17 @@ enum Note {
     Other,
 }
 
-/// The server's index among the children; shards are numbered from 0.
-const SERVER: usize = usize::MAX;
+/// Servers are numbered down from the top among the children; shards
+/// from 0 up.
+fn server_index(replica: usize) -> usize {
+    usize::MAX - replica
+}
 
 fn child_name(index: usize) -> String {
-    match index {
-        SERVER => "the server".to_owned(),
-        shard => format!("client shard {shard}"),
+    match usize::MAX - index {
+        0 => "the server".to_owned(),
+        replica if replica < 1_000 => format!("server replica {replica}"),
+        _ => format!("client shard {index}"),
     }
 }
 
