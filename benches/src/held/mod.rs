@@ -242,12 +242,13 @@ impl HeldStreams {
             )));
         }
         let replicas = self.group.as_ref().map_or(1, |(replicas, _)| *replicas);
-        // The kernel spreads a group's connections about evenly; a quarter
-        // more than an even share leaves room for its unevenness.
+        // The kernel spreads a group's connections about evenly (hashed by
+        // their addresses: within a few percent at these counts); a tenth
+        // more than an even share leaves room for that.
         let per_server = if replicas == 1 {
             self.streams
         } else {
-            self.streams.div_ceil(replicas) * 5 / 4
+            self.streams.div_ceil(replicas) * 11 / 10
         };
         let limit = proc::open_file_limit()?;
         if (limit as usize) < per_server + SERVER_FILES {
