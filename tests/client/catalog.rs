@@ -257,21 +257,7 @@ async fn a_failing_fetch_is_retried_and_its_health_says_so() {
     server.set_tool("t", "x");
     server.publish(ListKind::Tools);
 
-    tokio::time::timeout(WAIT, async {
-        while catalog
-            .health()
-            .list(CatalogKind::Tools)
-            .unwrap()
-            .last_error
-            .is_none()
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
-    let health = catalog.health();
-    let tools = health.list(CatalogKind::Tools).unwrap();
+    let tools = stale_tools(&catalog).await;
     assert!(tools.retrying, "a 503 may pass: {tools:?}");
     assert!(
         catalog.snapshot().tools().is_empty(),
@@ -291,19 +277,7 @@ async fn a_refused_fetch_waits_for_the_next_change() {
     let catalog = open(&server, CatalogOptions::default()).await;
     server.set_failing(Some(404));
     server.publish(ListKind::Tools);
-    tokio::time::timeout(WAIT, async {
-        while catalog
-            .health()
-            .list(CatalogKind::Tools)
-            .unwrap()
-            .last_error
-            .is_none()
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    stale_tools(&catalog).await;
     let failed = server.fetches("tools/list");
     tokio::time::sleep(QUIET * 2).await;
     assert_eq!(server.fetches("tools/list"), failed, "no retry of a 404");
@@ -316,7 +290,7 @@ async fn a_refused_fetch_waits_for_the_next_change() {
 }
 
 /// Waits until the tools list's last fetch failed; its health then.
-async fn failed(catalog: &Catalog) -> mcp_subscriptions::client::FetchHealth {
+async fn stale_tools(catalog: &Catalog) -> mcp_subscriptions::client::FetchHealth {
     tokio::time::timeout(WAIT, async {
         loop {
             let health = catalog.health().list(CatalogKind::Tools).unwrap().clone();
@@ -347,7 +321,7 @@ async fn a_broken_page_keeps_the_last_good_list_marked_stale() {
         server.set_paging(paging);
         server.set_tool("unseen", "x");
         server.publish(ListKind::Tools);
-        let health = failed(&catalog).await;
+        let health = stale_tools(&catalog).await;
         let error = health.last_error.as_ref().unwrap();
         assert!(error.to_string().contains(says), "{paging:?}: {error}");
         assert!(!error.is_transient() && !health.retrying, "{paging:?}");
@@ -385,7 +359,7 @@ async fn a_fetch_that_hangs_times_out_and_is_retried_with_backoff() {
     server.set_delay(Duration::from_secs(30));
     server.set_tool("t", "x");
     server.publish(ListKind::Tools);
-    let health = failed(&catalog).await;
+    let health = stale_tools(&catalog).await;
     assert!(health.retrying, "{health:?}");
     assert!(
         health

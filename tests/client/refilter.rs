@@ -58,6 +58,18 @@ async fn next(subscription: &mut Subscription) -> Item {
         .expect("not finished")
 }
 
+/// The kinds of the next `n` items, each an event.
+async fn kinds(subscription: &mut Subscription, n: usize) -> Vec<EventKind> {
+    let mut seen = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Item::Event(event) = next(subscription).await else {
+            panic!("an event")
+        };
+        seen.push(event.kind().clone());
+    }
+    seen
+}
+
 async fn served(hub: &Hub) -> String {
     format!("{}/mcp", serve(app(ListenService::new(hub.clone()))).await)
 }
@@ -91,13 +103,7 @@ async fn a_changed_filter_keeps_what_both_ask_for_and_switches_the_rest() {
     // on both, once to the reader.
     hub.notify_resource_updated("file:///b");
     hub.notify_resource_updated("file:///c");
-    let mut seen = Vec::new();
-    for _ in 0..2 {
-        let Item::Event(event) = next(&mut subscription).await else {
-            panic!()
-        };
-        seen.push(event.kind().clone());
-    }
+    let seen = kinds(&mut subscription, 2).await;
     assert!(seen.contains(&EventKind::ResourceUpdated {
         uri: "file:///b".into()
     }));
@@ -228,13 +234,7 @@ async fn past_a_thousand_uris_a_subscription_is_several_streams_read_as_one() {
     assert_eq!(hub.stats().listeners_active, 3);
     hub.notify_resource_updated("file:///2400");
     hub.notify_tools_list_changed();
-    let mut seen = Vec::new();
-    for _ in 0..2 {
-        let Item::Event(event) = next(&mut subscription).await else {
-            panic!()
-        };
-        seen.push(event.kind().clone());
-    }
+    let seen = kinds(&mut subscription, 2).await;
     assert!(seen.contains(&EventKind::ResourceUpdated {
         uri: "file:///2400".into()
     }));
