@@ -49,6 +49,9 @@ pub mod channel;
 // The client half, above the transports (it reads the channel's frames).
 #[cfg(feature = "client")]
 pub mod client;
+// Above the client: catalogs and listens upstream, a hub downstream.
+#[cfg(feature = "gateway")]
+pub mod gateway;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "stdio")]

@@ -47,6 +47,8 @@ mod catalog;
 #[path = "../support/cli.rs"]
 mod cli;
 mod replicas;
+#[path = "../support/serving.rs"]
+mod serving;
 mod tasks;
 
 use std::net::SocketAddr;
@@ -464,22 +466,6 @@ impl ServerHandler for DemoServer {
     }
 }
 
-/// A listening socket on `addr`, shared with other processes when
-/// `reuse_port` (each sets it, and the kernel balances new connections).
-fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    // As `TcpListener::bind` does: a restarted server rebinds at once.
-    socket.set_reuseaddr(true)?;
-    socket.set_reuseport(reuse_port)?;
-    socket.bind(addr)?;
-    // The backlog a herd of reconnecting clients meets.
-    socket.listen(4096)
-}
-
 /// Demand hooks that log: where a real server would start watching a file
 /// or an upstream when a URI gains its first stream, and stop after.
 fn logged_demand() -> Demand {
@@ -494,30 +480,6 @@ fn server_info() -> Implementation {
     Implementation::new("mcp-subscriptions-example", env!("CARGO_PKG_VERSION"))
 }
 
-/// Ctrl-C (SIGINT) or SIGTERM. Installed first thing, so that a signal
-/// arriving while the server starts is not fatal.
-struct Shutdown {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Shutdown {
-    fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-        })
-    }
-
-    async fn requested(mut self) {
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-    }
-}
-
 async fn serve_http(
     replica: Replica,
     tasks: tasks::Tasks,
@@ -525,7 +487,7 @@ async fn serve_http(
     tokens: auth::Tokens,
     options: &Options,
     metrics: PrometheusHandle,
-    shutdown: Shutdown,
+    shutdown: serving::Shutdown,
 ) -> std::io::Result<()> {
     let keepalive = Duration::from_secs(options.keepalive_secs);
     let hub = replica.hub().clone();
@@ -563,7 +525,7 @@ async fn serve_http(
                 )
             }),
         );
-    let listener = bind(options.bind, options.reuse_port)?;
+    let listener = serving::bind(options.bind, options.reuse_port)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     // Completing the hub ends every listen stream with its `complete`
     // result; each then has until the deadline to write it, and what is
@@ -593,7 +555,7 @@ async fn serve_stdio(
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
     deadline: Duration,
-    shutdown: Shutdown,
+    shutdown: serving::Shutdown,
 ) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("serving MCP on stdin/stdout");
     let transport = StdioTransport::stdio(listen.clone());
@@ -627,7 +589,7 @@ async fn serve_stdio(
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let shutdown = Shutdown::install()?;
+    let shutdown = serving::Shutdown::install()?;
     let options = Options::parse();
     // The crate's lifecycle events on stderr (stdout may be the MCP pipe),
     // filtered as RUST_LOG says.

@@ -138,4 +138,6 @@ pub use options::{
     Headers, Relisten, SubscribeOptions,
 };
 pub use stdio::StdioClient;
+#[cfg(feature = "gateway")]
+pub(crate) use subscription::FilterHandle;
 pub use subscription::Subscription;

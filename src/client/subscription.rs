@@ -83,14 +83,14 @@ impl Subscription {
     /// [`SubscribeError::Closed`] when the subscription has ended (or ends
     /// before the new streams are acknowledged).
     pub async fn set_filter(&self, filter: &Filter) -> Result<Filter, SubscribeError> {
-        let (granted, grant) = oneshot::channel();
-        self.commands
-            .send(Refilter {
-                filter: filter.clone(),
-                granted,
-            })
-            .map_err(|_| SubscribeError::Closed)?;
-        grant.await.unwrap_or(Err(SubscribeError::Closed))
+        refilter(&self.commands, filter).await
+    }
+
+    /// A handle that changes the filter while the subscription is read
+    /// elsewhere ([`next`](Self::next) borrows it mutably).
+    #[cfg(feature = "gateway")]
+    pub(crate) fn filter_handle(&self) -> FilterHandle {
+        FilterHandle(self.commands.clone())
     }
 
     /// The filter the server granted in its acknowledgement (after a
@@ -170,6 +170,33 @@ impl Subscription {
             .expect("a thread starts");
         receiver
     }
+}
+
+/// [`Subscription::set_filter`], apart from the subscription.
+#[cfg(feature = "gateway")]
+#[derive(Clone)]
+pub(crate) struct FilterHandle(mpsc::UnboundedSender<Refilter>);
+
+#[cfg(feature = "gateway")]
+impl FilterHandle {
+    /// As [`Subscription::set_filter`].
+    pub(crate) async fn set_filter(&self, filter: &Filter) -> Result<Filter, SubscribeError> {
+        refilter(&self.0, filter).await
+    }
+}
+
+async fn refilter(
+    commands: &mpsc::UnboundedSender<Refilter>,
+    filter: &Filter,
+) -> Result<Filter, SubscribeError> {
+    let (granted, grant) = oneshot::channel();
+    commands
+        .send(Refilter {
+            filter: filter.clone(),
+            granted,
+        })
+        .map_err(|_| SubscribeError::Closed)?;
+    grant.await.unwrap_or(Err(SubscribeError::Closed))
 }
 
 impl Drop for Subscription {

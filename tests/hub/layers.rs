@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("session", 5),
     ("stdio", 5),
     ("client", 6),
+    ("gateway", 7),
 ];
 
 type Module = Vec<String>;

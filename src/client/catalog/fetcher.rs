@@ -83,7 +83,7 @@ impl<R: Request> Fetcher<R> {
     /// Runs `request` with the freshest headers; a refusal for its
     /// authorization asks the credentials hook, and is tried once more
     /// when that gave new headers.
-    async fn authorized<T, F, Fut>(&self, request: F) -> Result<T, SubscribeError>
+    pub(super) async fn authorized<T, F, Fut>(&self, request: F) -> Result<T, SubscribeError>
     where
         F: Fn(SubscribeOptions) -> Fut,
         Fut: Future<Output = Result<T, SubscribeError>>,

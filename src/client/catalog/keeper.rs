@@ -114,7 +114,7 @@ impl<R: Request> Keeper<R> {
     /// `listen`; every part is due at once, and `settled` fires when each
     /// has been fetched (or failed) once.
     pub(super) fn new(
-        fetcher: Fetcher<R>,
+        fetcher: Arc<Fetcher<R>>,
         server: DiscoverResult,
         listen: Option<Subscription>,
         settled: oneshot::Sender<()>,
@@ -162,7 +162,7 @@ impl<R: Request> Keeper<R> {
             health: Mutex::new(health),
         });
         let keeper = Self {
-            fetcher: Arc::new(fetcher),
+            fetcher,
             state: Arc::clone(&state),
             working,
             schedule,

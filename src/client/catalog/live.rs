@@ -14,12 +14,14 @@ use super::super::pump::retrying;
 use super::super::request::Request;
 use super::super::stdio::StdioClient;
 use super::super::subscription::Subscription;
+use super::connection::Connection;
 use super::diff::Changes;
 use super::fetcher::Fetcher;
 use super::health::Health;
 use super::keeper::{Keeper, State, listen_filter};
 use super::options::CatalogOptions;
 use super::snapshot::Snapshot;
+use crate::filter::Filter;
 
 /// The live catalog: a host's always-fresh view of one MCP server's tools,
 /// prompts, resources and templates ([`Catalog`]), and of several at once
@@ -84,6 +86,7 @@ use super::snapshot::Snapshot;
 /// streams; snapshots already taken stay valid.
 pub struct Catalog {
     state: Arc<State>,
+    connection: Arc<dyn Connection>,
     keeper: JoinHandle<()>,
 }
 
@@ -133,7 +136,7 @@ impl Catalog {
         server: Arc<R>,
         options: CatalogOptions,
     ) -> Result<Self, SubscribeError> {
-        let fetcher = Fetcher::new(server, options);
+        let fetcher = Arc::new(Fetcher::new(server, options));
         let discovered = retrying(&fetcher.options.subscribe, || fetcher.discover()).await?;
         // After discovery, which may have refreshed the credentials.
         let listen = fetcher.listen_options();
@@ -145,9 +148,14 @@ impl Catalog {
             None => None,
         };
         let (settled, first_round) = oneshot::channel();
+        let connection: Arc<dyn Connection> = Arc::clone(&fetcher) as _;
         let (keeper, state) = Keeper::new(fetcher, discovered, subscription, settled);
         let keeper = tokio::spawn(keeper.run());
-        let catalog = Self { state, keeper };
+        let catalog = Self {
+            state,
+            connection,
+            keeper,
+        };
         let _ = first_round.await;
         Ok(catalog)
     }
@@ -191,6 +199,37 @@ impl Catalog {
     /// How the listen stream and each list's fetches are doing.
     pub fn health(&self) -> Health {
         self.state.health.lock().clone()
+    }
+
+    /// Sends any other request (`tools/call`, `prompts/get`,
+    /// `resources/read`, ...) over the catalog's connection, with its
+    /// headers, and returns the response's `result`. A refusal for the
+    /// authorization asks the [`Credentials`](super::super::Credentials)
+    /// hook, and the request is sent once more with what it gave; the
+    /// listen stream and the fetches then use those too. No timeout is
+    /// set: a tool may take long.
+    ///
+    /// # Errors
+    ///
+    /// The server's JSON-RPC error as [`SubscribeError::Refused`], or the
+    /// transport's failure.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, SubscribeError> {
+        self.connection.request(method.to_owned(), params).await
+    }
+
+    /// Opens another subscription over the catalog's connection, with its
+    /// headers, credentials hook and re-listen policy: watching resources
+    /// on demand beside the lists the catalog keeps.
+    ///
+    /// # Errors
+    ///
+    /// As [`Subscription::http`].
+    pub async fn subscribe(&self, filter: &Filter) -> Result<Subscription, SubscribeError> {
+        self.connection.subscribe(filter.clone()).await
     }
 }
 

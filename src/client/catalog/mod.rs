@@ -1,6 +1,7 @@
 //! The live catalog a host keeps of a server ([`Catalog`]) and of several
 //! ([`CatalogSet`]).
 
+mod connection;
 mod diff;
 mod entry;
 mod fetcher;
