@@ -26,6 +26,10 @@ use crate::event::Event;
 /// was dropped since.
 struct Delivered {
     from: u64,
+    /// The newest stream that may carry a copy: one opened later was
+    /// registered after the event was published, so the same event
+    /// coming on it is a later publish, never this one's copy.
+    newest: u64,
     matched: Vec<u64>,
     until: Instant,
 }
@@ -39,11 +43,13 @@ pub(super) struct Overlap {
 impl Overlap {
     /// Whether `event` from stream `from` (streams are numbered as they
     /// open) is a copy of one another stream delivered: that stream's
-    /// number. Otherwise it is remembered until `until`, when `remember`.
+    /// number. Otherwise it is remembered until `until` (when given), as
+    /// an event streams up to `newest` may carry a copy of.
     pub(super) fn copy_of(
         &mut self,
         event: &Event,
         from: u64,
+        newest: u64,
         now: Instant,
         until: Option<Instant>,
     ) -> Option<u64> {
@@ -55,7 +61,7 @@ impl Overlap {
         copies.retain(|copy| copy.until > now);
         if let Some(copy) = copies
             .iter_mut()
-            .find(|copy| copy.from != from && !copy.matched.contains(&from))
+            .find(|copy| copy.from != from && from <= copy.newest && !copy.matched.contains(&from))
         {
             copy.matched.push(from);
             return Some(copy.from);
@@ -63,6 +69,7 @@ impl Overlap {
         match until {
             Some(until) => copies.push_back(Delivered {
                 from,
+                newest,
                 matched: Vec::new(),
                 until,
             }),
@@ -88,17 +95,32 @@ mod tests {
         let a = Event::resource_updated("file:///a");
         let b = Event::resource_updated("file:///b");
         // Published once, while three streams were open.
-        assert_eq!(overlap.copy_of(&a, 1, now, until), None);
-        assert_eq!(overlap.copy_of(&a, 2, now, until), Some(1));
-        assert_eq!(overlap.copy_of(&a, 3, now, until), Some(1));
+        assert_eq!(overlap.copy_of(&a, 1, 3, now, until), None);
+        assert_eq!(overlap.copy_of(&a, 2, 3, now, until), Some(1));
+        assert_eq!(overlap.copy_of(&a, 3, 3, now, until), Some(1));
         // Published again: delivered again.
-        assert_eq!(overlap.copy_of(&a, 3, now, until), None);
-        assert_eq!(overlap.copy_of(&a, 1, now, until), Some(3));
+        assert_eq!(overlap.copy_of(&a, 3, 3, now, until), None);
+        assert_eq!(overlap.copy_of(&a, 1, 3, now, until), Some(3));
         // Another event is no copy; nothing is a copy once the overlap is
         // over, and nothing is remembered outside one.
-        assert_eq!(overlap.copy_of(&b, 2, now, until), None);
+        assert_eq!(overlap.copy_of(&b, 2, 3, now, until), None);
         let later = now + Duration::from_secs(2);
-        assert_eq!(overlap.copy_of(&b, 1, later, None), None);
+        assert_eq!(overlap.copy_of(&b, 1, 3, later, None), None);
         assert!(!overlap.delivered.contains_key(&b.to_plain_json()));
+    }
+
+    #[test]
+    fn a_stream_opened_after_a_delivery_carries_no_copy_of_it() {
+        let now = Instant::now();
+        let until = Some(now + Duration::from_secs(1));
+        let mut overlap = Overlap::default();
+        let a = Event::resource_updated("file:///a");
+        // Delivered by stream 1 while 2 was open, and its copy on 2 dropped.
+        assert_eq!(overlap.copy_of(&a, 1, 2, now, until), None);
+        assert_eq!(overlap.copy_of(&a, 2, 2, now, until), Some(1));
+        // Stream 3 opened since: the same signal on it is published anew,
+        // and delivered, even if stream 1 closes before it brings its own.
+        assert_eq!(overlap.copy_of(&a, 3, 3, now, until), None);
+        assert_eq!(overlap.copy_of(&a, 1, 3, now, until), Some(3));
     }
 }

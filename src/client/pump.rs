@@ -303,7 +303,9 @@ impl<'a, C: Connect> Reader<'a, C> {
     fn deliver(&mut self, event: Event, epoch: u64, opening: bool) -> Result<(), u64> {
         let now = Instant::now();
         let until = (opening || !self.draining.is_empty()).then(|| now + self.options.overlap);
-        let Some(original) = self.overlap.copy_of(&event, epoch, now, until) else {
+        // The streams opening now may carry a copy; any opened later not.
+        let newest = self.epoch + u64::from(opening);
+        let Some(original) = self.overlap.copy_of(&event, epoch, newest, now, until) else {
             return self.shared.push_event(event);
         };
         self.shared.add_duplicate();

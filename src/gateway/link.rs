@@ -33,7 +33,7 @@
 //! ending), each URI it covers is published downstream as updated, so that
 //! downstream listeners refetch: never silence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,14 +57,32 @@ const REOPEN: Backoff = Backoff {
     max: Duration::from_secs(30),
 };
 
-/// The upstream URIs downstream demand holds.
+/// The upstream URIs downstream demand holds, each with its attaches not
+/// yet detached. Counted, not flagged: a key's detach may run after the
+/// attach of the key's next first stream has begun (the two run on tasks
+/// of their own), and the count keeps that URI wanted.
 #[derive(Default)]
 struct Wanted {
-    uris: BTreeSet<String>,
+    uris: BTreeMap<String, usize>,
     /// Raised at each change of `uris`.
     generation: u64,
     /// Why a URI was refused, until its attach reads it.
     refused: HashMap<String, ErrorData>,
+}
+
+impl Wanted {
+    /// One attach of `uri` fewer; whether it is no longer wanted.
+    fn release(&mut self, uri: &str) -> bool {
+        let Some(count) = self.uris.get_mut(uri) else {
+            return false;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return false;
+        }
+        self.uris.remove(uri);
+        true
+    }
 }
 
 /// What the task last brought the upstream listen to.
@@ -109,7 +127,7 @@ impl Link {
         let generation = {
             let mut wanted = self.wanted.lock();
             wanted.refused.remove(&uri);
-            wanted.uris.insert(uri.clone());
+            *wanted.uris.entry(uri.clone()).or_default() += 1;
             wanted.generation += 1;
             wanted.generation
         };
@@ -136,7 +154,7 @@ impl Link {
     pub(super) fn detach(&self, uri: &str) {
         {
             let mut wanted = self.wanted.lock();
-            if !wanted.uris.remove(uri) {
+            if !wanted.release(uri) {
                 return;
             }
             wanted.generation += 1;
@@ -199,9 +217,9 @@ impl Listen {
     /// Brings the upstream listen to the wanted set, and publishes the
     /// generation reached.
     async fn apply(&mut self) {
-        let (target, generation) = {
+        let (target, generation): (BTreeSet<String>, u64) = {
             let wanted = self.link.wanted.lock();
-            (wanted.uris.clone(), wanted.generation)
+            (wanted.uris.keys().cloned().collect(), wanted.generation)
         };
         self.attached.retain(|uri| target.contains(uri));
         if target != self.listening || (self.subscription.is_none() && !target.is_empty()) {
@@ -310,8 +328,10 @@ impl Listen {
 
     /// Takes `uri` out of the wanted set, with why for its attach.
     fn refuse(&mut self, uri: &str, error: ErrorData) {
+        // The attach refused is never detached: its count goes now.
         let mut wanted = self.link.wanted.lock();
-        if wanted.uris.remove(uri) {
+        if wanted.uris.contains_key(uri) {
+            wanted.release(uri);
             wanted.refused.insert(uri.to_owned(), error);
             self.link.stats.lock().refused += 1;
         }

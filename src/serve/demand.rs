@@ -22,6 +22,14 @@
 //! detach hook runs, once. A key whose attach was refused was never
 //! attached, so it is never detached.
 //!
+//! Each detach pairs with one attach, but the detach of a key's idle
+//! spell and the attach of its next first stream may overlap: the detach
+//! runs once the key has left the map, so a stream arriving at that
+//! moment starts a new attach, on a task of its own, that can run before
+//! the detach returns. A hook that keeps state per key counts its
+//! attaches and detaches rather than setting and clearing a flag (the
+//! gateway's do).
+//!
 //! # State
 //!
 //! One short lock over a map from key to its holders and phase; never

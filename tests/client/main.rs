@@ -9,6 +9,11 @@ mod catalog;
 mod catalog_example;
 mod client;
 mod client_misbehaving;
+#[cfg(feature = "gateway")]
+mod gateway;
 mod interop;
 mod refilter;
 mod tls;
+#[cfg(feature = "gateway")]
+#[path = "../support/waiting.rs"]
+mod waiting;

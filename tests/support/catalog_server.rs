@@ -15,8 +15,10 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcp_subscriptions::{Event, Hub, ListKind, ListenService};
+use mcp_subscriptions::error::OpenError;
+use mcp_subscriptions::{Event, Filter, Hub, ListKind, ListenService};
 use parking_lot::Mutex;
+use rmcp::model::ErrorData;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -53,6 +55,10 @@ struct Behaviour {
     failing: Option<u16>,
     /// The bearer token every request must carry.
     token: Option<String>,
+    /// Listens naming a URI that holds this are refused with -32602.
+    refused_uris: Option<String>,
+    /// URIs that hold this are left out of every grant.
+    withheld_uris: Option<String>,
 }
 
 struct Shared {
@@ -102,8 +108,31 @@ impl CatalogServer {
 
     fn serve(&self, tcp: TcpListener) {
         let hub = self.hub.lock().clone();
+        let shared = Arc::clone(&self.shared);
+        let listen = ListenService::new(hub).with_authorizer(move |_: &_, requested: &Filter| {
+            let behaviour = shared.behaviour.lock();
+            let holds = |uri: &str, needle: &Option<String>| {
+                needle.as_deref().is_some_and(|needle| uri.contains(needle))
+            };
+            if requested
+                .resource_subscriptions()
+                .any(|uri| holds(uri, &behaviour.refused_uris))
+            {
+                return Err(OpenError::Refused(ErrorData::invalid_params(
+                    "a URI this server does not serve",
+                    None,
+                )));
+            }
+            let granted = requested
+                .lists_changed()
+                .fold(Filter::new(), Filter::with_list_changed);
+            Ok(requested
+                .resource_subscriptions()
+                .filter(|uri| !holds(uri, &behaviour.withheld_uris))
+                .fold(granted, Filter::with_resource))
+        });
         let http = mcp_subscriptions::http::HttpTransport::new(
-            ListenService::new(hub),
+            listen,
             axum::Router::new()
                 .fallback(answer)
                 .with_state(Arc::clone(&self.shared)),
@@ -216,6 +245,16 @@ impl CatalogServer {
     /// Answers list requests with this HTTP status; `None` to answer again.
     pub fn set_failing(&self, status: Option<u16>) {
         self.shared.behaviour.lock().failing = status;
+    }
+
+    /// Refuses listens naming a URI that holds `needle`, with -32602.
+    pub fn refuse_uris_containing(&self, needle: &str) {
+        self.shared.behaviour.lock().refused_uris = Some(needle.into());
+    }
+
+    /// Leaves URIs that hold `needle` out of every grant.
+    pub fn withhold_uris_containing(&self, needle: &str) {
+        self.shared.behaviour.lock().withheld_uris = Some(needle.into());
     }
 
     /// Requires this bearer token on every request, listens included.

@@ -1,0 +1,360 @@
+//! The gateway: downstream listen streams over HTTP, fed by shared
+//! upstream listens on in-process upstream servers whose listens are
+//! counted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use mcp_subscriptions::client::{Item, SubscribeError, SubscribeOptions, Subscription};
+use mcp_subscriptions::gateway::{Gateway, Upstream};
+use mcp_subscriptions::{EventKind, Filter, ListKind};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use rmcp::model::ErrorCode;
+
+use crate::support::catalog_server::CatalogServer;
+use crate::waiting::until;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Two upstreams, `a` and `b`, each with a tool and resources, behind one
+/// gateway served over HTTP.
+struct Rig {
+    a: CatalogServer,
+    b: CatalogServer,
+    gateway: Gateway,
+    url: String,
+}
+
+async fn rig(grace: Duration) -> Rig {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    for (server, tool) in [(&a, "search"), (&b, "fetch")] {
+        server.set_tool(tool, "a tool");
+        server.add_resource("file:///x");
+    }
+    let gateway = Gateway::builder()
+        .upstream(Upstream::http("a", a.url()))
+        .upstream(Upstream::http("b", b.url()))
+        .grace(grace)
+        .open()
+        .await
+        .unwrap();
+    let app = crate::support::http::app(gateway.listen_service());
+    let url = format!("{}/mcp", crate::support::http::serve(app).await);
+    Rig { a, b, gateway, url }
+}
+
+impl Rig {
+    async fn listen(&self, filter: &Filter) -> Subscription {
+        self.try_listen(filter).await.unwrap()
+    }
+
+    async fn try_listen(&self, filter: &Filter) -> Result<Subscription, SubscribeError> {
+        Subscription::http(self.url.as_str(), filter, SubscribeOptions::default()).await
+    }
+
+    /// The URIs the gateway's listen on upstream `name` asks for.
+    fn upstream_uris(&self, name: &str) -> Vec<String> {
+        let stats = self.gateway.stats();
+        let upstream = stats.iter().find(|stats| stats.name == name).unwrap();
+        upstream.uris.clone()
+    }
+}
+
+fn uris(uris: &[&str]) -> Filter {
+    uris.iter()
+        .fold(Filter::new(), |filter, uri| filter.with_resource(*uri))
+}
+
+/// The next event's kind, skipping nothing.
+async fn next_kind(subscription: &mut Subscription) -> EventKind {
+    match tokio::time::timeout(DEADLINE, subscription.next()).await {
+        Ok(Some(Item::Event(event))) => event.kind().clone(),
+        Ok(other) => panic!("expected an event, got {other:?}"),
+        Err(_) => panic!("no event within {DEADLINE:?}"),
+    }
+}
+
+async fn quiet(subscription: &mut Subscription, wait: Duration) {
+    if let Ok(item) = tokio::time::timeout(wait, subscription.next()).await {
+        panic!("expected nothing, got {item:?}");
+    }
+}
+
+fn updated(uri: &str) -> EventKind {
+    EventKind::ResourceUpdated { uri: uri.into() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_events_reach_only_the_listeners_that_asked_for_them_namespaced() {
+    let rig = rig(Duration::from_millis(200)).await;
+    let mut tools = rig.listen(&Filter::new().with_tools_list_changed()).await;
+    let mut on_a = rig.listen(&uris(&["a+file:///x"])).await;
+    let mut on_b = rig.listen(&uris(&["b+file:///x"])).await;
+    assert_eq!(rig.upstream_uris("a"), ["file:///x"]);
+    assert_eq!(rig.upstream_uris("b"), ["file:///x"]);
+
+    rig.a.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut on_a).await, updated("a+file:///x"));
+    quiet(&mut on_b, Duration::from_millis(300)).await;
+    rig.b.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut on_b).await, updated("b+file:///x"));
+    quiet(&mut on_a, Duration::from_millis(300)).await;
+
+    // A real change of a's tools: a downstream list change, and the
+    // merged list names it.
+    rig.a.set_tool("index", "another tool");
+    rig.a.publish(ListKind::Tools);
+    assert_eq!(
+        next_kind(&mut tools).await,
+        EventKind::ListChanged(ListKind::Tools)
+    );
+    let names: BTreeSet<String> = rig
+        .gateway
+        .tools()
+        .into_iter()
+        .map(|tool| tool.name.into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["a/index".into(), "a/search".into(), "b/fetch".into()])
+    );
+    // A change notification after which the list is the same: the merged
+    // list did not change, so downstream hears nothing.
+    rig.b.publish(ListKind::Tools);
+    quiet(&mut tools, Duration::from_millis(600)).await;
+    assert!(
+        rig.gateway
+            .resources()
+            .iter()
+            .any(|r| r.uri == "b+file:///x")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uri_no_upstream_claims_or_serves_is_refused_and_nothing_else_is_touched() {
+    let rig = rig(Duration::from_millis(200)).await;
+    let mut held = rig.listen(&uris(&["a+file:///x"])).await;
+
+    let refused = |result: Result<Subscription, SubscribeError>| match result {
+        Err(SubscribeError::Refused(error)) => error,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let error = refused(rig.try_listen(&uris(&["c+file:///x"])).await);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("no upstream"), "{}", error.message);
+
+    // An upstream that refuses a URI: only the listens that need it.
+    rig.a.refuse_uris_containing("secret");
+    let error = refused(
+        rig.try_listen(&uris(&["a+file:///secret", "b+file:///x"]))
+            .await,
+    );
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.message, "a URI this server does not serve");
+    // Refused together with a good one in one upstream change: the good
+    // one still attaches, for whoever needs it alone.
+    let (secret, fine) = (uris(&["a+file:///secret2"]), uris(&["a+file:///y"]));
+    let (secret, fine) = tokio::join!(rig.try_listen(&secret), rig.try_listen(&fine));
+    refused(secret);
+    let _fine = fine.unwrap();
+    // One it leaves out of its grant.
+    rig.a.withhold_uris_containing("hidden");
+    let error = refused(rig.try_listen(&uris(&["a+file:///hidden"])).await);
+    assert!(
+        error.message.contains("does not serve"),
+        "{}",
+        error.message
+    );
+
+    assert_eq!(rig.upstream_uris("a"), ["file:///x", "file:///y"]);
+    rig.a.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut held).await, updated("a+file:///x"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_downstream_listeners_share_one_upstream_listen_per_upstream() {
+    let rig = rig(Duration::from_millis(100)).await;
+    let catalog_listens = (rig.a.listeners(), rig.b.listeners());
+    assert_eq!(catalog_listens, (1, 1), "each catalog listens once");
+
+    let mut opening = tokio::task::JoinSet::new();
+    let mut listeners = Vec::new();
+    for i in 0..1_000u32 {
+        let upstream = if i % 2 == 0 { "a" } else { "b" };
+        let filter = uris(&[&format!("{upstream}+file:///{}", i % 50)]).with_tools_list_changed();
+        let url = rig.url.clone();
+        opening.spawn(async move {
+            let subscription = Subscription::http(url, &filter, SubscribeOptions::default())
+                .await
+                .unwrap();
+            (i, subscription)
+        });
+        if opening.len() == 100 {
+            while let Some(opened) = opening.join_next().await {
+                listeners.push(opened.unwrap());
+            }
+        }
+    }
+    while let Some(opened) = opening.join_next().await {
+        listeners.push(opened.unwrap());
+    }
+    // The catalog's listen and the URI listen, however many listen below.
+    assert_eq!((rig.a.listeners(), rig.b.listeners()), (2, 2));
+    assert_eq!(rig.upstream_uris("a").len(), 25);
+    assert_eq!(rig.upstream_uris("b").len(), 25);
+    assert!(rig.gateway.stats().iter().all(|stats| stats.listens() == 2));
+
+    // One upstream event reaches each downstream listener of its URI.
+    rig.a.publish_updated("file:///0");
+    for (i, subscription) in &mut listeners {
+        if *i % 50 == 0 && *i % 2 == 0 {
+            assert_eq!(next_kind(subscription).await, updated("a+file:///0"));
+        }
+    }
+    // All gone: after the grace, the URI listens close.
+    for (_, subscription) in listeners {
+        subscription.cancel().await;
+    }
+    until("the URI listens close", || {
+        rig.a.listeners() == 1 && rig.b.listeners() == 1
+    })
+    .await;
+    assert!(
+        rig.gateway
+            .stats()
+            .iter()
+            .all(|stats| stats.uri_streams == 0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_restarted_resyncs_exactly_its_listeners_and_ends_no_downstream_stream() {
+    let rig = rig(Duration::from_millis(200)).await;
+    let mut on_a = rig.listen(&uris(&["a+file:///x", "a+file:///y"])).await;
+    let mut on_b = rig.listen(&uris(&["b+file:///x"])).await;
+
+    rig.a.stop().await;
+    rig.a.restart().await;
+    let mut resynced = BTreeSet::new();
+    while resynced.len() < 2 {
+        match next_kind(&mut on_a).await {
+            EventKind::ResourceUpdated { uri } => resynced.insert(uri),
+            other => panic!("expected a resync, got {other:?}"),
+        };
+    }
+    assert_eq!(
+        resynced,
+        BTreeSet::from(["a+file:///x".into(), "a+file:///y".into()])
+    );
+    quiet(&mut on_b, Duration::from_millis(300)).await;
+    // Both go on.
+    until("a listens again", || rig.a.listeners() == 2).await;
+    rig.a.publish_updated("file:///y");
+    assert_eq!(next_kind(&mut on_a).await, updated("a+file:///y"));
+    rig.b.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut on_b).await, updated("b+file:///x"));
+    let stats = rig.gateway.stats();
+    assert!(stats[0].resyncs >= 1 && stats[1].resyncs == 0, "{stats:?}");
+}
+
+/// Listeners arrive and leave at random while both upstreams publish, and
+/// the upstream filters widen and narrow under them: every listener gets
+/// an event for each URI it held across the publish, and the filters end
+/// as the union of what remains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_coming_and_going_at_random_miss_nothing_they_held() {
+    const STEPS: usize = 300;
+    let seed: u64 = std::env::var("GATEWAY_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("GATEWAY_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let rig = rig(Duration::from_millis(20)).await;
+    let pool: Vec<String> = (0..8)
+        .flat_map(|i| [format!("a+file:///{i}"), format!("b+file:///{i}")])
+        .collect();
+    let mut open: Vec<(BTreeSet<String>, Subscription)> = Vec::new();
+    let mut delivered = 0usize;
+    for step in 0..STEPS {
+        // Some leave, some arrive.
+        for _ in 0..rng.random_range(0..3) {
+            if !open.is_empty() {
+                let (_, gone) = open.swap_remove(rng.random_range(0..open.len()));
+                drop(gone);
+            }
+        }
+        for _ in 0..rng.random_range(0..3) {
+            let held: BTreeSet<String> = (0..rng.random_range(1..4))
+                .map(|_| pool[rng.random_range(0..pool.len())].clone())
+                .collect();
+            let filter = held.iter().fold(Filter::new(), |filter, uri| {
+                filter.with_resource(uri.as_str())
+            });
+            open.push((held, rig.listen(&filter).await));
+        }
+        // Published while the filters change under the listeners (the
+        // grace of those that left runs out meanwhile).
+        if step % 2 == 0 {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..30))).await;
+        }
+        let published: BTreeSet<String> = (0..rng.random_range(1..5))
+            .map(|_| pool[rng.random_range(0..pool.len())].clone())
+            .collect();
+        for uri in &published {
+            let (server, upstream_uri) = match uri.split_once('+').unwrap() {
+                ("a", rest) => (&rig.a, rest),
+                (_, rest) => (&rig.b, rest),
+            };
+            server.publish_updated(upstream_uri);
+        }
+        for (held, subscription) in &mut open {
+            let mut expected: BTreeSet<&String> = held.intersection(&published).collect();
+            while !expected.is_empty() {
+                match tokio::time::timeout(DEADLINE, subscription.next()).await {
+                    Ok(Some(Item::Event(event))) => {
+                        if let EventKind::ResourceUpdated { uri } = event.kind() {
+                            assert!(held.contains(uri), "step {step}: {uri} is not held");
+                            if expected.remove(uri) {
+                                delivered += 1;
+                            }
+                        }
+                    }
+                    other => panic!(
+                        "seed {seed}, step {step}: missed {expected:?} held by a listener: {other:?}; {:?}",
+                        rig.gateway.stats()
+                    ),
+                }
+            }
+        }
+    }
+    assert!(delivered > STEPS / 2, "only {delivered} deliveries checked");
+    let remaining: BTreeMap<&str, BTreeSet<String>> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let prefix = format!("{name}+");
+            let held = open
+                .iter()
+                .flat_map(|(held, _)| held.iter())
+                .filter_map(|uri| uri.strip_prefix(prefix.as_str()).map(str::to_owned))
+                .collect();
+            (name, held)
+        })
+        .collect();
+    until("the upstream filters are the union of what remains", || {
+        ["a", "b"].iter().all(|name| {
+            let uris: BTreeSet<String> = rig.upstream_uris(name).into_iter().collect();
+            uris == remaining[name]
+        })
+    })
+    .await;
+    let duplicates: u64 = rig
+        .gateway
+        .stats()
+        .iter()
+        .map(|stats| stats.duplicates)
+        .sum();
+    println!("{delivered} deliveries checked, {duplicates} copies dropped upstream");
+}
