@@ -63,13 +63,42 @@ impl Http {
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL_VERSION)
-            .header("mcp-method", method)
-            .body(body.to_string());
+            .header("mcp-method", method);
+        if let Some(name) = mcp_name(method, body) {
+            request = request.header("mcp-name", name);
+        }
+        request = request.body(body.to_string());
         for (name, value) in &options.headers {
             request = request.header(name, value);
         }
         request.send().await.map_err(|err| send_error(&err))
     }
+}
+
+/// The `Mcp-Name` header a 2026-07-28 request of `method` carries
+/// (SEP-2243), so that whatever routes on headers (rmcp's server checks
+/// them) sees what the body names: the tool's or prompt's name, the
+/// resource's URI, the task's id. A value a header cannot carry as it is
+/// goes Base64-encoded between `=?base64?` and `?=`.
+fn mcp_name(method: &str, body: &Value) -> Option<String> {
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return None,
+    };
+    let value = body["params"][field].as_str()?;
+    let plain = value.chars().all(|c| c.is_ascii_graphic() || c == ' ')
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    Some(if plain {
+        value.to_owned()
+    } else {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+        format!("=?base64?{encoded}?=")
+    })
 }
 
 #[cfg(feature = "tls")]
@@ -293,5 +322,35 @@ impl Subscription {
     ) -> Result<Self, SubscribeError> {
         let connect = Http::new(url.into(), &options)?;
         Self::open(Arc::new(connect), requested, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_request_naming_a_tool_prompt_resource_or_task_says_so_in_a_header() {
+        let name = |method, params: Value| mcp_name(method, &json!({ "params": params }));
+        let named = json!({"name": "a/search"});
+        assert_eq!(name("tools/call", named).as_deref(), Some("a/search"));
+        let read = json!({"uri": "file:///x"});
+        assert_eq!(name("resources/read", read).as_deref(), Some("file:///x"));
+        let task = json!({"taskId": "t1"});
+        assert_eq!(name("tasks/get", task).as_deref(), Some("t1"));
+        assert_eq!(name("tools/list", json!({})), None);
+        // Not plain ASCII, or a space at an end: Base64 in its sentinel.
+        let accented = json!({"name": "café"});
+        assert_eq!(
+            name("prompts/get", accented).as_deref(),
+            Some("=?base64?Y2Fmw6k=?=")
+        );
+        let spaced = json!({"name": " x"});
+        assert_eq!(
+            name("prompts/get", spaced).as_deref(),
+            Some("=?base64?IHg=?=")
+        );
     }
 }

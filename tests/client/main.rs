@@ -11,6 +11,8 @@ mod client;
 mod client_misbehaving;
 #[cfg(feature = "gateway")]
 mod gateway;
+#[cfg(feature = "gateway")]
+mod gateway_example;
 mod interop;
 mod refilter;
 mod tls;

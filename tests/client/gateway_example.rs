@@ -1,0 +1,203 @@
+//! The example gateway as a process, in front of the example server (over
+//! HTTP and over stdio), the TypeScript SDK's server and the Python SDK's:
+//! merged, namespaced lists, calls forwarded, and each upstream's changes
+//! reaching exactly the downstream listeners that asked for them.
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use mcp_subscriptions::client::{Catalog, CatalogOptions, Item, SubscribeOptions, Subscription};
+use mcp_subscriptions::{EventKind, Filter, ListKind};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::support::example::{HttpServer, binary, example, raw_http};
+use crate::support::interop::Server;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The example gateway over `upstreams` (`NAME=TARGET`), and its URL.
+async fn gateway(upstreams: &[String]) -> (Child, String) {
+    let mut command = Command::new(example("gateway"));
+    command.args(["--bind", "127.0.0.1:0", "--grace-secs", "1"]);
+    for upstream in upstreams {
+        command.args(["--upstream", upstream]);
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example gateway starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the gateway says where it listens")
+        .unwrap()
+        .expect("the gateway exited before listening");
+    let url = line.strip_prefix("listening on ").unwrap().to_owned();
+    (child, url)
+}
+
+fn tool_names(catalog: &Catalog) -> BTreeSet<String> {
+    let snapshot = catalog.snapshot();
+    snapshot
+        .tools()
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+/// Calls a downstream tool through the gateway, over the catalog's own
+/// connection to it.
+async fn call(catalog: &Catalog, tool: &str, arguments: Value) -> Value {
+    let mut params = Map::new();
+    params.insert("name".into(), json!(tool));
+    params.insert("arguments".into(), arguments);
+    catalog
+        .request("tools/call", params)
+        .await
+        .unwrap_or_else(|err| panic!("{tool}: {err}"))
+}
+
+/// Reads `subscription` until `wanted` holds for an event kind, skipping
+/// the others (each upstream publishes on its own schedule).
+async fn until_event(
+    subscription: &mut Subscription,
+    what: &str,
+    wanted: impl Fn(&EventKind) -> bool,
+) {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match subscription.next().await {
+                Some(Item::Event(event)) if wanted(event.kind()) => return,
+                Some(Item::End(end)) => panic!("{what}: the stream ended: {end:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}: nothing within {WAIT:?}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_gateway_fronts_the_example_typescript_and_python_servers() {
+    let ours = HttpServer::start(&[]).await;
+    let (typescript, python) = tokio::join!(Server::TypeScript.http(), Server::Python.http());
+    let stdio = format!("st=stdio:{} --stdio", binary().display());
+    let upstreams = [
+        format!("ex={}", ours.mcp_url()),
+        format!("ts={}", typescript.url),
+        format!("py={}", python.url),
+        stdio,
+    ];
+    let (gateway_process, url) = gateway(&upstreams).await;
+
+    // A host's catalog of the gateway: every upstream's tools, namespaced.
+    let catalog = Catalog::http(url.as_str(), CatalogOptions::default())
+        .await
+        .unwrap();
+    let names = tool_names(&catalog);
+    for upstream in ["ex", "ts", "py", "st"] {
+        assert!(
+            names.contains(&format!("{upstream}/test_add_tool")),
+            "{upstream}: {names:?}"
+        );
+    }
+
+    // A listener of two of the URIs the SDK servers publish every 50 ms,
+    // one of the example server's, and the tools list.
+    let filter = Filter::new()
+        .with_tools_list_changed()
+        .with_resource("ts+file:///a")
+        .with_resource("py+file:///b")
+        .with_resource("ex+file:///c");
+    let mut listener = Subscription::http(url.as_str(), &filter, SubscribeOptions::default())
+        .await
+        .unwrap();
+    // Exactly what it asked for arrives, named downstream.
+    let mut seen = BTreeSet::new();
+    tokio::time::timeout(WAIT, async {
+        while seen.len() < 2 {
+            if let Some(Item::Event(event)) = listener.next().await {
+                if let EventKind::ResourceUpdated { uri } = event.kind() {
+                    assert!(
+                        uri == "ts+file:///a" || uri == "py+file:///b",
+                        "{uri} was not asked for"
+                    );
+                    seen.insert(uri.clone());
+                }
+            }
+        }
+    })
+    .await
+    .expect("both SDK servers' updates arrive");
+    call(
+        &catalog,
+        "ex/test_trigger_resource_update",
+        json!({"uri": "file:///c"}),
+    )
+    .await;
+    until_event(&mut listener, "ex's update", |kind| {
+        *kind
+            == EventKind::ResourceUpdated {
+                uri: "ex+file:///c".into(),
+            }
+    })
+    .await;
+
+    // A tool added on each upstream, through the gateway: the downstream
+    // list changes, and the catalog converges.
+    for upstream in ["ts", "py", "st", "ex"] {
+        let added = format!("{upstream}/via_gateway");
+        call(
+            &catalog,
+            &format!("{upstream}/test_add_tool"),
+            json!({"name": "via_gateway", "description": "added through the gateway"}),
+        )
+        .await;
+        until_event(&mut listener, &added, |kind| {
+            *kind == EventKind::ListChanged(ListKind::Tools)
+        })
+        .await;
+        tokio::time::timeout(WAIT, async {
+            let mut generation = catalog.snapshot().generation();
+            while !tool_names(&catalog).contains(&added) {
+                generation = catalog.changed(generation).await.generation();
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{added} never listed: {:?}", tool_names(&catalog)));
+    }
+    let answer = call(&catalog, "py/via_gateway", json!({})).await;
+    assert_eq!(
+        answer["content"][0]["text"], "via_gateway called",
+        "{answer}"
+    );
+
+    // Its `/stats`: per upstream, the catalog's listen and one URI listen
+    // where a URI is watched.
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (_, body) = raw_http(&addr, "GET", "/stats", None).await;
+    let stats: Value = serde_json::from_str(&body).unwrap();
+    let upstreams = stats["upstreams"].as_array().unwrap();
+    let listens = |name: &str| {
+        let upstream = upstreams.iter().find(|u| u["name"] == name).unwrap();
+        (
+            upstream["uri_streams"].as_u64().unwrap(),
+            upstream["uris"].clone(),
+        )
+    };
+    assert_eq!(listens("ts"), (1, json!(["file:///a"])));
+    assert_eq!(listens("py"), (1, json!(["file:///b"])));
+    assert_eq!(listens("ex"), (1, json!(["file:///c"])));
+    assert_eq!(listens("st"), (0, json!([])));
+    // The example server's own count: the catalog's listen and the URI
+    // listen, whatever listens downstream.
+    ours.wait_for_active(2, WAIT).await;
+    drop(gateway_process);
+}
