@@ -20,8 +20,13 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// The example gateway over `upstreams` (`NAME=TARGET`), and its URL.
 async fn gateway(upstreams: &[String]) -> (Child, String) {
+    gateway_on("127.0.0.1:0", upstreams).await
+}
+
+/// The example gateway on `bind`, sharing its port with other replicas.
+async fn gateway_on(bind: &str, upstreams: &[String]) -> (Child, String) {
     let mut command = Command::new(example("gateway"));
-    command.args(["--bind", "127.0.0.1:0", "--grace-secs", "1"]);
+    command.args(["--bind", bind, "--grace-secs", "1", "--reuse-port"]);
     for upstream in upstreams {
         command.args(["--upstream", upstream]);
     }
@@ -200,4 +205,63 @@ async fn the_example_gateway_fronts_the_example_typescript_and_python_servers() 
     // listen, whatever listens downstream.
     ours.wait_for_active(2, WAIT).await;
     drop(gateway_process);
+}
+
+/// Two gateway replicas on one port, each listening upstream for its own
+/// downstream demand: a replica killed, its listener re-listens to the
+/// other through the shared port and is resynced, and the survivor's own
+/// upstream listen now covers the URI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_replica_killed_its_listeners_relisten_to_another_and_resync() {
+    let ours = HttpServer::start(&[]).await;
+    let upstreams = [format!("ex={}", ours.mcp_url())];
+    let (mut first, url) = gateway(&upstreams).await;
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Opened while the first replica alone holds the port.
+    let options =
+        SubscribeOptions::default().with_relisten(mcp_subscriptions::client::Relisten::new(
+            Duration::from_millis(100),
+            Duration::from_secs(1),
+        ));
+    let filter = Filter::new().with_resource("ex+file:///r");
+    let mut listener = Subscription::http(url.as_str(), &filter, options)
+        .await
+        .unwrap();
+    let (_second, _) = gateway_on(&format!("127.0.0.1:{port}"), &upstreams).await;
+    // Each replica's catalog listens upstream; the first also for the URI.
+    ours.wait_for_active(3, WAIT).await;
+
+    first.kill().await.unwrap();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match listener.next().await {
+                Some(Item::Resynced(granted)) => {
+                    assert_eq!(
+                        granted.resource_subscriptions().collect::<Vec<_>>(),
+                        ["ex+file:///r"]
+                    );
+                    return;
+                }
+                Some(Item::End(end)) => panic!("the stream ended: {end:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the listener re-listens to the surviving replica");
+    // The survivor widened its own upstream listen before acknowledging,
+    // so the next change reaches the listener.
+    let trigger = json!({"uri": "file:///r"});
+    ours.call_as("", "test_trigger_resource_update", trigger)
+        .await;
+    until_event(&mut listener, "the change after the kill", |kind| {
+        *kind
+            == EventKind::ResourceUpdated {
+                uri: "ex+file:///r".into(),
+            }
+    })
+    .await;
 }
