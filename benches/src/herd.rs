@@ -131,16 +131,7 @@ impl HerdRun {
     /// The `p` quantile of [`reacknowledged`](Self::reacknowledged), in
     /// milliseconds; infinite when none came back.
     pub fn reacknowledged_ms(&self, p: f64) -> f64 {
-        Self::quantile_ms(&self.reacknowledged, p)
-    }
-
-    /// The `p` quantile of `sorted`, in milliseconds; infinite when empty.
-    pub fn quantile_ms(sorted: &[Duration], p: f64) -> f64 {
-        if sorted.is_empty() {
-            return f64::INFINITY;
-        }
-        let at = ((sorted.len() - 1) as f64 * p).round() as usize;
-        sorted[at].as_secs_f64() * 1e3
+        crate::quantile_ms(&self.reacknowledged, p)
     }
 
     /// Whether every lost stream came back with exactly one `Resynced`, no

@@ -20,6 +20,7 @@ mod client;
 #[cfg(feature = "relay")]
 mod cluster;
 mod fanout;
+mod gateway;
 mod held;
 #[cfg(feature = "relay")]
 mod herd;
@@ -41,6 +42,7 @@ pub use client::{ClientBench, ClientRun, ListenClient};
 #[cfg(feature = "relay")]
 pub use cluster::{ClusterSpread, cluster_spread, redis_cluster_on_path};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
+pub use gateway::{Downstream, Sharing, example_server, latency as gateway_latency, sharing};
 pub use held::{Held, HeldStreams, become_held_child};
 #[cfg(feature = "relay")]
 pub use herd::{Herd, HerdRun};
@@ -53,6 +55,15 @@ pub use memory::{
 pub use relay::{RedisServer, Replicas, one_channel, redis_on_path};
 pub use render::{Reserialize, Stamp};
 pub use sparse::{BroadcastSparse, HubSparse};
+
+/// The `p` quantile of `sorted`, in milliseconds; infinite when empty.
+pub fn quantile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::INFINITY;
+    }
+    let at = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[at].as_secs_f64() * 1e3
+}
 
 /// Events per fan-out iteration.
 pub const BURST: usize = 32;

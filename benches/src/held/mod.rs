@@ -20,7 +20,7 @@
 //! tools-list change until the last shard reports that every one of its
 //! streams has it: it includes two pipe hops, tens of microseconds.
 
-mod proc;
+pub(crate) mod proc;
 mod server;
 mod shard;
 

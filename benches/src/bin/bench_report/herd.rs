@@ -66,10 +66,10 @@ fn describe(run: &HerdRun) -> String {
         run.first_delays,
         run.events_before_publish,
         run.received_after,
-        HerdRun::quantile_ms(&run.noticed, 0.5),
-        HerdRun::quantile_ms(&run.noticed, 1.0),
-        HerdRun::quantile_ms(&run.beyond_delay, 0.5),
-        HerdRun::quantile_ms(&run.beyond_delay, 1.0),
+        harness::quantile_ms(&run.noticed, 0.5),
+        harness::quantile_ms(&run.noticed, 1.0),
+        harness::quantile_ms(&run.beyond_delay, 0.5),
+        harness::quantile_ms(&run.beyond_delay, 1.0),
         run.catalogs_lost,
         run.tools_lists_per_relisten
             .first()
@@ -106,7 +106,7 @@ fn rows_of(run: &HerdRun) -> Vec<Row> {
         let bound = BACKOFF_MAX.as_secs_f64() * 1e3;
         rows.push(Row::new(name, run.lost, ms, &backoff, bound, bound / ms, 0.0).reported());
     }
-    let beyond = HerdRun::quantile_ms(&run.beyond_delay, 1.0);
+    let beyond = harness::quantile_ms(&run.beyond_delay, 1.0);
     rows.push(
         Row::new(
             "herd_beyond_backoff_max_ms",

@@ -11,7 +11,7 @@
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
-//! `relay`, `cluster_spread`, `audiences`, `herd`, `catalog`). The held section runs
+//! `relay`, `cluster_spread`, `audiences`, `herd`, `catalog`, `gateway`). The held section runs
 //! its servers and client shards as child processes (this binary again),
 //! and needs `ulimit -n` above 19,064. The scaling table (1, 4 and 16
 //! publisher threads) runs by default only on 8 cores or more; the relay
@@ -20,7 +20,9 @@
 //! cluster_spread section (the same feature) only when `redis-cli` is there
 //! too; the herd section (the same feature) only when `redis-server` is on
 //! `PATH` and the example server is built next to this binary (`cargo build
-//! --release --example server --features redis`). `--help` lists the
+//! --release --example server --features redis`); the gateway section only
+//! when that example server is there (built with or without the feature).
+//! `--help` lists the
 //! options with their defaults.
 //!
 //! Each row's `ratio` is oriented so that higher is better for the hub, and
@@ -32,6 +34,7 @@ mod client;
 #[cfg(feature = "relay")]
 mod cluster_spread;
 mod fanout;
+mod gateway;
 mod held;
 #[cfg(feature = "relay")]
 mod herd;
@@ -108,6 +111,7 @@ enum Section {
     Audiences,
     Herd,
     Catalog,
+    Gateway,
 }
 
 /// Fewer cores than this, and the scaling table runs only when asked for:
@@ -136,6 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Section::Relay => relay_by_default(),
                 Section::ClusterSpread => cluster_by_default(),
                 Section::Herd => herd_by_default(),
+                Section::Gateway => gateway_by_default(),
                 _ => true,
             }
         } else {
@@ -161,6 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Audiences => audiences::rows(&settings),
             Section::Herd => herd_rows(&settings)?,
             Section::Catalog => catalog::rows(&settings)?,
+            Section::Gateway => gateway::rows(&settings)?,
         });
     }
 
@@ -212,6 +218,18 @@ fn cluster_by_default() -> bool {
 
 /// Whether the default run has the herd section: built in, a
 /// `redis-server`, and the example server built next to this binary.
+/// The gateway section's upstreams are example server processes.
+fn gateway_by_default() -> bool {
+    let wanted = harness::example_server().is_some();
+    if !wanted {
+        eprintln!(
+            "the gateway section is skipped: it needs the example server next to this binary \
+             (`cargo build --release --example server`)"
+        );
+    }
+    wanted
+}
+
 fn herd_by_default() -> bool {
     #[cfg(feature = "relay")]
     let wanted = harness::redis_on_path()
