@@ -6,7 +6,8 @@
         feature = "http",
         feature = "channel",
         feature = "tasks",
-        feature = "client"
+        feature = "client",
+        feature = "gateway"
     ),
     doc = include_str!("../README.md")
 )]
@@ -16,7 +17,8 @@
         feature = "http",
         feature = "channel",
         feature = "tasks",
-        feature = "client"
+        feature = "client",
+        feature = "gateway"
     )),
     doc = "The subscription engine for MCP servers; see the README (the crate docs with every feature) for the tour."
 )]

@@ -88,10 +88,10 @@ fn mcp_name(method: &str, body: &Value) -> Option<String> {
         _ => return None,
     };
     let value = body["params"][field].as_str()?;
-    let plain = value.chars().all(|c| c.is_ascii_graphic() || c == ' ')
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    let printable = value.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = printable && !padded && !sentinel;
     Some(if plain {
         value.to_owned()
     } else {

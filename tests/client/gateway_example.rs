@@ -125,14 +125,14 @@ async fn the_example_gateway_fronts_the_example_typescript_and_python_servers() 
     let mut seen = BTreeSet::new();
     tokio::time::timeout(WAIT, async {
         while seen.len() < 2 {
-            if let Some(Item::Event(event)) = listener.next().await {
-                if let EventKind::ResourceUpdated { uri } = event.kind() {
-                    assert!(
-                        uri == "ts+file:///a" || uri == "py+file:///b",
-                        "{uri} was not asked for"
-                    );
-                    seen.insert(uri.clone());
-                }
+            if let Some(Item::Event(event)) = listener.next().await
+                && let EventKind::ResourceUpdated { uri } = event.kind()
+            {
+                assert!(
+                    uri == "ts+file:///a" || uri == "py+file:///b",
+                    "{uri} was not asked for"
+                );
+                seen.insert(uri.clone());
             }
         }
     })
