@@ -113,7 +113,7 @@ impl GatewayBuilder {
         Ok(Gateway {
             inner: Arc::new(Inner {
                 hub,
-                links: links.into(),
+                links,
                 grace: self.grace.unwrap_or(DEFAULT_GRACE),
                 tasks,
             }),
@@ -148,7 +148,8 @@ fn advertised(upstreams: impl Iterator<Item = ServerCapabilities>) -> Capabiliti
 /// stream served from its [`hub`](Self::hub). See the
 /// [module docs](super).
 ///
-/// Cloning it is cheap; the tasks stop when the last clone is dropped.
+/// Cloning it is cheap; the tasks stop when the last clone, and the last
+/// service its [demand](Self::demand) hooks were installed on, are dropped.
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
@@ -156,7 +157,7 @@ pub struct Gateway {
 
 struct Inner {
     hub: Hub,
-    links: Arc<[Arc<Link>]>,
+    links: Vec<Arc<Link>>,
     grace: Duration,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -185,16 +186,19 @@ impl Gateway {
     /// URI listens as downstream listeners come and go: install them on
     /// the service that serves the hub (or take
     /// [`listen_service`](Self::listen_service)).
+    ///
+    /// The hooks hold the gateway: its tasks go on while a service serves
+    /// them, even if every [`Gateway`] handle was dropped.
     pub fn demand(&self) -> Demand {
-        let attaching = Arc::clone(&self.inner.links);
-        let detaching = Arc::clone(&self.inner.links);
+        let attaching = Arc::clone(&self.inner);
+        let detaching = Arc::clone(&self.inner);
         Demand::new(move |key: InterestKey| {
-            let links = Arc::clone(&attaching);
+            let inner = Arc::clone(&attaching);
             async move {
                 let InterestKey::Resource(uri) = key else {
                     return Ok(());
                 };
-                match lists::by_uri(&links, &uri) {
+                match lists::by_uri(&inner.links, &uri) {
                     Some((link, upstream_uri)) => link.attach(upstream_uri).await,
                     None => Err(ErrorData::invalid_params(
                         format!("no upstream serves {uri:?}"),
@@ -205,7 +209,7 @@ impl Gateway {
         })
         .on_detach(move |key| {
             if let InterestKey::Resource(uri) = key
-                && let Some((link, upstream_uri)) = lists::by_uri(&detaching, &uri)
+                && let Some((link, upstream_uri)) = lists::by_uri(&detaching.links, &uri)
             {
                 link.detach(&upstream_uri);
             }

@@ -246,6 +246,8 @@ impl Listen {
                 subscription.cancel().await;
             }
             self.listening.clear();
+            // No one is left to resync.
+            self.resync_when_open = false;
             return Ok(());
         }
         let filter = uris_filter(target);
