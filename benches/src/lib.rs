@@ -43,7 +43,7 @@ pub use client::{ClientBench, ClientRun, ListenClient};
 pub use cluster::{ClusterSpread, cluster_spread, redis_cluster_on_path};
 pub use fanout::{Alike, Fanout, Via, reader_polls_per_event};
 pub use gateway::{Downstream, Sharing, example_server, latency as gateway_latency, sharing};
-pub use held::{Held, HeldStreams, become_held_child};
+pub use held::{Held, HeldStreams, HerdSeen, become_held_child};
 #[cfg(feature = "relay")]
 pub use herd::{Herd, HerdRun};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};

@@ -117,14 +117,18 @@ fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError>
         })
         .collect::<Result<Vec<_>, _>>()?;
     reqwest::Client::builder()
+        .local_address(options.local_address)
         .tls_certs_merge(roots)
         .build()
         .map_err(|err| SubscribeError::Invalid(error_chain(&err)))
 }
 
 #[cfg(not(feature = "tls"))]
-fn client(_: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError> {
-    Ok(reqwest::Client::new())
+fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError> {
+    reqwest::Client::builder()
+        .local_address(options.local_address)
+        .build()
+        .map_err(|err| SubscribeError::Invalid(error_chain(&err)))
 }
 
 /// Why a request could not be sent: a URL or header reqwest will not send,

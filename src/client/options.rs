@@ -211,6 +211,11 @@ pub struct SubscribeOptions {
     /// How long the old streams are still read after a filter change's new
     /// ones were acknowledged (default [`DEFAULT_OVERLAP`]).
     pub overlap: Duration,
+    /// The local address Streamable HTTP connections are made from (the
+    /// system's choice by default): one of several on a multi-homed host,
+    /// or a loopback address of its own per client process, so that a
+    /// load past one address's ports can be made.
+    pub local_address: Option<std::net::IpAddr>,
 }
 
 impl Default for SubscribeOptions {
@@ -229,6 +234,7 @@ impl Default for SubscribeOptions {
             root_certificates: Vec::new(),
             max_uris_per_stream: crate::filter::DEFAULT_MAX_URIS,
             overlap: DEFAULT_OVERLAP,
+            local_address: None,
         }
     }
 }
@@ -307,6 +313,12 @@ impl SubscribeOptions {
     /// Reads the old streams for `overlap` after a filter change.
     pub fn with_overlap(mut self, overlap: Duration) -> Self {
         self.overlap = overlap;
+        self
+    }
+
+    /// Connects over Streamable HTTP from `address`.
+    pub fn with_local_address(mut self, address: std::net::IpAddr) -> Self {
+        self.local_address = Some(address);
         self
     }
 

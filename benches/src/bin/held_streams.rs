@@ -9,6 +9,10 @@
 //! # (a redis-server the run starts); rmcp's pattern at 19,000 beside it
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
 //!     --streams 100000 --replicas 6
+//! # the herd: then the first replica killed, its clients (the crate's,
+//! # re-listening with its default backoff) back through the shared port
+//! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
+//!     --streams 100000 --replicas 6 --servers endpoint --kill-one
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- --help
 //! # where the server's heap goes, 2,000 streams (valgrind writes dhat.out.PID)
 //! cargo run --release -p mcp-subscriptions-benches --bin held_streams -- \
@@ -53,6 +57,11 @@ struct Options {
     /// one process, holding at most the streams one process can
     #[arg(long, value_name = "N", default_value_t = 1)]
     replicas: usize,
+    /// Once the change reached every stream, kill the first replica
+    /// (SIGKILL) and time its clients coming back to the others (the
+    /// crate's client, `Relisten::default()`); needs --replicas 2 or more
+    #[arg(long)]
+    kill_one: bool,
     /// Run the server under this command, split at spaces (a profiler:
     /// "valgrind --tool=dhat"); its memory figures are then the command's
     #[arg(long, value_name = "COMMAND")]
@@ -114,6 +123,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_server_under(under.split_whitespace().map(str::to_owned).collect());
         if let Some(url) = group {
             run = run.with_replicas(options.replicas, &url.url);
+            if options.kill_one {
+                run = run.with_herd();
+            }
         }
         runs.push((serving, run.run(&progress)?));
     }
@@ -169,6 +181,20 @@ fn summary(runs: &[(Serving, Held)]) -> String {
         );
         if let Some(failure) = &held.first_failure {
             table += &format!("\nfirst failure ({}): {failure}\n", serving.name());
+        }
+        if let Some(herd) = &held.herd {
+            table += &format!(
+                "\nthe herd ({}, the first replica killed): {} streams lost, {} acknowledged \
+                 again (resynced), {} stale, {} ended; half back in {}, all back in {}\n",
+                serving.name(),
+                herd.lost,
+                herd.resynced,
+                herd.lost.saturating_sub(herd.resynced),
+                herd.ended,
+                herd.half_recovered.map_or("-".to_owned(), millis),
+                herd.recovered
+                    .map_or("not within two minutes".to_owned(), millis),
+            );
         }
     }
     table

@@ -78,6 +78,11 @@ pub fn become_held_child() {
                 replicas: number(replicas),
             }),
         ),
+        ["shard", "herd", addr, from, _, count] => shard::relistening(
+            addr.parse().expect("a server address"),
+            from.parse().expect("a source address"),
+            number(count),
+        ),
         ["shard", kind, addr, from, first_id, count] => shard::main(
             server_kind(kind),
             addr.parse().expect("a server address"),
@@ -116,6 +121,9 @@ pub struct HeldStreams {
     server_under: Vec<String>,
     /// Replicas sharing the port, joined through the relay at this URL.
     group: Option<(usize, String)>,
+    /// Kill the first replica once the change reached every stream, and
+    /// watch its clients come back (the crate's client in the shards).
+    herd: bool,
 }
 
 /// What one run saw.
@@ -143,6 +151,8 @@ pub struct Held {
     /// From asking the server to publish one tools-list change until every
     /// held stream had it; `None` if that took longer than a minute.
     pub fanout: Option<Duration>,
+    /// The herd, when one was asked for.
+    pub herd: Option<HerdSeen>,
 }
 
 impl Held {
@@ -195,6 +205,7 @@ impl HeldStreams {
             addr: "127.0.0.1:0".to_owned(),
             server_under: Vec::new(),
             group: None,
+            herd: false,
         }
     }
 
@@ -204,6 +215,15 @@ impl HeldStreams {
     /// the first and reaches the others' streams through the relay.
     pub fn with_replicas(mut self, replicas: usize, relay: impl Into<String>) -> Self {
         self.group = (replicas > 1).then(|| (replicas, relay.into()));
+        self
+    }
+
+    /// Once the change reached every stream, kills the first replica
+    /// (`SIGKILL`) and measures the herd: the shards hold the streams with
+    /// the crate's client, re-listening with `Relisten::default()`, and
+    /// say when each lost stream is acknowledged again.
+    pub fn with_herd(mut self) -> Self {
+        self.herd = true;
         self
     }
 
@@ -245,10 +265,12 @@ impl HeldStreams {
         // The kernel spreads a group's connections about evenly (hashed by
         // their addresses: within a few percent at these counts); a tenth
         // more than an even share leaves room for that.
-        let per_server = if replicas == 1 {
+        // After a kill, the survivors hold them all.
+        let holding = if self.herd { replicas - 1 } else { replicas };
+        let per_server = if holding <= 1 {
             self.streams
         } else {
-            self.streams.div_ceil(replicas) * 11 / 10
+            self.streams.div_ceil(holding) * 11 / 10
         };
         let limit = proc::open_file_limit()?;
         if (limit as usize) < per_server + SERVER_FILES {
@@ -302,7 +324,8 @@ impl HeldStreams {
                 let first_id = shard * SHARD_STREAMS;
                 let count = SHARD_STREAMS.min(self.streams - first_id);
                 let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + shard as u8));
-                let role = format!("shard {kind} {addr} {from} {first_id} {count}");
+                let client = if self.herd { "herd" } else { kind };
+                let role = format!("shard {client} {addr} {from} {first_id} {count}");
                 Process::spawn(&role, &[], shard, &lines)
             })
             .collect::<Result<_, _>>()?;
@@ -318,6 +341,7 @@ impl HeldStreams {
             resident_before,
             resident_after: 0,
             fanout: None,
+            herd: None,
         };
         progress.set_length(self.streams as u64);
         let (mut opened, mut received) = (0, Vec::new());
@@ -347,8 +371,78 @@ impl HeldStreams {
             }
         }
         held.fanout = Some(start.elapsed());
+        if self.herd && servers.len() > 1 {
+            held.herd = Some(herd(&mut servers[0], &from_children)?);
+        }
         Ok(held)
     }
+}
+
+/// What the first replica's clients did once it was killed.
+#[derive(Debug, Clone, Copy)]
+pub struct HerdSeen {
+    /// Streams that lost their stream and re-listened.
+    pub lost: usize,
+    /// Of those, the ones acknowledged again (each `Resynced`).
+    pub resynced: usize,
+    /// Streams that ended for good.
+    pub ended: usize,
+    /// From the kill until the last lost stream was acknowledged again;
+    /// `None` if some were not within [`HERD_LIMIT`].
+    pub recovered: Option<Duration>,
+    /// From the kill until half of them were.
+    pub half_recovered: Option<Duration>,
+}
+
+/// How long the killed replica's streams may take to come back.
+const HERD_LIMIT: Duration = Duration::from_secs(120);
+
+/// Quiet this long after the last stream noticed, with every one back,
+/// and the herd is over.
+const HERD_SETTLED: Duration = Duration::from_secs(2);
+
+/// Kills `victim` and counts its clients coming back.
+fn herd(victim: &mut Process, lines: &Receiver<(usize, String)>) -> std::io::Result<HerdSeen> {
+    victim.child.kill()?;
+    let killed = Instant::now();
+    let mut seen = HerdSeen {
+        lost: 0,
+        resynced: 0,
+        ended: 0,
+        recovered: None,
+        half_recovered: None,
+    };
+    let (mut last_noticed, mut back) = (killed, Vec::new());
+    let deadline = killed + HERD_LIMIT;
+    loop {
+        let settled =
+            seen.lost > 0 && seen.resynced >= seen.lost && last_noticed.elapsed() >= HERD_SETTLED;
+        if settled || Instant::now() >= deadline {
+            break;
+        }
+        let wait = Instant::now() + Duration::from_millis(100);
+        let Ok((_, line)) = next(lines, wait.min(deadline)) else {
+            continue;
+        };
+        match line.as_str() {
+            "relistening" => {
+                seen.lost += 1;
+                last_noticed = Instant::now();
+            }
+            "resynced" => {
+                seen.resynced += 1;
+                back.push(killed.elapsed());
+            }
+            "lost" => seen.ended += 1,
+            // The killed replica's reader thread, and late lines of the run.
+            _ => {}
+        }
+    }
+    if seen.lost > 0 && seen.resynced >= seen.lost {
+        seen.recovered = back.last().copied();
+    }
+    seen.half_recovered = back.get(back.len().saturating_sub(1) / 2).copied();
+    Ok(seen)
 }
 
 /// What a child's line meant to the run.

@@ -92,3 +92,77 @@ fn done(streams: &AtomicUsize) {
         say("received");
     }
 }
+
+/// Opens `count` tools-list streams to `addr` from `from` with the crate's
+/// client, re-listening as `Relisten::default()` says, and holds them. Its
+/// lines: `acked`, `failed`, `opened` and `received` as [`main`]'s, then,
+/// for the herd after a replica is killed, `relistening` once per stream
+/// that lost its stream, `resynced` when it is acknowledged again, and
+/// `lost` for one that ended for good.
+pub(crate) fn relistening(addr: SocketAddr, from: IpAddr, count: usize) {
+    use mcp_subscriptions::Filter;
+    use mcp_subscriptions::client::{Item, Relisten, SubscribeOptions, Subscription};
+
+    std::thread::spawn(|| {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        std::process::exit(0);
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let opening = Arc::new(Semaphore::new(OPENING_AT_ONCE));
+        let (attempts, streams) = (
+            Arc::new(AtomicUsize::new(count)),
+            Arc::new(AtomicUsize::new(count)),
+        );
+        let url = format!("http://{addr}/mcp");
+        let options = SubscribeOptions::default()
+            .with_relisten(Relisten::default())
+            .with_local_address(from);
+        for _ in 0..count {
+            let (opening, attempts, streams) = (opening.clone(), attempts.clone(), streams.clone());
+            let (url, options) = (url.clone(), options.clone());
+            tokio::spawn(async move {
+                let permit = opening.acquire_owned().await;
+                let filter = Filter::new().with_tools_list_changed();
+                let opened = Subscription::http(url, &filter, options).await;
+                drop(permit);
+                match &opened {
+                    Ok(_) => say("acked"),
+                    Err(err) => say(&format!("failed {err}")),
+                }
+                if attempts.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    say("opened");
+                }
+                let Ok(mut subscription) = opened else {
+                    return done(&streams);
+                };
+                let (mut changed, mut out) = (false, false);
+                while let Some(item) = subscription.next().await {
+                    match item {
+                        Item::Event(_) if !changed => {
+                            changed = true;
+                            done(&streams);
+                        }
+                        Item::Relistening(_) if !out => {
+                            out = true;
+                            say("relistening");
+                        }
+                        Item::Resynced(_) => {
+                            out = false;
+                            say("resynced");
+                        }
+                        Item::End(_) => say("lost"),
+                        _ => {}
+                    }
+                }
+                if !changed {
+                    done(&streams);
+                }
+            });
+        }
+        std::future::pending::<()>().await
+    });
+}
