@@ -821,3 +821,20 @@ async fn the_watch_example_prints_each_notification_and_cancels_on_ctrl_c() {
     assert!(child.wait().await.unwrap().success());
     server.wait_for_active(0, WAIT).await;
 }
+
+#[tokio::test]
+async fn http_connects_from_the_local_address_the_options_name() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let from: std::net::IpAddr = "127.0.0.7".parse().unwrap();
+    let options = SubscribeOptions::default()
+        .with_local_address(from)
+        .with_ack_timeout(Duration::from_millis(500));
+    let opening = tokio::spawn(async move {
+        Subscription::http(url, &Filter::new().with_tools_list_changed(), options).await
+    });
+    // A server that accepts and never answers: the peer is all it needs.
+    let (_held, peer) = listener.accept().await.unwrap();
+    assert_eq!(peer.ip(), from);
+    assert!(opening.await.unwrap().is_err(), "nothing acknowledged it");
+}
