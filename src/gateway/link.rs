@@ -33,7 +33,7 @@
 //! ending), each URI it covers is published downstream as updated, so that
 //! downstream listeners refetch: never silence.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,32 +57,15 @@ const REOPEN: Backoff = Backoff {
     max: Duration::from_secs(30),
 };
 
-/// The upstream URIs downstream demand holds, each with its attaches not
-/// yet detached. Counted, not flagged: a key's detach may run after the
-/// attach of the key's next first stream has begun (the two run on tasks
-/// of their own), and the count keeps that URI wanted.
+/// The upstream URIs downstream demand holds (a key's hooks never
+/// overlap, so a set is enough).
 #[derive(Default)]
 struct Wanted {
-    uris: BTreeMap<String, usize>,
+    uris: BTreeSet<String>,
     /// Raised at each change of `uris`.
     generation: u64,
     /// Why a URI was refused, until its attach reads it.
     refused: HashMap<String, ErrorData>,
-}
-
-impl Wanted {
-    /// One attach of `uri` fewer; whether it is no longer wanted.
-    fn release(&mut self, uri: &str) -> bool {
-        let Some(count) = self.uris.get_mut(uri) else {
-            return false;
-        };
-        *count -= 1;
-        if *count > 0 {
-            return false;
-        }
-        self.uris.remove(uri);
-        true
-    }
 }
 
 /// What the task last brought the upstream listen to.
@@ -127,7 +110,7 @@ impl Link {
         let generation = {
             let mut wanted = self.wanted.lock();
             wanted.refused.remove(&uri);
-            *wanted.uris.entry(uri.clone()).or_default() += 1;
+            wanted.uris.insert(uri.clone());
             wanted.generation += 1;
             wanted.generation
         };
@@ -154,7 +137,7 @@ impl Link {
     pub(super) fn detach(&self, uri: &str) {
         {
             let mut wanted = self.wanted.lock();
-            if !wanted.release(uri) {
+            if !wanted.uris.remove(uri) {
                 return;
             }
             wanted.generation += 1;
@@ -217,9 +200,9 @@ impl Listen {
     /// Brings the upstream listen to the wanted set, and publishes the
     /// generation reached.
     async fn apply(&mut self) {
-        let (target, generation): (BTreeSet<String>, u64) = {
+        let (target, generation) = {
             let wanted = self.link.wanted.lock();
-            (wanted.uris.keys().cloned().collect(), wanted.generation)
+            (wanted.uris.clone(), wanted.generation)
         };
         self.attached.retain(|uri| target.contains(uri));
         if target != self.listening || (self.subscription.is_none() && !target.is_empty()) {
@@ -330,10 +313,9 @@ impl Listen {
 
     /// Takes `uri` out of the wanted set, with why for its attach.
     fn refuse(&mut self, uri: &str, error: ErrorData) {
-        // The attach refused is never detached: its count goes now.
+        // The attach refused is never detached: it goes now.
         let mut wanted = self.link.wanted.lock();
-        if wanted.uris.contains_key(uri) {
-            wanted.release(uri);
+        if wanted.uris.remove(uri) {
             wanted.refused.insert(uri.to_owned(), error);
             self.link.stats.lock().refused += 1;
         }

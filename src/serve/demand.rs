@@ -22,13 +22,10 @@
 //! detach hook runs, once. A key whose attach was refused was never
 //! attached, so it is never detached.
 //!
-//! Each detach pairs with one attach, but the detach of a key's idle
-//! spell and the attach of its next first stream may overlap: the detach
-//! runs once the key has left the map, so a stream arriving at that
-//! moment starts a new attach, on a task of its own, that can run before
-//! the detach returns. A hook that keeps state per key counts its
-//! attaches and detaches rather than setting and clearing a flag (the
-//! gateway's do).
+//! A key's hooks never overlap: a stream that arrives while the key's
+//! detach runs waits for it to return, and then for a new attach, so an
+//! application sees attach, detach, attach for one key, in that order,
+//! and may keep a flag per key.
 //!
 //! # State
 //!
@@ -136,6 +133,14 @@ enum Phase {
     /// Its attach runs; its outcome is sent here.
     Attaching(watch::Receiver<Option<Outcome>>),
     Attached,
+    /// Its detach runs; the streams that arrived meanwhile wait for the
+    /// attach that follows it, whose outcome goes to this channel.
+    Detaching(
+        Option<(
+            watch::Sender<Option<Outcome>>,
+            watch::Receiver<Option<Outcome>>,
+        )>,
+    ),
 }
 
 struct Key {
@@ -209,8 +214,14 @@ impl Keys {
                 });
                 entry.holders += 1;
                 held.push((key, entry.generation));
-                if let Phase::Attaching(receiver) = &entry.phase {
-                    waits.push(receiver.clone());
+                match &mut entry.phase {
+                    Phase::Attaching(receiver) => waits.push(receiver.clone()),
+                    Phase::Attached => {}
+                    // Attached again once the detach has returned.
+                    Phase::Detaching(next) => {
+                        let (_, receiver) = next.get_or_insert_with(|| watch::channel(None));
+                        waits.push(receiver.clone());
+                    }
                 }
             }
         }
@@ -308,19 +319,23 @@ impl Keys {
     fn linger(self: &Arc<Self>, key: InterestKey, generation: u64, spell: u64) {
         let keys = self.clone();
         let detach = move || {
-            let gone = {
+            let idle = {
                 let mut map = keys.keys.lock();
-                let idle = map.get(&key).is_some_and(|e| {
+                let entry = map.get_mut(&key).filter(|e| {
                     e.generation == generation && e.idle_spells == spell && e.holders == 0
                 });
-                if idle {
-                    map.remove(&key);
+                match entry {
+                    Some(entry) => {
+                        entry.phase = Phase::Detaching(None);
+                        true
+                    }
+                    None => false,
                 }
-                idle
             };
-            if gone {
+            if idle {
                 tracing::debug!(target: "mcp_subscriptions", ?key, "demand detach");
-                (keys.hooks.detach)(key);
+                (keys.hooks.detach)(key.clone());
+                keys.detached(key, generation);
             }
         };
         let grace = self.hooks.grace;
@@ -334,6 +349,36 @@ impl Keys {
             // A stream dropped outside any runtime (its last owner gone at
             // shutdown): detach now rather than never.
             Err(_) => detach(),
+        }
+    }
+
+    /// `key`'s detach returned: it is gone, or, when streams arrived
+    /// meanwhile, attached anew for them.
+    fn detached(self: &Arc<Self>, key: InterestKey, generation: u64) {
+        let attach = {
+            let mut map = self.keys.lock();
+            let Some(entry) = map.get_mut(&key).filter(|e| e.generation == generation) else {
+                return;
+            };
+            let next = match &mut entry.phase {
+                Phase::Detaching(next) => next.take(),
+                _ => unreachable!("only the detach leaves its phase"),
+            };
+            match next {
+                Some((sender, receiver)) if entry.holders > 0 => {
+                    entry.phase = Phase::Attaching(receiver);
+                    Some(sender)
+                }
+                // No one waits (those who came left again): the key goes,
+                // and a waiter that gave up hears the sender dropped.
+                _ => {
+                    map.remove(&key);
+                    None
+                }
+            }
+        };
+        if let Some(sender) = attach {
+            self.start(key, generation, sender);
         }
     }
 
@@ -398,6 +443,38 @@ mod tests {
         })
         .with_grace(Duration::from_millis(50));
         (demand, attached, detached)
+    }
+
+    /// A stream arriving while its key's detach runs waits for it, and
+    /// then for a new attach: the hooks never overlap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_arriving_during_a_detach_waits_for_it_then_attaches_anew() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (attaching, detaching) = (calls.clone(), calls.clone());
+        let demand = Demand::new(move |_| {
+            attaching.lock().push("attach");
+            async { Ok(()) }
+        })
+        .on_detach(move |_| {
+            detaching.lock().push("detach begins");
+            std::thread::sleep(Duration::from_millis(200));
+            detaching.lock().push("detach returns");
+        })
+        .with_grace(Duration::from_millis(20));
+        let keys = Keys::new(demand);
+        let (held, wait) = keys.hold([uri("file:///a")]);
+        wait.unwrap().await.unwrap();
+        drop(held);
+        // The grace ran out; the detach is in its sleep.
+        while !calls.lock().contains(&"detach begins") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (_back, wait) = keys.hold([uri("file:///a")]);
+        wait.expect("it waits for the detach").await.unwrap();
+        assert_eq!(
+            *calls.lock(),
+            ["attach", "detach begins", "detach returns", "attach"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
