@@ -135,12 +135,7 @@ enum Phase {
     Attached,
     /// Its detach runs; the streams that arrived meanwhile wait for the
     /// attach that follows it, whose outcome goes to this channel.
-    Detaching(
-        Option<(
-            watch::Sender<Option<Outcome>>,
-            watch::Receiver<Option<Outcome>>,
-        )>,
-    ),
+    Detaching(Option<watch::Sender<Option<Outcome>>>),
 }
 
 struct Key {
@@ -219,8 +214,8 @@ impl Keys {
                     Phase::Attached => {}
                     // Attached again once the detach has returned.
                     Phase::Detaching(next) => {
-                        let (_, receiver) = next.get_or_insert_with(|| watch::channel(None));
-                        waits.push(receiver.clone());
+                        let sender = next.get_or_insert_with(|| watch::channel(None).0);
+                        waits.push(sender.subscribe());
                     }
                 }
             }
@@ -365,8 +360,8 @@ impl Keys {
                 _ => unreachable!("only the detach leaves its phase"),
             };
             match next {
-                Some((sender, receiver)) if entry.holders > 0 => {
-                    entry.phase = Phase::Attaching(receiver);
+                Some(sender) if entry.holders > 0 => {
+                    entry.phase = Phase::Attaching(sender.subscribe());
                     Some(sender)
                 }
                 // No one waits (those who came left again): the key goes,
