@@ -230,6 +230,31 @@ async fn a_thousand_downstream_listeners_share_one_upstream_listen_per_upstream(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_a_thousand_uris_an_upstream_listen_is_two_streams_and_shrinks_back() {
+    let rig = rig(Duration::from_millis(100)).await;
+    let batch = |range: std::ops::Range<u32>| {
+        range.fold(Filter::new(), |filter, i| {
+            filter.with_resource(format!("a+file:///{i}"))
+        })
+    };
+    let mut first = rig.listen(&batch(0..500)).await;
+    let second = rig.listen(&batch(500..1_000)).await;
+    let third = rig.listen(&batch(1_000..1_500)).await;
+    assert_eq!(rig.upstream_uris("a").len(), 1_500);
+    // The catalog's listen, and the URI listen as two streams of at most
+    // 1,000 URIs each.
+    until("two URI streams", || rig.a.listeners() == 3).await;
+    assert_eq!(rig.gateway.stats()[0].uri_streams, 2);
+    rig.a.publish_updated("file:///7");
+    assert_eq!(next_kind(&mut first).await, updated("a+file:///7"));
+    drop((second, third));
+    until("back to one URI stream", || rig.a.listeners() == 2).await;
+    assert_eq!(rig.upstream_uris("a").len(), 500);
+    rig.a.publish_updated("file:///8");
+    assert_eq!(next_kind(&mut first).await, updated("a+file:///8"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_restarted_resyncs_exactly_its_listeners_and_ends_no_downstream_stream() {
     let rig = rig(Duration::from_millis(200)).await;
     let mut on_a = rig.listen(&uris(&["a+file:///x", "a+file:///y"])).await;
