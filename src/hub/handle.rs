@@ -49,9 +49,11 @@ use crate::sync::{Arc, Ordering};
 /// (the defaults), would each hold the same events in the same order. From
 /// the second of them on, they share one ring of those events instead, each
 /// reading from its own position, as `tokio::sync::broadcast` receivers do:
-/// a publish reaches them with one push however many they are, and each
-/// reader finds for itself what eviction cost it. (The first keeps a queue
-/// of its own, so a listener alike to no other pays for no ring.)
+/// a publish reaches them with one push per 64 of them (past that, alike
+/// listeners open another lane, so that readers do not all wait on one
+/// lock), and each reader finds for itself what eviction cost it. (The
+/// first keeps a queue of its own, so a listener alike to no other pays
+/// for no ring.)
 ///
 /// Nothing observable changes. Each listener keeps its capacity and byte
 /// bound, its [`Next::Lagged`](crate::Next::Lagged) reports and its exact
@@ -503,9 +505,10 @@ mod tests {
         let hub = Hub::new();
         let tools = Filter::new().with_tools_list_changed();
         let kind = EventKind::ListChanged(ListKind::Tools);
-        // The first keeps a queue of its own; the rest share one lane.
+        // The first keeps a queue of its own; the other 99 sit in two lanes
+        // (of at most 64 seats).
         let alike: Vec<_> = (0..100).map(|_| hub.listen(&tools).unwrap()).collect();
-        assert_eq!(targets(&hub, &kind), 2);
+        assert_eq!(targets(&hub, &kind), 3);
         // Settings a lane cannot keep mean a queue of one's own.
         let strict = OpenContext::default().with_overflow(Overflow::Disconnect);
         let coalescing = OpenContext::default().with_coalesce(true);
@@ -513,14 +516,14 @@ mod tests {
             hub.listen_with(&tools, &strict).unwrap(),
             hub.listen_with(&tools, &coalescing).unwrap(),
         ];
-        assert_eq!(targets(&hub, &kind), 4);
+        assert_eq!(targets(&hub, &kind), 5);
         // Another capacity is another lane, opened by its second listener.
         let small = OpenContext::default().with_capacity(8);
         let _other = [
             hub.listen_with(&tools, &small).unwrap(),
             hub.listen_with(&tools, &small).unwrap(),
         ];
-        assert_eq!(targets(&hub, &kind), 6);
+        assert_eq!(targets(&hub, &kind), 7);
         assert_eq!(hub.notify_tools_list_changed().queued, 104);
         // The last member leaving takes its lane out of the index.
         drop(alike);

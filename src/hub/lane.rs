@@ -11,6 +11,11 @@
 //! many lost an event, and each seat's counts come out as its own queue
 //! would have kept them.
 //!
+//! A lane seats at most 64 members (`SEATS_PER_LANE`, in the registry):
+//! every read takes the lane's lock, as every push does, and thousands of
+//! readers on one lock spend their time waiting on each other, so the
+//! 65th listener alike opens a second lane.
+//!
 //! The registry opens a lane for the second listener alike; the first keeps
 //! a queue of its own, so a listener alike to no other pays for no lane.
 //!

@@ -16,9 +16,9 @@
 //!   under one lock that a publisher and the reader share;
 //! - `ring`: the events a lane's members have yet to read, held once, with
 //!   a count of members at each position, and a member's cursor into it;
-//! - `lane`: listeners whose queues would be alike share one ring, each
-//!   keeping its reader and cursor (moved out to queues of their own
-//!   before a succession reaches the lane);
+//! - `lane`: listeners whose queues would be alike share one ring, up to
+//!   64 a lane, each keeping its reader and cursor (moved out to queues of
+//!   their own before a succession reaches the lane);
 //! - `inbox`: where a listener's events wait, its own queue or a lane seat;
 //! - `stats`: the snapshots read from the queues;
 //! - `index`: the routing index over listeners' own queues, and lanes;

@@ -29,8 +29,10 @@ use crate::sync::Arc;
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     pub(crate) entries: HashMap<ListenerId, Arc<Entry>>,
-    /// Each lane, with how many registered listeners sit in it.
-    lanes: HashMap<LaneKey, (Arc<Lane>, usize)>,
+    /// The lanes of each key, with how many registered listeners sit in
+    /// each: a new listener takes a seat in the first with fewer than
+    /// [`SEATS_PER_LANE`].
+    lanes: HashMap<LaneKey, Vec<(Arc<Lane>, usize)>>,
     /// An event with a succession was about to reach a lane: every member
     /// moved out to a queue of its own, and no lane opens from then on.
     lanes_closed: bool,
@@ -78,12 +80,21 @@ impl Registry {
                 return own(Some(hash));
             }
         }
-        let (lane, seated) = self.lanes.entry(key).or_insert_with_key(|key| {
-            let lane = Arc::new(Lane::new(key));
-            self.routes
-                .insert(&Target::Lane(lane.clone()), filter, membership);
-            (lane, 0)
-        });
+        let lanes = self.lanes.entry(key.clone()).or_default();
+        let open = lanes
+            .iter()
+            .position(|(_, seated)| *seated < SEATS_PER_LANE);
+        let at = match open {
+            Some(at) => at,
+            None => {
+                let lane = Arc::new(Lane::new(&key));
+                self.routes
+                    .insert(&Target::Lane(lane.clone()), filter, membership);
+                lanes.push((lane, 0));
+                lanes.len() - 1
+            }
+        };
+        let (lane, seated) = &mut lanes[at];
         *seated += 1;
         (Inbox::Seat(lane.clone(), lane.join()), None)
     }
@@ -289,13 +300,18 @@ impl Registry {
     fn unseat(&mut self, lane: &Lane, entry: &Entry) {
         let (filter, membership) = (&entry.filter, &entry.membership);
         let key = lane.key(filter, membership);
-        let Some((_, seated)) = self.lanes.get_mut(&key) else {
+        let Some(lanes) = self.lanes.get_mut(&key) else {
             return;
         };
-        *seated -= 1;
-        if *seated == 0
-            && let Some((lane, _)) = self.lanes.remove(&key)
-        {
+        let Some(at) = lanes.iter().position(|(l, _)| std::ptr::eq(&**l, lane)) else {
+            return;
+        };
+        lanes[at].1 -= 1;
+        if lanes[at].1 == 0 {
+            let (lane, _) = lanes.swap_remove(at);
+            if lanes.is_empty() {
+                self.lanes.remove(&key);
+            }
             self.routes.remove(&Target::Lane(lane), filter, membership);
         }
     }
@@ -342,6 +358,13 @@ impl Registry {
             .collect()
     }
 }
+
+/// The most listeners one lane seats; the next alike opens another lane.
+/// Every reader of a lane takes its one lock, as the publisher does to
+/// push, so a lane of thousands spends its time in their contention; a
+/// publish pushes once per lane, which over 64 members costs each a
+/// fraction of an instruction (BENCHMARKS.md measures both).
+pub(crate) const SEATS_PER_LANE: usize = 64;
 
 /// Whether `entry`'s own queue is among `targets` already (a listener the
 /// audience names by id and by principal or label is pushed once).

@@ -59,6 +59,45 @@ fn drop_oldest_keeps_the_newest_n_and_reports_the_exact_lag() {
     assert_eq!(stats.max_queue_depth, 4);
 }
 
+/// Past the seats of one lane, listeners alike sit in several: each
+/// still gets every event once, loses exactly what its bound evicts, and
+/// the publish's report counts each listener, not each lane.
+#[test]
+fn listeners_alike_past_one_lane_s_seats_each_get_every_event_once_and_their_exact_lag() {
+    let hub = Hub::builder().capacity(4).build();
+    let filter = Filter::new().with_resource("file:///a");
+    let mut listeners: Vec<_> = (0..600).map(|_| hub.listen(&filter).unwrap()).collect();
+    let reports: Vec<_> = (0..6)
+        .map(|_| hub.notify_resource_updated("file:///a"))
+        .collect();
+    assert!(reports.iter().all(|report| report.queued == 600));
+    assert_eq!(reports[4].evicted + reports[5].evicted, 1_200);
+    for listener in &mut listeners[..300] {
+        let read = drain(listener);
+        assert_eq!(read.len(), 5, "{read:?}");
+        assert_eq!(read[0], Next::Lagged(2));
+    }
+    // Half leave; those left, in every lane, go on.
+    let kept = listeners.split_off(300);
+    drop(listeners);
+    hub.notify_resource_updated("file:///a");
+    for mut listener in kept {
+        let read = drain(&mut listener);
+        assert_eq!(read[0], Next::Lagged(3));
+        assert_eq!(read.len(), 5, "{read:?}");
+        let stats = listener.stats();
+        assert_eq!(
+            (
+                stats.events.matched,
+                stats.events.delivered,
+                stats.events.dropped
+            ),
+            (7, 4, 3)
+        );
+    }
+    assert_eq!(hub.stats().listeners_active, 0);
+}
+
 #[test]
 fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
     let hub = Hub::builder()
