@@ -114,6 +114,12 @@ async fn answer(State(served): State<Served>, body: String) -> Response {
         }
         _ => json!({}),
     };
+    reply(&request, result)
+}
+
+/// `result` as the JSON-RPC response to `request`: the in-process
+/// servers' answer.
+pub(crate) fn reply(request: &Value, result: Value) -> Response {
     let reply = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],

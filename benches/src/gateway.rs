@@ -229,12 +229,7 @@ async fn answer(body: String) -> Response {
         }
         _ => json!({}),
     };
-    let reply = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        reply.to_string(),
-    )
-        .into_response()
+    crate::catalog::reply(&request, result)
 }
 
 /// `rounds` events, one at a time, each to `listeners` listeners through

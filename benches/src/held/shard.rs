@@ -8,6 +8,7 @@
 //! arrived, and `received` once every held stream has one (or ended). It
 //! exits when its stdin closes, so it never outlives its parent.
 
+use std::future::Future;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -26,6 +27,35 @@ const OPENING_AT_ONCE: usize = 64;
 /// Opens `count` listen streams to `addr` from `from`, request ids from
 /// `first_id` on, and holds them until stdin closes.
 pub(crate) fn main(server: Server, addr: SocketAddr, from: IpAddr, first_id: usize, count: usize) {
+    shard(
+        count,
+        move |n| server.open(move || bound(from), addr, first_id + n),
+        |mut reader, done: Done| async move {
+            if !read(&mut reader, 1).await {
+                say("lost");
+            }
+            done.done();
+            // Held, as a client that stays subscribed, until the process
+            // ends.
+            let _held = reader;
+            std::future::pending::<()>().await
+        },
+    );
+}
+
+/// Opens `count` streams through `open` (the `n`th, [`OPENING_AT_ONCE`]
+/// at a time), saying `acked` or `failed` for each and `opened` once all
+/// were tried, then holds each through `hold`, which says [`Done`] once
+/// for it (`received` once every stream did), until stdin closes.
+fn shard<S, E, Open, Opening, Hold, Holding>(count: usize, open: Open, hold: Hold)
+where
+    S: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+    Open: Fn(usize) -> Opening + Send + Sync + 'static,
+    Opening: Future<Output = Result<S, E>> + Send + 'static,
+    Hold: Fn(S, Done) -> Holding + Send + Sync + 'static,
+    Holding: Future<Output = ()> + Send + 'static,
+{
     // Held until the parent is gone; then the process ends, streams and all.
     std::thread::spawn(|| {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -36,6 +66,7 @@ pub(crate) fn main(server: Server, addr: SocketAddr, from: IpAddr, first_id: usi
         .build()
         .expect("a runtime");
     runtime.block_on(async {
+        let (open, hold) = (Arc::new(open), Arc::new(hold));
         let opening = Arc::new(Semaphore::new(OPENING_AT_ONCE));
         // Attempts not yet done, and streams not yet done: a stream is done
         // when its change arrived, it ended, or it was never opened.
@@ -43,36 +74,24 @@ pub(crate) fn main(server: Server, addr: SocketAddr, from: IpAddr, first_id: usi
             Arc::new(AtomicUsize::new(count)),
             Arc::new(AtomicUsize::new(count)),
         );
-        for id in first_id..first_id + count {
-            let (opening, attempts, streams) = (opening.clone(), attempts.clone(), streams.clone());
+        for n in 0..count {
+            let (open, hold, opening) = (open.clone(), hold.clone(), opening.clone());
+            let (attempts, done) = (attempts.clone(), Done(streams.clone()));
             tokio::spawn(async move {
                 let permit = opening.acquire_owned().await;
-                let opened = server.open(|| bound(from), addr, id).await;
+                let opened = open(n).await;
                 drop(permit);
-                let held = match opened {
-                    Ok(reader) => {
-                        say("acked");
-                        Some(reader)
-                    }
-                    Err(err) => {
-                        say(&format!("failed {err}"));
-                        None
-                    }
-                };
+                match &opened {
+                    Ok(_) => say("acked"),
+                    Err(err) => say(&format!("failed {err}")),
+                }
                 if attempts.fetch_sub(1, Ordering::AcqRel) == 1 {
                     say("opened");
                 }
-                let Some(mut reader) = held else {
-                    return done(&streams);
-                };
-                if !read(&mut reader, 1).await {
-                    say("lost");
+                match opened {
+                    Ok(stream) => hold(stream, done).await,
+                    Err(_) => done.done(),
                 }
-                done(&streams);
-                // Held, as a client that stays subscribed, until the
-                // process ends.
-                let _held = reader;
-                std::future::pending::<()>().await
             });
         }
         std::future::pending::<()>().await
@@ -86,10 +105,15 @@ fn bound(from: IpAddr) -> std::io::Result<TcpSocket> {
     Ok(socket)
 }
 
-/// One more stream done; the last says so.
-fn done(streams: &AtomicUsize) {
-    if streams.fetch_sub(1, Ordering::AcqRel) == 1 {
-        say("received");
+/// A stream's share of the shard's streams not yet done: the last one
+/// done says `received`.
+struct Done(Arc<AtomicUsize>);
+
+impl Done {
+    fn done(self) {
+        if self.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            say("received");
+        }
     }
 }
 
@@ -103,66 +127,41 @@ pub(crate) fn relistening(addr: SocketAddr, from: IpAddr, count: usize) {
     use mcp_subscriptions::Filter;
     use mcp_subscriptions::client::{Item, Relisten, SubscribeOptions, Subscription};
 
-    std::thread::spawn(|| {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        std::process::exit(0);
-    });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let opening = Arc::new(Semaphore::new(OPENING_AT_ONCE));
-        let (attempts, streams) = (
-            Arc::new(AtomicUsize::new(count)),
-            Arc::new(AtomicUsize::new(count)),
-        );
-        let url = format!("http://{addr}/mcp");
-        let options = SubscribeOptions::default()
-            .with_relisten(Relisten::default())
-            .with_local_address(from);
-        for _ in 0..count {
-            let (opening, attempts, streams) = (opening.clone(), attempts.clone(), streams.clone());
+    let url = format!("http://{addr}/mcp");
+    let options = SubscribeOptions::default()
+        .with_relisten(Relisten::default())
+        .with_local_address(from);
+    shard(
+        count,
+        move |_| {
+            let filter = Filter::new().with_tools_list_changed();
             let (url, options) = (url.clone(), options.clone());
-            tokio::spawn(async move {
-                let permit = opening.acquire_owned().await;
-                let filter = Filter::new().with_tools_list_changed();
-                let opened = Subscription::http(url, &filter, options).await;
-                drop(permit);
-                match &opened {
-                    Ok(_) => say("acked"),
-                    Err(err) => say(&format!("failed {err}")),
-                }
-                if attempts.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    say("opened");
-                }
-                let Ok(mut subscription) = opened else {
-                    return done(&streams);
-                };
-                let (mut changed, mut out) = (false, false);
-                while let Some(item) = subscription.next().await {
-                    match item {
-                        Item::Event(_) if !changed => {
-                            changed = true;
-                            done(&streams);
+            async move { Subscription::http(url, &filter, options).await }
+        },
+        |mut subscription, done: Done| async move {
+            let (mut done, mut out) = (Some(done), false);
+            while let Some(item) = subscription.next().await {
+                match item {
+                    Item::Event(_) => {
+                        if let Some(done) = done.take() {
+                            done.done();
                         }
-                        Item::Relistening(_) if !out => {
-                            out = true;
-                            say("relistening");
-                        }
-                        Item::Resynced(_) => {
-                            out = false;
-                            say("resynced");
-                        }
-                        Item::End(_) => say("lost"),
-                        _ => {}
                     }
+                    Item::Relistening(_) if !out => {
+                        out = true;
+                        say("relistening");
+                    }
+                    Item::Resynced(_) => {
+                        out = false;
+                        say("resynced");
+                    }
+                    Item::End(_) => say("lost"),
+                    _ => {}
                 }
-                if !changed {
-                    done(&streams);
-                }
-            });
-        }
-        std::future::pending::<()>().await
-    });
+            }
+            if let Some(done) = done {
+                done.done();
+            }
+        },
+    );
 }
