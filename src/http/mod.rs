@@ -4,7 +4,10 @@
 
 mod answers;
 mod endpoint;
+mod first;
 mod headers;
+mod held;
+mod rewind;
 mod route;
 mod serve;
 mod signal;

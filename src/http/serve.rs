@@ -6,18 +6,21 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::TaskTracker;
+use tower_service::Service;
 
+use super::first::{self, BUFFER, First};
+use super::held;
+use super::rewind::Rewind;
 use super::stop::{Stop, Watch};
 use crate::transport::{Drained, Streams};
-
-/// The most a connection buffers before it writes, and the longest request
-/// head it reads: hyper's least.
-const BUFFER: usize = 8 * 1024;
 
 /// How long accepting pauses after an error (out of open files, say), so
 /// that a lasting one does not spin.
@@ -28,23 +31,34 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 /// close once its response is done, and returns when all have.
 ///
 /// It does what `axum::serve(listener, router).with_graceful_shutdown(..)`
-/// does, WebSocket upgrades included (the notification channel), for about
-/// half the memory per held listen stream (the figures are in
-/// `BENCHMARKS.md`, held streams):
+/// does, WebSocket upgrades included (the notification channel), for a
+/// fraction of the memory per held listen stream (2.6 KiB against 23 KiB;
+/// the figures are in `BENCHMARKS.md`, held streams):
 ///
-/// - hyper's HTTP/1 builder serves each connection directly. `axum::serve`
-///   detects the protocol first and hands hyper the bytes it peeked, after
-///   which hyper's read buffer doubles to 16 KiB.
+/// - A connection whose first request holds a stream (a
+///   `subscriptions/listen` POST, or an older revision's `GET` of its
+///   session's stream) is answered on the socket: the router answers the
+///   request, and its response is written as it comes, with `connection:
+///   close`. Hyper never sees that connection, so none of its buffers or
+///   state is kept for the hours a stream lives. Anything else, or a
+///   first request that is not plain enough (a chunked body, `Expect`, an
+///   upgrade, more than 8 KiB, a second request behind it), goes to hyper
+///   with the bytes already read, as below; so does a listen request on a
+///   connection that served another first.
+/// - hyper's HTTP/1 builder serves each other connection directly.
+///   `axum::serve` detects the protocol first and hands hyper the bytes it
+///   peeked, after which hyper's read buffer doubles to 16 KiB.
 /// - The router is cloned per connection, not rebuilt: `axum::serve`
 ///   builds a make-service, which copies the route table for each one.
-/// - Responses are written from one buffer (hyper's `writev(false)`): an
-///   SSE event is copied into the connection's buffer, which a held stream
-///   has anyway, instead of queued beside it, so no queue is kept per
-///   connection and events that arrive together leave in one write.
+/// - Hyper writes responses from one buffer (`writev(false)`): an SSE
+///   event is copied into the connection's buffer instead of queued beside
+///   it, so no queue is kept per connection and events that arrive
+///   together leave in one write.
 /// - That buffer is flushed once it holds 8 KiB (hyper's `max_buf_size`,
 ///   at its least), and long events reach it in pieces of at most 8 KiB,
 ///   so a burst grows it to 16 KiB at most, for the connection's life; a
-///   client that stops reading stalls its stream within that much.
+///   client that stops reading stalls its stream within that much (within
+///   the socket's own buffer, for a stream answered on the socket).
 ///
 /// The same bound limits a request's head (its request line and headers)
 /// to 8 KiB, as in Jetty; a longer one is answered `431 Request Header
@@ -72,21 +86,7 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
         loop {
             match listener.accept().await {
                 Ok((socket, _)) => {
-                    // Built here, not inside its task: held streams
-                    // measured less resident memory each when the buffers
-                    // are allocated before the task is (`BENCHMARKS.md`).
-                    let connection = http1::Builder::new()
-                        .writev(false)
-                        .max_buf_size(BUFFER)
-                        .serve_connection(
-                            TokioIo::new(socket),
-                            TowerToHyperService::new(router.clone()),
-                        )
-                        .with_upgrades();
-                    connections.spawn(UntilStopped {
-                        connection,
-                        stop: stop.watch(),
-                    });
+                    connections.spawn(connection(socket, router.clone(), stop.watch()));
                 }
                 // An accept error ends no connection already open.
                 Err(err) => {
@@ -156,8 +156,42 @@ pub async fn serve_until_drained(
     }
 }
 
+/// Serves one connection: its first request on the socket when it holds
+/// a stream (see `first`), otherwise the whole connection through hyper.
+async fn connection(socket: TcpStream, router: Router, mut stop: Watch) {
+    match first::read(&socket, &mut stop).await {
+        First::Gone => {}
+        First::Held(request) => {
+            drop(stop);
+            let response = Box::pin(answer(router, *request)).await;
+            held::write(socket, response).await;
+        }
+        // Boxed, so that a held stream's task is not the size of hyper's
+        // connection.
+        First::Other(read) => {
+            Box::pin(through_hyper(Rewind::new(read, socket), router, stop)).await
+        }
+    }
+}
+
+async fn answer(mut router: Router, request: Request<Body>) -> Response {
+    match router.call(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+fn through_hyper(socket: Rewind, router: Router, stop: Watch) -> UntilStopped {
+    let connection = http1::Builder::new()
+        .writev(false)
+        .max_buf_size(BUFFER)
+        .serve_connection(TokioIo::new(socket), TowerToHyperService::new(router))
+        .with_upgrades();
+    UntilStopped { connection, stop }
+}
+
 /// One HTTP/1 connection, WebSocket upgrades included.
-type Connection = http1::UpgradeableConnection<TokioIo<TcpStream>, TowerToHyperService<Router>>;
+type Connection = http1::UpgradeableConnection<TokioIo<Rewind>, TowerToHyperService<Router>>;
 
 /// Serves one connection; once asked to stop, it closes after the response
 /// in progress.

@@ -2,10 +2,13 @@
 //!
 //! Each message becomes one `data:` line (JSON has no raw newlines), and a
 //! comment line keeps an idle connection open. The body pulls a message only
-//! when hyper polls it for the next frame, and hyper keeps a bounded buffer
-//! ahead of the socket (8 KiB under [`serve`](super::serve), about 400 KiB
-//! by hyper's default), so a client that stops reading stalls its own stream
-//! within that bound and its queue's overflow policy takes over; other
+//! when its writer polls it for the next frame, and the writer keeps a
+//! bounded buffer ahead of the socket (none for a stream that opened its
+//! connection under [`serve`](super::serve), which writes each frame on the
+//! socket before it pulls the next; hyper's 8 KiB on its other connections,
+//! about 400 KiB by hyper's default), so a client that stops reading stalls
+//! its own stream within that bound and its queue's overflow policy takes
+//! over; other
 //! streams go on.
 
 use std::collections::VecDeque;

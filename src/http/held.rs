@@ -1,0 +1,291 @@
+//! A held stream's response, written on the socket (see `first`): the
+//! head, then each body frame as an HTTP/1.1 chunk as it comes, nothing
+//! kept but the frame being written. The response says `connection:
+//! close`: once it ends, so does the connection.
+//!
+//! The socket is the only buffer: a client that stops reading fills it,
+//! the body is not polled until it drains, and the stream's own bound
+//! and overflow policy take over, as under hyper (whose 8 KiB buffer came
+//! before the socket's). Meanwhile the socket is watched for the client
+//! leaving, which drops the body, so the listener closes at once.
+
+use std::future::Future;
+use std::io::{self, IoSlice, Write as _};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::SystemTime;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::Response;
+use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
+
+/// Writes `response` on `socket`, then closes it; returns early when the
+/// client leaves or a write fails.
+pub(super) fn write(socket: TcpStream, response: Response) -> Held {
+    let (parts, body) = response.into_parts();
+    let framing = Framing::of(parts.status, body.size_hint().exact());
+    Held {
+        socket,
+        body,
+        out: Some(Out::whole(head(&parts, framing))),
+        framing,
+        ended: false,
+    }
+}
+
+/// The future [`write`] returns.
+pub(super) struct Held {
+    socket: TcpStream,
+    body: Body,
+    /// What is being written: the head, a frame, or the last chunk.
+    out: Option<Out>,
+    framing: Framing,
+    /// The body has ended; what is left to write is in `out`.
+    ended: bool,
+}
+
+impl Future for Held {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if client_left(&this.socket, cx) {
+            return Poll::Ready(());
+        }
+        loop {
+            if let Some(out) = &mut this.out {
+                match ready!(out.poll_write(&mut this.socket, cx)) {
+                    Ok(()) => this.out = None,
+                    Err(_) => return Poll::Ready(()),
+                }
+            }
+            if this.ended {
+                return Poll::Ready(());
+            }
+            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data()
+                        && !data.is_empty()
+                        && this.framing != Framing::None
+                    {
+                        this.out = Some(Out::frame(data, this.framing));
+                    }
+                }
+                // No last chunk, so the client sees the response cut.
+                Some(Err(_)) => return Poll::Ready(()),
+                None => {
+                    this.ended = true;
+                    if this.framing == Framing::Chunked {
+                        this.out = Some(Out::whole(Bytes::from_static(b"0\r\n\r\n")));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the client closed its side (or the socket failed). Anything it
+/// sends meanwhile is read and dropped: the response said `connection:
+/// close`, so no further request is served on this connection.
+fn client_left(socket: &TcpStream, cx: &mut Context<'_>) -> bool {
+    let mut sink = [0; 64];
+    loop {
+        match socket.poll_read_ready(cx) {
+            Poll::Pending => return false,
+            Poll::Ready(Err(_)) => return true,
+            Poll::Ready(Ok(())) => match socket.try_read(&mut sink) {
+                Ok(0) => return true,
+                Err(err) if err.kind() != io::ErrorKind::WouldBlock => return true,
+                // Read (and dropped), or readiness cleared: look again, which
+                // registers for the next readiness.
+                Ok(_) | Err(_) => {}
+            },
+        }
+    }
+}
+
+/// How the body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// No body, whatever the response holds (`204`, `304`).
+    None,
+    /// `content-length`: the body's frames as they are.
+    Length(u64),
+    /// `transfer-encoding: chunked`: a stream.
+    Chunked,
+}
+
+impl Framing {
+    fn of(status: StatusCode, exact_len: Option<u64>) -> Self {
+        if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+            return Self::None;
+        }
+        exact_len.map_or(Self::Chunked, Self::Length)
+    }
+}
+
+/// Headers this writer sets itself: the framing and the connection's end.
+const OWN_HEADERS: [HeaderName; 3] = [CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING];
+
+/// The response's head as HTTP/1.1 writes it.
+fn head(parts: &axum::http::response::Parts, framing: Framing) -> Bytes {
+    let mut head = Vec::with_capacity(256);
+    let status = parts.status;
+    // Writes into a `Vec` cannot fail.
+    let _ = write!(
+        head,
+        "HTTP/1.1 {} {}\r\n",
+        status.as_str(),
+        status.canonical_reason().unwrap_or("")
+    );
+    for (name, value) in &parts.headers {
+        if !OWN_HEADERS.contains(name) {
+            header(&mut head, name.as_str(), value.as_bytes());
+        }
+    }
+    if !parts.headers.contains_key(DATE) {
+        let date = httpdate::fmt_http_date(SystemTime::now());
+        header(&mut head, DATE.as_str(), date.as_bytes());
+    }
+    match framing {
+        Framing::None => {}
+        Framing::Length(len) => header(&mut head, "content-length", len.to_string().as_bytes()),
+        Framing::Chunked => header(&mut head, "transfer-encoding", b"chunked"),
+    }
+    header(&mut head, "connection", b"close");
+    head.extend_from_slice(b"\r\n");
+    head.into()
+}
+
+fn header(head: &mut Vec<u8>, name: &str, value: &[u8]) {
+    head.extend_from_slice(name.as_bytes());
+    head.extend_from_slice(b": ");
+    head.extend_from_slice(value);
+    head.extend_from_slice(b"\r\n");
+}
+
+/// Bytes being written: a chunk's size line, its data and its end, or
+/// data alone; `written` counts across the three.
+struct Out {
+    size: ChunkSize,
+    data: Bytes,
+    end: &'static [u8],
+    written: usize,
+}
+
+impl Out {
+    fn whole(data: Bytes) -> Self {
+        Self {
+            size: ChunkSize::default(),
+            data,
+            end: b"",
+            written: 0,
+        }
+    }
+
+    fn frame(data: Bytes, framing: Framing) -> Self {
+        if framing != Framing::Chunked {
+            return Self::whole(data);
+        }
+        Self {
+            size: ChunkSize::of(data.len()),
+            data,
+            end: b"\r\n",
+            written: 0,
+        }
+    }
+
+    /// Writes what is left, in as few writes as the socket takes.
+    fn poll_write(&mut self, socket: &mut TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let mut slices = [IoSlice::new(&[]); 3];
+            let mut count = 0;
+            let mut skip = self.written;
+            for part in [self.size.as_bytes(), &self.data[..], self.end] {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                slices[count] = IoSlice::new(&part[skip..]);
+                skip = 0;
+                count += 1;
+            }
+            if count == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let n = ready!(Pin::new(&mut *socket).poll_write_vectored(cx, &slices[..count]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+    }
+}
+
+/// A chunk's size line, `{hex}\r\n`, kept inline.
+#[derive(Default)]
+struct ChunkSize {
+    bytes: [u8; 18],
+    len: u8,
+}
+
+impl ChunkSize {
+    fn of(len: usize) -> Self {
+        let mut size = Self::default();
+        let mut line = &mut size.bytes[..];
+        // At most 16 hex digits and CRLF: it fits.
+        let _ = write!(line, "{len:x}\r\n");
+        size.len = (18 - line.len()) as u8;
+        size
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn a_chunk_is_its_hex_size_its_data_and_crlf() {
+        assert_eq!(ChunkSize::of(0x1a2b).as_bytes(), b"1a2b\r\n");
+        assert_eq!(ChunkSize::of(usize::MAX).as_bytes().len(), 18);
+        let out = Out::frame(Bytes::from_static(b"data: x\n\n"), Framing::Chunked);
+        assert_eq!(
+            [out.size.as_bytes(), &out.data[..], out.end].concat(),
+            b"9\r\ndata: x\n\n\r\n"
+        );
+    }
+
+    #[test]
+    fn the_head_frames_the_body_itself_and_closes_the_connection() {
+        let mut response = Response::new(());
+        let headers = response.headers_mut();
+        headers.insert(
+            "content-type",
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(CONNECTION, HeaderValue::from_static("keep-alive"));
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_static("7"));
+        let (parts, ()) = response.into_parts();
+        let head = head(&parts, Framing::Chunked);
+        let head = std::str::from_utf8(&head).unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"));
+        assert!(head.contains("\r\ndate: "));
+        assert!(head.ends_with("\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"));
+        assert!(!head.contains("keep-alive") && !head.contains("content-length"));
+    }
+
+    #[test]
+    fn a_response_without_a_body_is_not_framed() {
+        assert_eq!(Framing::of(StatusCode::NO_CONTENT, None), Framing::None);
+        assert_eq!(Framing::of(StatusCode::OK, Some(3)), Framing::Length(3));
+        assert_eq!(Framing::of(StatusCode::OK, None), Framing::Chunked);
+    }
+}

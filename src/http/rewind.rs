@@ -1,0 +1,95 @@
+//! A socket whose first reads give back bytes already read from it: the
+//! first request `first` read, handed to hyper as if unread.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+pub(super) struct Rewind {
+    /// Read already, not yet given back; empty (and freed) once it is.
+    read: Bytes,
+    socket: TcpStream,
+}
+
+impl Rewind {
+    pub(super) fn new(read: Bytes, socket: TcpStream) -> Self {
+        Self { read, socket }
+    }
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.read.is_empty() {
+            return Pin::new(&mut this.socket).poll_read(cx, buf);
+        }
+        let n = this.read.len().min(buf.remaining());
+        buf.put_slice(&this.read.split_to(n));
+        if this.read.is_empty() {
+            this.read = Bytes::new();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.socket).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.socket).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.socket.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.socket).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.socket).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn the_bytes_read_come_first_then_the_socket() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        client.write_all(b" world").await.unwrap();
+        drop(client);
+        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server);
+        let mut small = [0; 3];
+        rewound.read_exact(&mut small).await.unwrap();
+        assert_eq!(&small, b"hel");
+        let mut rest = String::new();
+        rewound.read_to_string(&mut rest).await.unwrap();
+        assert_eq!(rest, "lo world");
+    }
+}
