@@ -7,8 +7,8 @@
 //! its [`Reader`] and its position in the ring. A publish into a lane is
 //! one push, however many members it has, and a member's reader finds for
 //! itself what eviction cost it, as `broadcast` receivers do. The ring
-//! counts members per position, so a publish still reports exactly how
-//! many lost an event, and each seat's counts come out as its own queue
+//! counts, per event, the members yet to read it, so a publish still
+//! reports exactly how many lost an event, and each seat's counts come out as its own queue
 //! would have kept them.
 //!
 //! A lane seats at most 64 members (`SEATS_PER_LANE`, in the registry):

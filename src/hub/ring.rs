@@ -1,12 +1,13 @@
 //! A lane's ring: the events some member of the lane has yet to read, each
 //! held once however many members will read it.
 //!
-//! Beside each event the ring counts the members that will read it next
-//! (and apart, those that have read everything). So a publish that evicts the
-//! oldest event knows exactly how many members lose it, without visiting
-//! any member, and a read knows when the oldest event is no longer anyone's
-//! and frees it, so the ring holds what the slowest member has not read and
-//! no more.
+//! Beside each event the ring counts the members yet to read it. So a
+//! publish that evicts the oldest event knows exactly how many members lose
+//! it, without visiting any member (members read in order, so those yet to
+//! read the last event evicted are those that lost at least one), and a
+//! read knows when the oldest event is no longer anyone's and frees it, so
+//! the ring holds what the slowest member has not read and no more. A read
+//! updates one count, the event's it takes.
 //!
 //! Every member of a lane has the same bounds, so evicting the ring's oldest
 //! event until the newest fits keeps each member's unread events exactly as
@@ -25,8 +26,6 @@ use crate::event::Event;
 #[derive(Debug)]
 pub(crate) struct Ring {
     slots: VecDeque<Slot>,
-    /// Members that have read everything.
-    at_tail: usize,
     /// The position of `slots[0]`; positions count every event the lane
     /// was given.
     first: u64,
@@ -37,18 +36,17 @@ pub(crate) struct Ring {
     members: usize,
 }
 
-/// One event, and the members that will read it next.
+/// One event, and how many members are yet to read it.
 #[derive(Debug)]
 struct Slot {
     event: Event,
-    at: usize,
+    unread_by: usize,
 }
 
 impl Ring {
     pub(crate) fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
             slots: VecDeque::new(),
-            at_tail: 0,
             first: 0,
             bytes: 0,
             capacity,
@@ -71,7 +69,6 @@ impl Ring {
     /// Adds a member that reads from the next event on; returns its
     /// position.
     pub(crate) fn join(&mut self) -> u64 {
-        self.at_tail += 1;
         self.members += 1;
         self.tail()
     }
@@ -81,7 +78,10 @@ impl Ring {
     /// reports it).
     pub(crate) fn leave(&mut self, next: u64) -> u64 {
         let at = self.position(next);
-        *self.at_mut(self.offset(at)) -= 1;
+        let offset = self.offset(at);
+        for slot in self.slots.range_mut(offset..) {
+            slot.unread_by -= 1;
+        }
         self.members -= 1;
         self.trim();
         self.tail() - at
@@ -130,14 +130,14 @@ impl Ring {
         self.bytes += event.rendered_len();
         self.slots.push_back(Slot {
             event: event.clone(),
-            at: std::mem::take(&mut self.at_tail),
+            unread_by: self.members,
         });
         let mut lost = 0;
         while (self.slots.len() > self.capacity || self.bytes > self.max_bytes)
             && self.slots.len() > 1
         {
-            // Those moved past one evicted event are moved past the next
-            // one too, so the last count is everyone who lost at least one.
+            // Those yet to read an evicted event were yet to read the
+            // ones before it, so the last count is everyone who lost one.
             lost = self.pop_front();
         }
         self.trim();
@@ -151,11 +151,10 @@ impl Ring {
         let offset = self.offset(at);
         let slot = self.slots.get_mut(offset)?;
         let event = slot.event.clone();
-        slot.at -= 1;
-        let emptied = slot.at == 0;
-        *self.at_mut(offset + 1) += 1;
-        // Only the oldest event can be left with no reader by a read.
-        if emptied && offset == 0 {
+        slot.unread_by -= 1;
+        // Members read in order, so only the oldest event can be left
+        // with no reader by a read.
+        if slot.unread_by == 0 && offset == 0 {
             self.trim();
         }
         Some(event)
@@ -163,30 +162,21 @@ impl Ring {
 
     /// Frees the oldest events no member has yet to read.
     fn trim(&mut self) {
-        while self.slots.front().is_some_and(|slot| slot.at == 0) {
+        while self.slots.front().is_some_and(|slot| slot.unread_by == 0) {
             self.pop_front();
         }
     }
 
-    /// Drops the oldest event; the members that were to read it next move
-    /// on to the one after. Returns how many moved.
+    /// Drops the oldest event; returns how many members were yet to read
+    /// it (they find their loss at their next read: see
+    /// [`position`](Self::position)).
     fn pop_front(&mut self) -> usize {
         let Some(slot) = self.slots.pop_front() else {
             return 0;
         };
         self.bytes -= slot.event.rendered_len();
         self.first += 1;
-        *self.at_mut(0) += slot.at;
-        slot.at
-    }
-
-    /// The members at `offset` from the oldest event.
-    #[inline]
-    fn at_mut(&mut self, offset: usize) -> &mut usize {
-        match self.slots.get_mut(offset) {
-            Some(slot) => &mut slot.at,
-            None => &mut self.at_tail,
-        }
+        slot.unread_by
     }
 
     #[inline]
