@@ -11,6 +11,7 @@ mod rewind;
 mod route;
 mod serve;
 mod signal;
+mod spare;
 mod sse;
 mod stop;
 mod transport;

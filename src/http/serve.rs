@@ -19,11 +19,13 @@ use tower_service::Service;
 use super::first::{self, BUFFER, First};
 use super::held;
 use super::rewind::Rewind;
+use super::spare::Spare;
 use super::stop::{Stop, Watch};
 use crate::transport::{Drained, Streams};
 
-/// How long accepting pauses after an error (out of open files, say), so
-/// that a lasting one does not spin.
+/// How long accepting pauses after an error it cannot help (out of open
+/// files, it turns a connection away instead: see `spare`), so that a
+/// lasting one does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 
 /// Serves `router` on `listener`, one HTTP/1 connection per task, until
@@ -60,6 +62,11 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 ///   client that stops reading stalls its stream within that much (within
 ///   the socket's own buffer, for a stream answered on the socket).
 ///
+/// Out of open files, it turns each waiting connection away at once
+/// (accepted and closed, with a file it keeps spare for that), so that its
+/// client learns now, not at its own timeout, and tries again, on another
+/// replica when several share the port.
+///
 /// The same bound limits a request's head (its request line and headers)
 /// to 8 KiB, as in Jetty; a longer one is answered `431 Request Header
 /// Fields Too Large` and its connection closed, and the server goes on.
@@ -82,6 +89,7 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(10);
 pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
     let stop = Stop::default();
     let connections = TaskTracker::new();
+    let mut spare = Spare::open();
     let accepting = async {
         loop {
             match listener.accept().await {
@@ -90,6 +98,10 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
                 }
                 // An accept error ends no connection already open.
                 Err(err) => {
+                    if spare.turn_away(&listener, &err) {
+                        tracing::debug!("out of open files: a connection was turned away");
+                        continue;
+                    }
                     tracing::debug!(%err, "accepting a connection failed");
                     tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                 }

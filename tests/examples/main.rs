@@ -15,3 +15,4 @@ mod example_tasks;
 mod files;
 mod herd;
 mod older_clients;
+mod open_files;

@@ -66,8 +66,23 @@ impl HttpServer {
         (server, BufReader::new(stderr).lines())
     }
 
+    /// The example server allowed at most `open_files` open files (`ulimit
+    /// -n`, through `sh`).
+    pub async fn start_with_open_files(open_files: u32, args: &[&str]) -> Self {
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", r#"ulimit -n "$0" && exec "$@""#])
+            .arg(open_files.to_string())
+            .arg(binary());
+        Self::spawn_from(command, "127.0.0.1:0", args, Stdio::inherit()).await
+    }
+
     async fn spawn(addr: &str, args: &[&str], stderr: Stdio) -> Self {
-        let mut child = Command::new(binary())
+        Self::spawn_from(Command::new(binary()), addr, args, stderr).await
+    }
+
+    async fn spawn_from(mut command: Command, addr: &str, args: &[&str], stderr: Stdio) -> Self {
+        let mut child = command
             .args(["--bind", addr])
             .args(args)
             .stdout(Stdio::piped())
