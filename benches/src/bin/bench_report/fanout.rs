@@ -12,6 +12,13 @@ use crate::rounds::interleaved;
 use crate::rows::Row;
 use crate::settings::Settings;
 
+/// The hub's lead over `broadcast` that every round of fan-out must show
+/// (issue 25).
+const LEAD_OVER_BROADCAST: f64 = 1.2;
+
+/// The most instructions one delivery may take (issue 25).
+const INSTRUCTIONS_PER_DELIVERY: f64 = 150.0;
+
 /// The first argument that makes `bench_report` run fan-out bursts for
 /// callgrind to count, instead of the report.
 pub(crate) const BURSTS_COMMAND: &str = "fanout-bursts";
@@ -40,14 +47,17 @@ pub(crate) fn rows(settings: &Settings, curve: &mut Vec<CurvePoint>) -> Vec<Row>
         );
         curve.push((n, hub.median(), broadcast.median(), mpsc.median()));
         if n == 256 || n == 4_096 {
-            rows.push(Row::rounds(
-                "fanout_vs_broadcast",
-                n,
-                &hub,
-                "tokio::sync::broadcast",
-                &broadcast,
-                1.0,
-            ));
+            rows.push(
+                Row::rounds(
+                    "fanout_vs_broadcast",
+                    n,
+                    &hub,
+                    "tokio::sync::broadcast",
+                    &broadcast,
+                    1.0,
+                )
+                .in_every_round(&hub, &broadcast, LEAD_OVER_BROADCAST),
+            );
             rows.push(Row::rounds(
                 "fanout_vs_mpsc",
                 n,
@@ -125,6 +135,7 @@ fn instruction_rows(quick: bool) -> Vec<Row> {
                 &broadcast,
                 1.0,
             )
+            .at_most(INSTRUCTIONS_PER_DELIVERY)
         })
         .collect()
 }

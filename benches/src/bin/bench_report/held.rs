@@ -12,8 +12,9 @@ use indicatif::ProgressBar;
 use crate::rows::Row;
 use crate::settings::Settings;
 
-/// The most resident memory a held idle stream may cost the server.
-const BYTES_PER_STREAM: f64 = 12.0 * 1024.0;
+/// The most resident memory a held idle stream may cost the server
+/// (issue 25; issue 14's was 12 KiB).
+const BYTES_PER_STREAM: f64 = 8.0 * 1024.0;
 
 /// The longest one change may take to reach the last held stream.
 const FANOUT: Duration = Duration::from_secs(1);

@@ -47,6 +47,16 @@ impl Rounds {
     pub(crate) fn max(&self) -> f64 {
         self.sorted()[self.0.len() - 1]
     }
+
+    /// The least of the rounds' ratios, each round's figure over the
+    /// anchor's figure of the same round.
+    pub(crate) fn least_ratio_to(&self, anchor: &Rounds) -> f64 {
+        self.0
+            .iter()
+            .zip(&anchor.0)
+            .map(|(ours, theirs)| ours / theirs)
+            .fold(f64::INFINITY, f64::min)
+    }
 }
 
 /// Measures each of `figures` `rounds` times, taking them in turn within
@@ -118,5 +128,17 @@ mod tests {
         let [ra, rb] = interleaved(3, [&mut a, &mut b]);
         assert_eq!(order.into_inner(), ['a', 'b', 'a', 'b', 'a', 'b']);
         assert_eq!((ra.median(), rb.median()), (1.0, 2.0));
+    }
+
+    #[test]
+    fn the_least_ratio_pairs_rounds() {
+        let rounds = |values: [f64; 3]| {
+            let mut rounds = Rounds::default();
+            values.into_iter().for_each(|v| rounds.push(v));
+            rounds
+        };
+        // Sorted, the ratios would be 1.0 at least; round by round, 0.5.
+        let (ours, anchor) = (rounds([4.0, 2.0, 6.0]), rounds([2.0, 4.0, 3.0]));
+        assert_eq!(ours.least_ratio_to(&anchor), 0.5);
     }
 }

@@ -87,6 +87,23 @@ impl Row {
         row
     }
 
+    /// Holds a row of [`rounds`](Self::rounds) to `at_least` in every
+    /// round, each against the anchor's figure of the same round, instead
+    /// of at the medians only.
+    pub(crate) fn in_every_round(mut self, ours: &Rounds, anchor: &Rounds, at_least: f64) -> Self {
+        let least = ours.least_ratio_to(anchor);
+        self.target = format!(">= {at_least}x in every round (least {least:.2}x)");
+        self.met = Some(least >= at_least);
+        self
+    }
+
+    /// Holds a cost row's own figure to at most `bound` as well.
+    pub(crate) fn at_most(mut self, bound: f64) -> Self {
+        self.target = format!("{}, ours <= {bound}", self.target);
+        self.met = self.met.map(|met| met && self.ours <= bound);
+        self
+    }
+
     /// A figure reported beside the targets, with nothing to meet.
     pub(crate) fn reported(mut self) -> Self {
         self.target = "reported".to_owned();
