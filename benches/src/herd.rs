@@ -38,6 +38,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::held::proc::{Peaks, sockets};
 use crate::relay::RedisServer;
 
 /// The command that builds the example server the herd runs.
@@ -60,12 +61,6 @@ const BACK_LIMIT: Duration = Duration::from_secs(60);
 
 /// How long the change may take to reach every stream.
 const REACH_LIMIT: Duration = Duration::from_secs(20);
-
-/// How often the survivors' `/proc` is sampled while the herd comes back.
-const SAMPLE: Duration = Duration::from_millis(100);
-
-/// The Linux clock ticks a second of `/proc/<pid>/stat` (`USER_HZ`).
-const TICKS_PER_SECOND: f64 = 100.0;
 
 /// One herd run: `streams` streams over `replicas` replicas.
 #[derive(Debug, Clone, Copy)]
@@ -240,31 +235,6 @@ fn server_path() -> Result<PathBuf, String> {
             server.display()
         ))
     }
-}
-
-/// Open sockets of process `pid`.
-fn sockets(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| {
-        dir.filter_map(Result::ok)
-            .filter(|entry| {
-                std::fs::read_link(entry.path())
-                    .is_ok_and(|link| link.to_string_lossy().starts_with("socket:"))
-            })
-            .count()
-    })
-}
-
-/// CPU ticks (user and system) process `pid` has used.
-fn cpu_ticks(pid: u32) -> u64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0;
-    };
-    // Fields after the command, which is in parentheses: utime and stime
-    // are the 14th and 15th of the whole line.
-    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-    field(11).unwrap_or(0) + field(12).unwrap_or(0)
 }
 
 /// One HTTP/1.1 request on a connection of its own; the response's body.
@@ -472,12 +442,10 @@ impl Herd {
         let catalogs = open_catalogs(&url, self.catalogs).await?;
 
         // Kill the first replica, and sample the survivors meanwhile.
-        let mut survivors: Vec<u32> = pids[1..].to_vec();
-        // This process last: the clients' own CPU.
-        survivors.push(std::process::id());
+        let survivors: Vec<u32> = pids[1..].to_vec();
         let sampler = {
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || sample(&survivors, &stop))
+            std::thread::spawn(move || Peaks::sample(&survivors, &[std::process::id()], &stop))
         };
         let killed_at = Instant::now();
         let _ = fleet.replicas[0].kill();
@@ -515,8 +483,11 @@ impl Herd {
         // A little longer, to see any late or second re-listen.
         tokio::time::sleep(Duration::from_millis(500)).await;
         stop.store(true, Ordering::Relaxed);
-        let (peak_accepts_per_s, peak_cpu, client_peak_cpu) =
-            sampler.join().unwrap_or((0.0, 0.0, 0.0));
+        let Peaks {
+            accepts_per_s: peak_accepts_per_s,
+            server_cpu: peak_cpu,
+            clients_cpu: client_peak_cpu,
+        } = sampler.join().unwrap_or_default();
         log.drain();
         waited?;
         catalogs_back?;
@@ -644,37 +615,4 @@ async fn open_catalogs(url: &str, n: usize) -> Result<Vec<Catalog>, String> {
         catalogs.push(opened.map_err(|err| format!("a catalog did not open: {err}"))?);
     }
     Ok(catalogs)
-}
-
-/// Samples `pids` (the survivors, then this process) every [`SAMPLE`]
-/// until `stop`: the peak of the survivors' accepts a second together (new
-/// sockets), the busiest survivor's peak CPU in cores, and this process's.
-fn sample(pids: &[u32], stop: &AtomicBool) -> (f64, f64, f64) {
-    let read = || -> Vec<(usize, u64)> {
-        pids.iter()
-            .map(|&pid| (sockets(pid), cpu_ticks(pid)))
-            .collect()
-    };
-    let survivors = pids.len() - 1;
-    let (mut last, mut last_at) = (read(), Instant::now());
-    let (mut peak_accepts, mut peak_cpu, mut client_cpu) = (0.0f64, 0.0f64, 0.0f64);
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(SAMPLE);
-        let (now, at) = (read(), Instant::now());
-        let seconds = (at - last_at).as_secs_f64();
-        let accepted: usize = now[..survivors]
-            .iter()
-            .zip(&last)
-            .map(|((s, _), (l, _))| s.saturating_sub(*l))
-            .sum();
-        peak_accepts = peak_accepts.max(accepted as f64 / seconds);
-        let cores =
-            |i: usize| now[i].1.saturating_sub(last[i].1) as f64 / TICKS_PER_SECOND / seconds;
-        for i in 0..survivors {
-            peak_cpu = peak_cpu.max(cores(i));
-        }
-        client_cpu = client_cpu.max(cores(survivors));
-        (last, last_at) = (now, at);
-    }
-    (peak_accepts, peak_cpu, client_cpu)
 }

@@ -1,7 +1,10 @@
 //! A held stream's response, written on the socket (see `first`): the
-//! head, then each body frame as an HTTP/1.1 chunk as it comes, nothing
-//! kept but the frame being written. The response says `connection:
-//! close`: once it ends, so does the connection.
+//! head, then the body's frames as HTTP/1.1 chunks as they come, nothing
+//! kept but what is being written. A frame alone is written as it is;
+//! frames ready together are gathered into one write of at most about
+//! [`BUFFER`] bytes, as hyper's buffer would, so a burst costs a write per
+//! 8 KiB, not one per event. The response says `connection: close`: once
+//! it ends, so does the connection.
 //!
 //! The socket is the only buffer: a client that stops reading fills it,
 //! the body is not polled until it drains, and the stream's own bound
@@ -19,8 +22,11 @@ use axum::body::{Body, Bytes, HttpBody};
 use axum::http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::Response;
+use bytes::BytesMut;
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
+
+use super::first::BUFFER;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or a write fails.
@@ -32,7 +38,7 @@ pub(super) fn write(socket: TcpStream, response: Response) -> Held {
         body,
         out: Some(Out::whole(head(&parts, framing))),
         framing,
-        ended: false,
+        end: None,
     }
 }
 
@@ -40,11 +46,22 @@ pub(super) fn write(socket: TcpStream, response: Response) -> Held {
 pub(super) struct Held {
     socket: TcpStream,
     body: Body,
-    /// What is being written: the head, a frame, or the last chunk.
+    /// What is being written: the head, or frames (the last chunk with
+    /// the last of them).
     out: Option<Out>,
     framing: Framing,
-    /// The body has ended; what is left to write is in `out`.
-    ended: bool,
+    /// How the body ended; what is left to write is in `out`.
+    end: Option<End>,
+}
+
+/// How a body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Its last frame came, and the last chunk is written after it.
+    Complete,
+    /// It failed: what came before is written, no last chunk, so the
+    /// client sees the response cut.
+    Cut,
 }
 
 impl Future for Held {
@@ -62,27 +79,92 @@ impl Future for Held {
                     Err(_) => return Poll::Ready(()),
                 }
             }
-            if this.ended {
+            if this.end.is_some() {
                 return Poll::Ready(());
             }
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => {
+            this.out = ready!(this.gather(cx));
+        }
+    }
+}
+
+impl Held {
+    /// The frames ready now, up to about [`BUFFER`] bytes, as one write;
+    /// pending until at least one is ready or the body ends. `None` once
+    /// the body ended with nothing more to write.
+    fn gather(&mut self, cx: &mut Context<'_>) -> Poll<Option<Out>> {
+        let mut batch = Batch::Empty;
+        while batch.len() < BUFFER {
+            match Pin::new(&mut self.body).poll_frame(cx) {
+                Poll::Pending if batch.is_empty() => return Poll::Pending,
+                Poll::Pending => break,
+                Poll::Ready(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data()
                         && !data.is_empty()
-                        && this.framing != Framing::None
+                        && self.framing != Framing::None
                     {
-                        this.out = Some(Out::frame(data, this.framing));
+                        batch.push(Out::frame(data, self.framing));
                     }
                 }
-                // No last chunk, so the client sees the response cut.
-                Some(Err(_)) => return Poll::Ready(()),
-                None => {
-                    this.ended = true;
-                    if this.framing == Framing::Chunked {
-                        this.out = Some(Out::whole(Bytes::from_static(b"0\r\n\r\n")));
+                Poll::Ready(Some(Err(_))) => {
+                    self.end = Some(End::Cut);
+                    break;
+                }
+                Poll::Ready(None) => {
+                    self.end = Some(End::Complete);
+                    if self.framing == Framing::Chunked {
+                        batch.push(Out::whole(Bytes::from_static(b"0\r\n\r\n")));
                     }
+                    break;
                 }
             }
+        }
+        Poll::Ready(batch.into_out())
+    }
+}
+
+/// Frames ready together: the first kept as it is (no copy for a frame
+/// alone, the common case of a held stream), the next ones copied behind
+/// it into one buffer.
+enum Batch {
+    Empty,
+    One(Out),
+    Many(BytesMut),
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        match self {
+            Self::Empty => 0,
+            Self::One(out) => out.len(),
+            Self::Many(buf) => buf.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Self::Empty)
+    }
+
+    fn push(&mut self, out: Out) {
+        *self = match std::mem::replace(self, Self::Empty) {
+            Self::Empty => Self::One(out),
+            Self::One(first) => {
+                let mut buf = BytesMut::with_capacity(first.len() + out.len());
+                first.copy_to(&mut buf);
+                out.copy_to(&mut buf);
+                Self::Many(buf)
+            }
+            Self::Many(mut buf) => {
+                out.copy_to(&mut buf);
+                Self::Many(buf)
+            }
+        };
+    }
+
+    fn into_out(self) -> Option<Out> {
+        match self {
+            Self::Empty => None,
+            Self::One(out) => Some(out),
+            Self::Many(buf) => Some(Out::whole(buf.freeze())),
         }
     }
 }
@@ -198,6 +280,19 @@ impl Out {
         }
     }
 
+    /// Its bytes in all, written or not.
+    fn len(&self) -> usize {
+        self.size.as_bytes().len() + self.data.len() + self.end.len()
+    }
+
+    /// Appends its bytes (none written yet) to `buf`.
+    fn copy_to(&self, buf: &mut BytesMut) {
+        debug_assert_eq!(self.written, 0);
+        buf.extend_from_slice(self.size.as_bytes());
+        buf.extend_from_slice(&self.data);
+        buf.extend_from_slice(self.end);
+    }
+
     /// Writes what is left, in as few writes as the socket takes.
     fn poll_write(&mut self, socket: &mut TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
@@ -280,6 +375,49 @@ mod tests {
         assert!(head.contains("\r\ndate: "));
         assert!(head.ends_with("\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"));
         assert!(!head.contains("keep-alive") && !head.contains("content-length"));
+    }
+
+    /// A held response over a loopback socket whose body gives `frames`,
+    /// all ready at once; its head already written.
+    async fn held_with(frames: Vec<Bytes>) -> Held {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let frames = frames.into_iter().map(Ok::<_, io::Error>);
+        let body = Body::from_stream(futures_util::stream::iter(frames));
+        let mut held = write(server, Response::new(body));
+        held.out = None;
+        held
+    }
+
+    async fn gathered(held: &mut Held) -> Vec<u8> {
+        let out = std::future::poll_fn(|cx| held.gather(cx)).await.unwrap();
+        [out.size.as_bytes(), &out.data[..], out.end].concat()
+    }
+
+    #[tokio::test]
+    async fn frames_ready_together_leave_in_one_write_with_the_last_chunk() {
+        let frames = ["a", "bc", "def"].map(|f| Bytes::from_static(f.as_bytes()));
+        let mut held = held_with(frames.to_vec()).await;
+        assert_eq!(
+            gathered(&mut held).await,
+            b"1\r\na\r\n2\r\nbc\r\n3\r\ndef\r\n0\r\n\r\n"
+        );
+        assert_eq!(held.end, Some(End::Complete));
+    }
+
+    #[tokio::test]
+    async fn a_write_gathers_about_the_buffer_at_most() {
+        let frame = Bytes::from(vec![b'x'; BUFFER / 2 + 1]);
+        let mut held = held_with(vec![frame.clone(), frame.clone(), frame]).await;
+        let chunk = BUFFER / 2 + 1 + "1001\r\n\r\n".len();
+        // Two frames pass the bound: the third waits for the next write.
+        assert_eq!(gathered(&mut held).await.len(), 2 * chunk);
+        assert_eq!(held.end, None);
+        assert_eq!(gathered(&mut held).await.len(), chunk + b"0\r\n\r\n".len());
+        assert_eq!(held.end, Some(End::Complete));
     }
 
     #[test]

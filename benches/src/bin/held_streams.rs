@@ -185,7 +185,9 @@ fn summary(runs: &[(Serving, Held)]) -> String {
         if let Some(herd) = &held.herd {
             table += &format!(
                 "\nthe herd ({}, the first replica killed): {} streams lost, {} acknowledged \
-                 again (resynced), {} stale, {} ended; half back in {}, all back in {}\n",
+                 again (resynced), {} stale, {} ended; half back in {}, all back in {}; at \
+                 their peaks, the survivors accepted {:.0} connections a second together, the \
+                 busiest used {:.2} cores, the client shards {:.2} together\n",
                 serving.name(),
                 herd.lost,
                 herd.resynced,
@@ -194,6 +196,9 @@ fn summary(runs: &[(Serving, Held)]) -> String {
                 herd.half_recovered.map_or("-".to_owned(), millis),
                 herd.recovered
                     .map_or("not within two minutes".to_owned(), millis),
+                herd.peak_accepts_per_s,
+                herd.peak_server_cpu,
+                herd.peak_clients_cpu,
             );
         }
     }

@@ -27,12 +27,15 @@ mod shard;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
 use crate::Server;
+use proc::Peaks;
 
 /// The environment variable that makes this executable a child of a run:
 /// `server KIND ADDR STREAMS [RELAY REPLICAS]` (a replica of a group with
@@ -372,7 +375,10 @@ impl HeldStreams {
         }
         held.fanout = Some(start.elapsed());
         if self.herd && servers.len() > 1 {
-            held.herd = Some(herd(&mut servers[0], &from_children)?);
+            let (victim, survivors) = servers.split_first_mut().expect("more than one");
+            let survivors: Vec<u32> = survivors.iter().map(Process::id).collect();
+            let clients: Vec<u32> = shards.iter().map(Process::id).collect();
+            held.herd = Some(herd(victim, &survivors, &clients, &from_children)?);
         }
         Ok(held)
     }
@@ -392,6 +398,13 @@ pub struct HerdSeen {
     pub recovered: Option<Duration>,
     /// From the kill until half of them were.
     pub half_recovered: Option<Duration>,
+    /// The survivors' new sockets a second, together, at their peak
+    /// while the herd came back.
+    pub peak_accepts_per_s: f64,
+    /// The busiest survivor's CPU at its peak, in cores.
+    pub peak_server_cpu: f64,
+    /// The client shards' CPU together at its peak, in cores.
+    pub peak_clients_cpu: f64,
 }
 
 /// How long the killed replica's streams may take to come back.
@@ -401,8 +414,19 @@ const HERD_LIMIT: Duration = Duration::from_secs(120);
 /// and the herd is over.
 const HERD_SETTLED: Duration = Duration::from_secs(2);
 
-/// Kills `victim` and counts its clients coming back.
-fn herd(victim: &mut Process, lines: &Receiver<(usize, String)>) -> std::io::Result<HerdSeen> {
+/// Kills `victim` and counts its clients coming back, sampling the
+/// `survivors` and the `clients` meanwhile.
+fn herd(
+    victim: &mut Process,
+    survivors: &[u32],
+    clients: &[u32],
+    lines: &Receiver<(usize, String)>,
+) -> std::io::Result<HerdSeen> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (survivors, clients, stop) = (survivors.to_vec(), clients.to_vec(), Arc::clone(&stop));
+        std::thread::spawn(move || Peaks::sample(&survivors, &clients, &stop))
+    };
     victim.child.kill()?;
     let killed = Instant::now();
     let mut seen = HerdSeen {
@@ -411,6 +435,9 @@ fn herd(victim: &mut Process, lines: &Receiver<(usize, String)>) -> std::io::Res
         ended: 0,
         recovered: None,
         half_recovered: None,
+        peak_accepts_per_s: 0.0,
+        peak_server_cpu: 0.0,
+        peak_clients_cpu: 0.0,
     };
     let (mut last_noticed, mut back) = (killed, Vec::new());
     let deadline = killed + HERD_LIMIT;
@@ -442,6 +469,13 @@ fn herd(victim: &mut Process, lines: &Receiver<(usize, String)>) -> std::io::Res
         seen.recovered = back.last().copied();
     }
     seen.half_recovered = back.get(back.len().saturating_sub(1) / 2).copied();
+    stop.store(true, Ordering::Relaxed);
+    let peaks = sampler.join().unwrap_or_default();
+    (
+        seen.peak_accepts_per_s,
+        seen.peak_server_cpu,
+        seen.peak_clients_cpu,
+    ) = (peaks.accepts_per_s, peaks.server_cpu, peaks.clients_cpu);
     Ok(seen)
 }
 

@@ -1,7 +1,16 @@
-//! What Linux says about a process: its resident memory, and how many
-//! files it may open.
+//! What Linux says about a process: its resident memory, how many files
+//! it may open, its sockets and CPU, and their peaks while a herd comes
+//! back.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often [`Peaks::sample`] reads `/proc`.
+const SAMPLE: Duration = Duration::from_millis(100);
+
+/// The Linux clock ticks a second of `/proc/<pid>/stat` (`USER_HZ`).
+const TICKS_PER_SECOND: f64 = 100.0;
 
 /// Resident memory of process `pid` (`VmRSS` in `/proc/<pid>/status`), in
 /// bytes.
@@ -25,6 +34,79 @@ pub(crate) fn open_file_limit() -> io::Result<u64> {
         .and_then(|rest| rest.split_whitespace().next())
         .map(|soft| soft.parse().unwrap_or(u64::MAX))
         .ok_or_else(|| io::Error::other("no open-file limit in /proc/self/limits"))
+}
+
+/// Open sockets of process `pid`.
+pub(crate) fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| {
+        dir.filter_map(Result::ok)
+            .filter(|entry| {
+                std::fs::read_link(entry.path())
+                    .is_ok_and(|link| link.to_string_lossy().starts_with("socket:"))
+            })
+            .count()
+    })
+}
+
+/// CPU ticks (user and system) process `pid` has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command, which is in parentheses: utime and stime
+    // are the 14th and 15th of the whole line.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    field(11).unwrap_or(0) + field(12).unwrap_or(0)
+}
+
+/// The busiest moments of a herd coming back, each in its busiest
+/// [`SAMPLE`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Peaks {
+    /// The servers' new sockets a second, together.
+    pub(crate) accepts_per_s: f64,
+    /// The busiest server's CPU, in cores.
+    pub(crate) server_cpu: f64,
+    /// The clients' processes' CPU, together, in cores.
+    pub(crate) clients_cpu: f64,
+}
+
+impl Peaks {
+    /// Samples `servers` and `clients` every [`SAMPLE`] until `stop`.
+    pub(crate) fn sample(servers: &[u32], clients: &[u32], stop: &AtomicBool) -> Self {
+        let read = |pids: &[u32]| -> Vec<(usize, u64)> {
+            pids.iter()
+                .map(|&pid| (sockets(pid), cpu_ticks(pid)))
+                .collect()
+        };
+        let read_all = || (read(servers), read(clients));
+        let (mut last, mut last_at) = (read_all(), Instant::now());
+        let mut peaks = Self::default();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(SAMPLE);
+            let (now, at) = (read_all(), Instant::now());
+            let seconds = (at - last_at).as_secs_f64();
+            let cores = |now: &(usize, u64), last: &(usize, u64)| {
+                now.1.saturating_sub(last.1) as f64 / TICKS_PER_SECOND / seconds
+            };
+            let accepted: usize = now
+                .0
+                .iter()
+                .zip(&last.0)
+                .map(|(n, l)| n.0.saturating_sub(l.0))
+                .sum();
+            peaks.accepts_per_s = peaks.accepts_per_s.max(accepted as f64 / seconds);
+            for (now, last) in now.0.iter().zip(&last.0) {
+                peaks.server_cpu = peaks.server_cpu.max(cores(now, last));
+            }
+            let clients: f64 = now.1.iter().zip(&last.1).map(|(n, l)| cores(n, l)).sum();
+            peaks.clients_cpu = peaks.clients_cpu.max(clients);
+            (last, last_at) = (now, at);
+        }
+        peaks
+    }
 }
 
 #[cfg(test)]
