@@ -48,6 +48,12 @@ pub(crate) fn sockets(pid: u32) -> usize {
     })
 }
 
+/// Open files of process `pid`: its entries in `/proc/<pid>/fd`, counted
+/// without reading each (cheap enough to sample tens of thousands).
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
 /// CPU ticks (user and system) process `pid` has used.
 fn cpu_ticks(pid: u32) -> u64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -65,7 +71,8 @@ fn cpu_ticks(pid: u32) -> u64 {
 /// [`SAMPLE`].
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Peaks {
-    /// The servers' new sockets a second, together.
+    /// The servers' new files (their accepted connections) a second,
+    /// together.
     pub(crate) accepts_per_s: f64,
     /// The busiest server's CPU, in cores.
     pub(crate) server_cpu: f64,
@@ -74,36 +81,34 @@ pub(crate) struct Peaks {
 }
 
 impl Peaks {
-    /// Samples `servers` and `clients` every [`SAMPLE`] until `stop`.
+    /// Samples `servers` (files and CPU) and `clients` (CPU) every
+    /// [`SAMPLE`] until `stop`.
     pub(crate) fn sample(servers: &[u32], clients: &[u32], stop: &AtomicBool) -> Self {
-        let read = |pids: &[u32]| -> Vec<(usize, u64)> {
-            pids.iter()
-                .map(|&pid| (sockets(pid), cpu_ticks(pid)))
-                .collect()
+        let read = || {
+            let servers: Vec<(usize, u64)> = servers
+                .iter()
+                .map(|&pid| (open_files(pid), cpu_ticks(pid)))
+                .collect();
+            let clients: Vec<u64> = clients.iter().map(|&pid| cpu_ticks(pid)).collect();
+            (servers, clients, Instant::now())
         };
-        let read_all = || (read(servers), read(clients));
-        let (mut last, mut last_at) = (read_all(), Instant::now());
+        let mut last = read();
         let mut peaks = Self::default();
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(SAMPLE);
-            let (now, at) = (read_all(), Instant::now());
-            let seconds = (at - last_at).as_secs_f64();
-            let cores = |now: &(usize, u64), last: &(usize, u64)| {
-                now.1.saturating_sub(last.1) as f64 / TICKS_PER_SECOND / seconds
-            };
-            let accepted: usize = now
-                .0
-                .iter()
-                .zip(&last.0)
-                .map(|(n, l)| n.0.saturating_sub(l.0))
-                .sum();
+            let now = read();
+            let seconds = (now.2 - last.2).as_secs_f64();
+            let cores =
+                |now: u64, last: u64| now.saturating_sub(last) as f64 / TICKS_PER_SECOND / seconds;
+            let servers = now.0.iter().zip(&last.0);
+            let accepted: usize = servers.clone().map(|(n, l)| n.0.saturating_sub(l.0)).sum();
             peaks.accepts_per_s = peaks.accepts_per_s.max(accepted as f64 / seconds);
-            for (now, last) in now.0.iter().zip(&last.0) {
-                peaks.server_cpu = peaks.server_cpu.max(cores(now, last));
+            for (now, last) in servers {
+                peaks.server_cpu = peaks.server_cpu.max(cores(now.1, last.1));
             }
-            let clients: f64 = now.1.iter().zip(&last.1).map(|(n, l)| cores(n, l)).sum();
+            let clients: f64 = now.1.iter().zip(&last.1).map(|(&n, &l)| cores(n, l)).sum();
             peaks.clients_cpu = peaks.clients_cpu.max(clients);
-            (last, last_at) = (now, at);
+            last = now;
         }
         peaks
     }
