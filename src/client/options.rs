@@ -59,9 +59,10 @@ impl From<Overflow> for BufferPolicy {
 /// jitter, from `initial` doubling up to `max`.
 ///
 /// The defaults (100 ms doubling to 10 s, no limit) come from the herd:
-/// a replica of six killed with 15,625 of these clients, on two cores, had
-/// them all acknowledged again by the survivors within 6 s, the survivors
-/// accepting about 4,400 connections a second at their peak. A lone
+/// a replica of six killed with 13,000-15,600 of these clients, on two
+/// cores, had them all acknowledged again by the survivors within 6.2 s,
+/// the survivors accepting 3,900-5,500 connections a second at their
+/// peak. A lone
 /// client is back within 50-100 ms; a crowd's first attempts spread over
 /// 50 ms, and what paces it is how fast the survivors accept, which a
 /// later or wider first window would not change. A client turned away by
