@@ -13,12 +13,20 @@
 //!
 //! A copy is told apart by its content alone (the protocol numbers
 //! nothing), so of two identical events, one published before the new
-//! stream was acknowledged and one after, the pairing may match the wrong
-//! two: the same number of identical events is delivered either way, and
-//! an idempotent signal carries nothing that tells them apart.
+//! stream was registered and one after, the pairing may match the wrong
+//! two: a newer stream's copy of the later one is dropped for the old
+//! stream's earlier one. The same number is delivered either way, as long
+//! as the old stream brings its own copy of the later one; but when the
+//! old stream is closed first, that one is lost. So a newer stream's
+//! idempotent signal dropped for an old stream's is *claimed* by the old
+//! stream, and when the old stream is closed, the signals claimed in the
+//! last half of the overlap (which it may still have in flight) are
+//! delivered again. A copy dropped earlier is settled: the old stream's own
+//! copy of it has had half an overlap to arrive, far more than the two
+//! streams of one server drift apart.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::event::Event;
 
@@ -38,6 +46,9 @@ struct Delivered {
 #[derive(Default)]
 pub(super) struct Overlap {
     delivered: HashMap<String, VecDeque<Delivered>>,
+    /// By stream: the idempotent signals whose copy from a newer stream
+    /// was dropped for that stream's, with when the last was.
+    claimed: HashMap<u64, HashMap<String, (Event, Instant)>>,
 }
 
 impl Overlap {
@@ -64,6 +75,12 @@ impl Overlap {
             .find(|copy| copy.from != from && from <= copy.newest && !copy.matched.contains(&from))
         {
             copy.matched.push(from);
+            if copy.from < from && event.is_idempotent() {
+                self.claimed
+                    .entry(copy.from)
+                    .or_default()
+                    .insert(key, (event.clone(), now));
+            }
             return Some(copy.from);
         }
         match until {
@@ -79,6 +96,20 @@ impl Overlap {
             None => {}
         }
         None
+    }
+
+    /// Stream `from` is closed `now`: the signals claimed for it in the
+    /// last half of `overlap`, of which it may have had a later publish
+    /// still in flight, to deliver again.
+    pub(super) fn closed(&mut self, from: u64, now: Instant, overlap: Duration) -> Vec<Event> {
+        let since = now.checked_sub(overlap / 2);
+        self.claimed
+            .remove(&from)
+            .unwrap_or_default()
+            .into_values()
+            .filter(|(_, at)| since.is_none_or(|since| *at >= since))
+            .map(|(event, _)| event)
+            .collect()
     }
 }
 
@@ -107,6 +138,31 @@ mod tests {
         let later = now + Duration::from_secs(2);
         assert_eq!(overlap.copy_of(&b, 1, 3, later, None), None);
         assert!(!overlap.delivered.contains_key(&b.to_plain_json()));
+    }
+
+    #[test]
+    fn a_newer_stream_s_signal_dropped_late_for_an_old_one_s_is_delivered_again_at_its_close() {
+        let start = Instant::now();
+        let overlap = Duration::from_millis(400);
+        let until = Some(start + overlap);
+        let mut overlap_of = Overlap::default();
+        let (a, b) = (
+            Event::resource_updated("file:///a"),
+            Event::resource_updated("file:///b"),
+        );
+        // Stream 1 brought each first; stream 2's copies were dropped, of
+        // a early in the overlap and of b late in it.
+        assert_eq!(overlap_of.copy_of(&a, 1, 2, start, until), None);
+        assert_eq!(overlap_of.copy_of(&a, 2, 2, start, until), Some(1));
+        let late = start + Duration::from_millis(300);
+        assert_eq!(overlap_of.copy_of(&b, 1, 2, late, until), None);
+        assert_eq!(overlap_of.copy_of(&b, 2, 2, late, until), Some(1));
+        // Stream 2 closing gives nothing back; stream 1 closing gives b,
+        // which it may still have had in flight, once.
+        let close = start + overlap;
+        assert!(overlap_of.closed(2, close, overlap).is_empty());
+        assert_eq!(overlap_of.closed(1, close, overlap), vec![b]);
+        assert!(overlap_of.closed(1, close, overlap).is_empty());
     }
 
     #[test]

@@ -249,9 +249,12 @@ impl<'a, C: Connect> Reader<'a, C> {
                         }
                     }
                     Next::Lagged(lost) => self.shared.add_lag(lost),
-                    // An old stream that ends is simply done.
+                    // An old stream that ends is done: what it did not
+                    // bring of the signals claimed for it came after.
                     _ => {
-                        self.draining.swap_remove(from).group.close(CloseReason::Cancelled);
+                        if let Err(dropped) = self.close_old(from) {
+                            return End::Overflowed { dropped };
+                        }
                     }
                 },
                 // At most a few old streams at once: a change waits while
@@ -285,10 +288,11 @@ impl<'a, C: Connect> Reader<'a, C> {
                 }
                 () = sleep_until(until), if until.is_some() => {
                     let now = Instant::now();
-                    for old in self.draining.iter_mut().filter(|old| old.until <= now) {
-                        old.group.close(CloseReason::Cancelled);
+                    while let Some(at) = self.draining.iter().position(|old| old.until <= now) {
+                        if let Err(dropped) = self.close_old(at) {
+                            return End::Overflowed { dropped };
+                        }
                     }
-                    self.draining.retain(|old| old.until > now);
                 }
             }
         }
@@ -312,11 +316,22 @@ impl<'a, C: Connect> Reader<'a, C> {
         if !event.is_idempotent() {
             let caught_up = epoch.min(original);
             if let Some(at) = self.draining.iter().position(|old| old.epoch == caught_up) {
-                self.draining
-                    .swap_remove(at)
-                    .group
-                    .close(CloseReason::Cancelled);
+                self.close_old(at)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Closes the old streams at `at`, delivering again what they may have
+    /// had in flight of the signals dropped from newer ones for theirs.
+    fn close_old(&mut self, at: usize) -> Result<(), u64> {
+        let mut old = self.draining.swap_remove(at);
+        old.group.close(CloseReason::Cancelled);
+        let again = self
+            .overlap
+            .closed(old.epoch, Instant::now(), self.options.overlap);
+        for event in again {
+            self.shared.push_event(event)?;
         }
         Ok(())
     }

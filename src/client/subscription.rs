@@ -70,7 +70,11 @@ impl Subscription {
     /// missed in between. Nothing buffered is lost. The old streams are
     /// still read for the [overlap](SubscribeOptions::with_overlap), so
     /// what was in flight on them arrives, and a copy of an event that came
-    /// on both is dropped ([`BufferStats::duplicates`]). The grant, which
+    /// on both is dropped ([`BufferStats::duplicates`]). Copies are told
+    /// apart by content alone, so a signal dropped for an old stream's copy
+    /// in the last half of the overlap is delivered once more when that
+    /// stream closes: the old one may have had a later publish of it in
+    /// flight. The grant, which
     /// [`granted`](Self::granted) then returns too.
     ///
     /// A filter past [`max_uris_per_stream`](SubscribeOptions::with_max_uris_per_stream)

@@ -2,21 +2,25 @@
 //! against a hub served over Streamable HTTP: the new streams are
 //! acknowledged before the old close, nothing asked for throughout is
 //! lost, copies from the overlap are dropped, and many URIs are listened
-//! to as several streams read as one.
+//! to as several streams read as one. A source fed by hand sets up the
+//! one order of arrivals a hub cannot be made to give at will.
 
 #![cfg(all(feature = "client", feature = "http", feature = "tasks"))]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::http::{app, serve};
 use mcp_subscriptions::client::{Item, SubscribeError, SubscribeOptions, Subscription};
+use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::{
-    Capabilities, Event, EventKind, Extension, Filter, Hub, ListenService, Selector,
+    Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListenService, Next,
+    OpenContext, Opened, Selector, Source, SourceHandle,
 };
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
 const SEQ: &str = "notifications/test/seq";
@@ -244,4 +248,80 @@ async fn past_a_thousand_uris_a_subscription_is_several_streams_read_as_one() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(hub.stats().listeners_active, 1);
     subscription.cancel().await;
+}
+
+/// A source whose streams carry what the test sends each, by the order
+/// they were opened: it grants what is asked.
+#[derive(Clone, Default)]
+struct ByHand(Arc<Mutex<Vec<mpsc::UnboundedSender<Event>>>>);
+
+impl ByHand {
+    fn stream(&self, opened: usize) -> mpsc::UnboundedSender<Event> {
+        self.0.lock().unwrap()[opened].clone()
+    }
+}
+
+struct Fed(mpsc::UnboundedReceiver<Event>);
+
+impl Source for ByHand {
+    type Handle = Fed;
+
+    fn open(&self, requested: &Filter, _: &OpenContext) -> Result<Opened<Fed>, OpenError> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.0.lock().unwrap().push(sender);
+        Ok(Opened::new(requested.clone(), Fed(receiver)))
+    }
+}
+
+impl SourceHandle for Fed {
+    async fn next(&mut self) -> Next {
+        self.0.recv().await.map_or(Next::Closed, Next::Event)
+    }
+
+    fn close(&mut self, _: CloseReason) {
+        self.0.close();
+    }
+}
+
+/// An update published before the new stream was registered comes on the
+/// old one alone; the next, on the new one, is taken for its copy and
+/// dropped; the old one is closed before it brings its own: that update is
+/// delivered when the old one closes, never lost.
+#[tokio::test]
+async fn a_signal_dropped_for_an_old_stream_s_copy_is_delivered_though_it_closes_first() {
+    let source = ByHand::default();
+    let overlap = Duration::from_millis(400);
+    let options = SubscribeOptions::default().with_overlap(overlap);
+    let a = Filter::new().with_resource("file:///a");
+    let mut subscription = Subscription::source(source.clone(), &a, options)
+        .await
+        .unwrap();
+    let both = a.clone().with_resource("file:///b");
+    subscription.set_filter(&both).await.unwrap();
+    let changed = tokio::time::Instant::now();
+    let (old, new) = (source.stream(0), source.stream(1));
+    let update = Event::resource_updated("file:///a");
+
+    // The first publish, on the old stream only.
+    old.send(update.clone()).unwrap();
+    assert!(matches!(next(&mut subscription).await, Item::Event(e) if e == update));
+    // The second, late in the overlap, comes on the new one first.
+    tokio::time::sleep_until(changed + overlap * 3 / 4).await;
+    new.send(update.clone()).unwrap();
+    // The old stream closes before its copy of the second arrives: the
+    // update comes then, once.
+    let again = next(&mut subscription).await;
+    assert!(
+        matches!(&again, Item::Event(e) if *e == update),
+        "{again:?}"
+    );
+    assert!(changed.elapsed() >= overlap, "only once the old one closed");
+    assert!(old.is_closed());
+    assert_eq!(subscription.stats().duplicates, 1);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), subscription.next())
+            .await
+            .is_err(),
+        "nothing more"
+    );
 }
