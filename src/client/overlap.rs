@@ -21,9 +21,10 @@
 //! idempotent signal dropped for an old stream's is *claimed* by the old
 //! stream, and when the old stream is closed, the signals claimed in the
 //! last half of the overlap (which it may still have in flight) are
-//! delivered again. A copy dropped earlier is settled: the old stream's own
-//! copy of it has had half an overlap to arrive, far more than the two
-//! streams of one server drift apart.
+//! delivered again, and none is dropped for its deliveries any more. A copy
+//! dropped earlier is settled: the old stream's own copy of it has had
+//! half an overlap to arrive, far more than the two streams of one server
+//! drift apart.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -40,6 +41,9 @@ struct Delivered {
     newest: u64,
     matched: Vec<u64>,
     until: Instant,
+    /// Its stream was closed since: a signal is no longer dropped for it,
+    /// since a later publish that stream would have brought never comes.
+    closed: bool,
 }
 
 /// The events delivered during an overlap, by content.
@@ -70,10 +74,12 @@ impl Overlap {
         let key = event.to_plain_json();
         let copies = self.delivered.entry(key.clone()).or_default();
         copies.retain(|copy| copy.until > now);
-        if let Some(copy) = copies
-            .iter_mut()
-            .find(|copy| copy.from != from && from <= copy.newest && !copy.matched.contains(&from))
-        {
+        if let Some(copy) = copies.iter_mut().find(|copy| {
+            copy.from != from
+                && from <= copy.newest
+                && !copy.matched.contains(&from)
+                && !(copy.closed && event.is_idempotent())
+        }) {
             copy.matched.push(from);
             if copy.from < from && event.is_idempotent() {
                 self.claimed
@@ -89,6 +95,7 @@ impl Overlap {
                 newest,
                 matched: Vec::new(),
                 until,
+                closed: false,
             }),
             None if copies.is_empty() => {
                 self.delivered.remove(&key);
@@ -102,6 +109,9 @@ impl Overlap {
     /// last half of `overlap`, of which it may have had a later publish
     /// still in flight, to deliver again.
     pub(super) fn closed(&mut self, from: u64, now: Instant, overlap: Duration) -> Vec<Event> {
+        for copy in self.delivered.values_mut().flatten() {
+            copy.closed |= copy.from == from;
+        }
         let since = now.checked_sub(overlap / 2);
         self.claimed
             .remove(&from)
@@ -161,8 +171,14 @@ mod tests {
         // which it may still have had in flight, once.
         let close = start + overlap;
         assert!(overlap_of.closed(2, close, overlap).is_empty());
-        assert_eq!(overlap_of.closed(1, close, overlap), vec![b]);
+        assert_eq!(overlap_of.closed(1, close, overlap), vec![b.clone()]);
         assert!(overlap_of.closed(1, close, overlap).is_empty());
+        // Once stream 1 is gone, what stream 2 brings is delivered, not
+        // taken for a copy of what stream 1 did.
+        let c = Event::resource_updated("file:///c");
+        assert_eq!(overlap_of.copy_of(&c, 1, 2, late, until), None);
+        overlap_of.closed(1, close, overlap);
+        assert_eq!(overlap_of.copy_of(&c, 2, 2, close, until), None);
     }
 
     #[test]
