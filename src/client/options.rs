@@ -62,11 +62,10 @@ impl From<Overflow> for BufferPolicy {
 /// a replica of six killed with 13,000-15,600 of these clients, on two
 /// cores, had them all acknowledged again by the survivors within 6.2 s,
 /// the survivors accepting 3,900-5,500 connections a second at their
-/// peak. A lone
-/// client is back within 50-100 ms; a crowd's first attempts spread over
-/// 50 ms, and what paces it is how fast the survivors accept, which a
-/// later or wider first window would not change. A client turned away by
-/// a full replica backs off doubling, so none of them hammers it.
+/// peak. A lone client is back within 50-100 ms; a crowd's first attempts
+/// spread over 50 ms, and what paces it is how fast the survivors accept,
+/// which a later or wider first window would not change. A client turned
+/// away by a full replica backs off doubling, so none of them hammers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Relisten {
