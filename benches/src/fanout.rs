@@ -18,8 +18,13 @@ use super::{BURST, Scenario};
 /// What carries the events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
-    /// The hub, every listener matching.
+    /// The hub, every listener matching with the same filter, so that
+    /// they share lanes.
     Hub,
+    /// The hub, every listener matching with a filter of its own (a URI
+    /// only it watches besides the tools list), so that each has a queue
+    /// of its own.
+    HubApart,
     /// The anchor: `tokio::sync::broadcast`.
     Broadcast,
     /// The anchor the TypeScript and Python SDK hubs amount to: one
@@ -44,10 +49,9 @@ impl Fanout {
         Self::start(via, Receivers::new(n, BURST, 2), |_| ())
     }
 
-    /// `publishers` threads share each burst; readers get a worker per core
-    /// (at least two).
-    pub fn parallel(via: Via, n: usize, publishers: usize) -> Self {
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    /// `publishers` threads share each burst; readers run on `workers`
+    /// worker threads.
+    pub fn parallel(via: Via, n: usize, publishers: usize, workers: usize) -> Self {
         let mut fanout = Self::start(via, Receivers::new(n, BURST, workers), |_| ());
         let route = fanout.route.clone();
         fanout.pool = Some(Pool::new(publishers, BURST / publishers, || {
@@ -66,13 +70,15 @@ impl Fanout {
     ) -> Self {
         let n = receivers.n;
         let route = match via {
-            Via::Hub => {
+            Via::Hub | Via::HubApart => {
                 let hub = Hub::builder().capacity(BURST * 2).max_listeners(n).build();
                 for i in 0..n {
-                    let listener = hub
-                        .listen(&Filter::new().with_tools_list_changed())
-                        .unwrap();
-                    receivers.spawn(listener, tap(i));
+                    let filter = Filter::new().with_tools_list_changed();
+                    let filter = match via {
+                        Via::HubApart => filter.with_resource(format!("file:///{i}")),
+                        _ => filter,
+                    };
+                    receivers.spawn(hub.listen(&filter).unwrap(), tap(i));
                 }
                 Route::Hub(hub)
             }

@@ -42,6 +42,7 @@ pub fn held_by_idle_listeners(via: Via, n: u64) -> f64 {
             let (tx, _) = broadcast::channel::<Event>(1_024);
             held_by(n, || tx.subscribe())
         }
+        Via::HubApart => held_by_idle_listeners_apart(n as u64),
         Via::Mpsc => held_by(n, || mpsc::channel::<Event>(BURST * 2)),
     }
 }

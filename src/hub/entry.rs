@@ -66,7 +66,7 @@ impl Drop for Entry {
     /// done with its entry.
     fn drop(&mut self) {
         if let Inbox::Seat(lane, seat) = &self.inbox {
-            lane.release(*seat);
+            lane.release(seat);
         }
     }
 }

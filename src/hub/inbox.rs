@@ -6,7 +6,7 @@
 //! finds its seat moved (it looks when it has nothing to read:
 //! [`Inbox::moved`]) reads the queue directly from then on.
 
-use super::lane::Lane;
+use super::lane::{Lane, Seat};
 use super::queue::Queue;
 use super::reader::{Snapshot, Waiter};
 use crate::source::Next;
@@ -15,8 +15,8 @@ use crate::sync::Arc;
 #[derive(Debug)]
 pub(crate) enum Inbox {
     Own(Arc<Queue>),
-    /// A lane, and the member's seat number in it.
-    Seat(Arc<Lane>, usize),
+    /// A lane, and the member's seat in it.
+    Seat(Arc<Lane>, Seat),
 }
 
 impl Inbox {
@@ -31,7 +31,7 @@ impl Inbox {
     ) -> Option<Next> {
         match self {
             Self::Own(queue) => queue.pop_or_register(register),
-            Self::Seat(lane, seat) => lane.pop_or_register(*seat, register),
+            Self::Seat(lane, seat) => lane.pop_or_register(seat, register),
         }
     }
 
@@ -39,7 +39,7 @@ impl Inbox {
     #[inline]
     pub(crate) fn moved(&self) -> Option<Arc<Queue>> {
         match self {
-            Self::Seat(lane, seat) if lane.has_moved_out() => lane.moved(*seat),
+            Self::Seat(lane, seat) if lane.has_moved_out() => lane.moved(seat),
             _ => None,
         }
     }
@@ -48,7 +48,7 @@ impl Inbox {
     pub(crate) fn forget_waiter(&self) {
         match self {
             Self::Own(queue) => queue.forget_waiter(),
-            Self::Seat(lane, seat) => lane.forget_waiter(*seat),
+            Self::Seat(lane, seat) => lane.forget_waiter(seat),
         }
     }
 
@@ -57,7 +57,7 @@ impl Inbox {
     pub(crate) fn complete(&self) -> Option<Waiter> {
         match self {
             Self::Own(queue) => queue.complete(),
-            Self::Seat(lane, seat) => lane.complete(*seat),
+            Self::Seat(lane, seat) => lane.complete(seat),
         }
     }
 
@@ -65,7 +65,7 @@ impl Inbox {
     pub(crate) fn close(&self) {
         let waiter = match self {
             Self::Own(queue) => queue.stop(),
-            Self::Seat(lane, seat) => lane.stop(*seat),
+            Self::Seat(lane, seat) => lane.stop(seat),
         };
         if let Some(waiter) = waiter {
             waiter.wake();
@@ -77,14 +77,14 @@ impl Inbox {
     pub(crate) fn revoke(&self) -> Option<Waiter> {
         match self {
             Self::Own(queue) => queue.revoke(),
-            Self::Seat(lane, seat) => lane.revoke(*seat),
+            Self::Seat(lane, seat) => lane.revoke(seat),
         }
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
         match self {
             Self::Own(queue) => queue.snapshot(),
-            Self::Seat(lane, seat) => lane.snapshot(*seat),
+            Self::Seat(lane, seat) => lane.snapshot(seat),
         }
     }
 }

@@ -8,13 +8,22 @@
 //! one push, however many members it has, and a member's reader finds for
 //! itself what eviction cost it, as `broadcast` receivers do. The ring
 //! counts, per event, the members yet to read it, so a publish still
-//! reports exactly how many lost an event, and each seat's counts come out as its own queue
-//! would have kept them.
+//! reports exactly how many lost an event, and each seat's counts come out
+//! as its own queue would have kept them.
 //!
-//! A lane seats at most 64 members (`SEATS_PER_LANE`, in the registry):
-//! every read takes the lane's lock, as every push does, and thousands of
-//! readers on one lock spend their time waiting on each other, so the
-//! 65th listener alike opens a second lane.
+//! # Locks
+//!
+//! A push takes the lane's lock. A member reads under its seat's lock
+//! alone (its reader and cursor, which only its reader, a snapshot and
+//! the registry touch) and reads the ring without the lane's, so members
+//! on different cores never wait for each other or for the publisher to
+//! take an event. Only a member that finds nothing to read takes the
+//! lane's lock, to register its waiter where the next push looks: one
+//! lock and one wake-up per reader per wait, not per event. Lock order:
+//! the lane, then a seat, then the queue a seat moved out to.
+//!
+//! A lane seats at most 64 members (`SEATS_PER_LANE`, in the registry),
+//! so that no more readers than that share a slot's cache line.
 //!
 //! The registry opens a lane for the second listener alike; the first keeps
 //! a queue of its own, so a listener alike to no other pays for no lane.
@@ -35,7 +44,7 @@ use super::bounded::Pushed;
 use super::id::ListenerId;
 use super::queue::Queue;
 use super::reader::{Reader, Settings, Snapshot, Waiter};
-use super::ring::{Cursor, InRing, Ring};
+use super::ring::{Bounds, Cursor, InRing, Ring};
 use crate::audience::Membership;
 use crate::event::{Event, ListKind};
 use crate::filter::Filter;
@@ -98,31 +107,41 @@ pub(crate) struct Lane {
     settings: Settings,
     /// Some member moved out (see [`Lane::moved`]).
     moved_out: AtomicBool,
+    /// Read by members holding only their seat; written under `state`.
+    ring: Ring,
     state: Mutex<State>,
 }
 
 #[derive(Debug)]
 struct State {
-    ring: Ring,
+    bounds: Bounds,
     /// Indexed by seat number; a slot is free again once its listener's
     /// entry is dropped.
-    slots: Vec<Option<Slot>>,
+    places: Vec<Option<Arc<Mutex<Place>>>>,
     free: Vec<usize>,
     /// Seats that registered a waiter since the last publish (a seat is
     /// listed once, however often its reader registers).
     waiting: Vec<usize>,
 }
 
+/// A listener's seat in a lane, as its inbox holds it: its number, and
+/// its place, which its reader locks without the lane's lock.
 #[derive(Debug)]
-enum Slot {
-    Seat(Seat),
+pub(crate) struct Seat {
+    index: usize,
+    place: Arc<Mutex<Place>>,
+}
+
+#[derive(Debug)]
+enum Place {
+    Member(Member),
     /// Moved out to a queue of its own (see the module docs).
     Moved(Arc<Queue>),
 }
 
 /// A member: its reader and its place in the ring.
 #[derive(Debug)]
-struct Seat {
+struct Member {
     reader: Reader,
     cursor: Cursor,
     /// In the lane's waiting list.
@@ -135,9 +154,10 @@ impl Lane {
         Self {
             settings,
             moved_out: AtomicBool::new(false),
+            ring: Ring::new(settings.capacity),
             state: Mutex::new(State {
-                ring: Ring::new(settings.capacity, settings.max_bytes),
-                slots: Vec::new(),
+                bounds: Bounds::new(settings.capacity, settings.max_bytes),
+                places: Vec::new(),
                 free: Vec::new(),
                 waiting: Vec::new(),
             }),
@@ -149,26 +169,29 @@ impl Lane {
         LaneKey::new(filter, membership, self.settings)
     }
 
-    /// A new member, reading from the next event on; returns its seat.
-    pub(crate) fn join(&self) -> usize {
+    /// A new member, reading from the next event on.
+    pub(crate) fn join(&self) -> Seat {
         let mut state = self.state.lock();
-        let at = state.ring.join();
-        let seat = Slot::Seat(Seat {
+        let at = state.bounds.join(&self.ring);
+        let place = Arc::new(Mutex::new(Place::Member(Member {
             reader: Reader::new(),
             cursor: Cursor::at(at),
             listed: false,
-        });
-        if let Some(index) = state.free.pop() {
-            state.slots[index] = Some(seat);
-            return index;
-        }
-        // Doubling from one, not four: most lanes have one member.
-        let slots = &mut state.slots;
-        if slots.len() == slots.capacity() {
-            slots.reserve_exact(slots.len().max(1));
-        }
-        slots.push(Some(seat));
-        slots.len() - 1
+        })));
+        let index = match state.free.pop() {
+            Some(index) => index,
+            None => {
+                // Doubling from one, not four: most lanes have one member.
+                let places = &mut state.places;
+                if places.len() == places.capacity() {
+                    places.reserve_exact(places.len().max(1));
+                }
+                places.push(None);
+                places.len() - 1
+            }
+        };
+        state.places[index] = Some(place.clone());
+        Seat { index, place }
     }
 
     /// Offers `event` to every member, tallying each member's outcome as
@@ -181,20 +204,97 @@ impl Lane {
         waiters: &mut Vec<Waiter>,
     ) {
         debug_assert!(event.succession().is_none(), "a lane takes no successions");
-        self.state.lock().push(event, tally, waiters);
+        let mut state = self.state.lock();
+        let State {
+            bounds,
+            places,
+            waiting,
+            ..
+        } = &mut *state;
+        if bounds.evicts_bytes_for(&self.ring, event) {
+            // Each member's deepest is noted as its reader would find it,
+            // so a queue shrunk by the byte bound must be noted before.
+            // Lock order: the lane, then a seat.
+            for place in places.iter().flatten() {
+                if let Place::Member(member) = &mut *place.lock() {
+                    member.cursor.note_depth(&self.ring, &mut member.reader);
+                }
+            }
+        }
+        let members = bounds.members();
+        let lost = bounds.push(&self.ring, event);
+        tally[Pushed::Queued as usize] += members - lost;
+        tally[Pushed::DroppedOldest as usize] += lost;
+        // Only readers that found nothing registered, under this lock: one
+        // wake-up each until they read again, whatever is published.
+        for index in waiting.drain(..) {
+            if let Some(Some(place)) = places.get(index)
+                && let Place::Member(member) = &mut *place.lock()
+            {
+                member.listed = false;
+                waiters.extend(member.reader.waiter.take());
+            }
+        }
     }
 
     /// As [`Reader::pop_or_register`], for the member at `seat` (read on
-    /// its queue if it moved out). Always inlined, as the queue's is: it
-    /// is the fan-out's hot path, and the compiler's own judgement once
-    /// cost a tenth more instructions per delivery.
+    /// its queue if it moved out). An event is taken under the seat's lock
+    /// alone, so members read side by side; only a member that finds
+    /// nothing takes the lane's lock, to register where the next push
+    /// looks. Always inlined, as the queue's is: it is the fan-out's hot
+    /// path.
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
-        seat: usize,
+        seat: &Seat,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        self.state.lock().pop_or_register(seat, register)
+        {
+            let mut place = seat.place.lock();
+            match &mut *place {
+                Place::Member(member) => {
+                    if let Some(next) = member.pop(&self.ring) {
+                        return Some(next);
+                    }
+                }
+                // Lock order allows it: a seat, then a queue.
+                Place::Moved(queue) => return queue.pop_or_register(register),
+            }
+        }
+        self.pop_or_register_waiting(seat, register)
+    }
+
+    /// The member found nothing: look again under the lane's lock, which
+    /// every push takes, so that no push slips in between the look and the
+    /// registration.
+    #[cold]
+    fn pop_or_register_waiting(
+        &self,
+        seat: &Seat,
+        register: impl FnOnce(&mut Option<Waiter>),
+    ) -> Option<Next> {
+        let mut state = self.state.lock();
+        let mut place = seat.place.lock();
+        let member = match &mut *place {
+            Place::Member(member) => member,
+            Place::Moved(queue) => return queue.pop_or_register(register),
+        };
+        let Member {
+            reader,
+            cursor,
+            listed,
+        } = member;
+        let mut storage = InRing {
+            cursor,
+            ring: &self.ring,
+        };
+        let (waiting, index) = (&mut state.waiting, seat.index);
+        reader.pop_or_register(&mut storage, |waiter| {
+            register(waiter);
+            if waiter.is_some() && !std::mem::replace(listed, true) {
+                waiting.push(index);
+            }
+        })
     }
 
     /// Whether some member moved out: a relaxed flag, read without the
@@ -206,35 +306,39 @@ impl Lane {
     }
 
     /// The queue the member at `seat` moved out to, if it did.
-    pub(crate) fn moved(&self, seat: usize) -> Option<Arc<Queue>> {
-        match slot_mut(&mut self.state.lock().slots, seat) {
-            Slot::Moved(queue) => Some(queue.clone()),
-            Slot::Seat(_) => None,
+    pub(crate) fn moved(&self, seat: &Seat) -> Option<Arc<Queue>> {
+        match &*seat.place.lock() {
+            Place::Moved(queue) => Some(queue.clone()),
+            Place::Member(_) => None,
         }
     }
 
-    /// Removes a waiter that gave up.
-    pub(crate) fn forget_waiter(&self, seat: usize) {
-        self.with_seat(
-            seat,
-            |seat, _| seat.reader.waiter = None,
-            Queue::forget_waiter,
-        );
+    /// Removes a waiter that gave up. A seat left listed is unlisted by
+    /// the next push, which finds no waiter there.
+    pub(crate) fn forget_waiter(&self, seat: &Seat) {
+        match &mut *seat.place.lock() {
+            Place::Member(member) => member.reader.waiter = None,
+            Place::Moved(queue) => queue.forget_waiter(),
+        }
     }
 
-    /// As [`Reader::complete`].
-    pub(crate) fn complete(&self, seat: usize) -> Option<Waiter> {
-        self.with_seat(seat, |seat, _| seat.reader.complete(), Queue::complete)
+    /// As [`Reader::complete`]. Its seat's lock is enough: a reader
+    /// registers under it, and looks at its phase as it does.
+    pub(crate) fn complete(&self, seat: &Seat) -> Option<Waiter> {
+        match &mut *seat.place.lock() {
+            Place::Member(member) => member.reader.complete(),
+            Place::Moved(queue) => queue.complete(),
+        }
     }
 
     /// As [`Queue::stop`]: the member leaves, and what it had yet to read
     /// is discarded.
-    pub(crate) fn stop(&self, seat: usize) -> Option<Waiter> {
-        self.with_seat(
+    pub(crate) fn stop(&self, seat: &Seat) -> Option<Waiter> {
+        self.with_member(
             seat,
-            |seat, ring| {
-                let discarded = seat.cursor.leave(ring, &mut seat.reader);
-                seat.reader.end(discarded)
+            |member, ring, bounds| {
+                let discarded = member.cursor.leave(ring, bounds, &mut member.reader);
+                member.reader.end(discarded)
             },
             Queue::stop,
         )
@@ -242,150 +346,104 @@ impl Lane {
 
     /// As [`Queue::revoke`]: the member leaves, discarding what it had yet
     /// to read, and its reader is told it was revoked.
-    pub(crate) fn revoke(&self, seat: usize) -> Option<Waiter> {
-        self.with_seat(
+    pub(crate) fn revoke(&self, seat: &Seat) -> Option<Waiter> {
+        self.with_member(
             seat,
-            |seat, ring| {
-                let discarded = seat.cursor.leave(ring, &mut seat.reader);
-                seat.reader.revoke(discarded)
+            |member, ring, bounds| {
+                let discarded = member.cursor.leave(ring, bounds, &mut member.reader);
+                member.reader.revoke(discarded)
             },
             Queue::revoke,
         )
     }
 
-    /// As [`Queue::snapshot`].
-    pub(crate) fn snapshot(&self, seat: usize) -> Snapshot {
-        self.with_seat(
+    /// As [`Queue::snapshot`]; under the lane's lock, so that no push moves
+    /// the ring between the counts it reads.
+    pub(crate) fn snapshot(&self, seat: &Seat) -> Snapshot {
+        self.with_member(
             seat,
-            |seat, ring| seat.reader.snapshot(seat.cursor.held(ring), self.settings),
+            |member, ring, _| {
+                member
+                    .reader
+                    .snapshot(member.cursor.held(ring), self.settings)
+            },
             Queue::snapshot,
         )
     }
 
     /// Moves the member at `seat`, listener `id`'s, out of the lane into a
     /// queue of its own (see the module docs), and returns that queue.
-    pub(crate) fn move_out(&self, seat: usize, id: ListenerId) -> Arc<Queue> {
+    pub(crate) fn move_out(&self, seat: &Seat, id: ListenerId) -> Arc<Queue> {
         let mut state = self.state.lock();
-        let State { ring, slots, .. } = &mut *state;
-        let slot = slots[seat]
-            .as_mut()
-            .expect("a seat is released only after its listener has gone");
-        let queue = match slot {
-            Slot::Moved(queue) => return queue.clone(),
-            Slot::Seat(Seat { reader, cursor, .. }) => {
-                let mut unread = VecDeque::new();
-                if !cursor.has_left() {
-                    cursor.catch_up(ring, reader);
-                    unread.extend(ring.unread_events(cursor.next).cloned());
-                    // What it had yet to read goes with it, not discarded.
-                    cursor.leave(ring, reader);
-                }
-                let matched = cursor.held(ring).matched;
-                let reader = std::mem::replace(reader, Reader::new());
-                Arc::new(Queue::handed_over(
-                    id,
-                    self.settings,
-                    reader,
-                    unread,
-                    matched,
-                ))
-            }
+        let mut place = seat.place.lock();
+        let member = match &mut *place {
+            Place::Moved(queue) => return queue.clone(),
+            Place::Member(member) => member,
         };
-        *slot = Slot::Moved(queue.clone());
+        let Member { reader, cursor, .. } = member;
+        let mut unread = VecDeque::new();
+        if !cursor.has_left() {
+            cursor.catch_up(&self.ring, reader);
+            self.ring
+                .for_each_unread(cursor.next, |event| unread.push_back(event.clone()));
+            // What it had yet to read goes with it, not discarded.
+            cursor.leave(&self.ring, &mut state.bounds, reader);
+        }
+        let matched = cursor.held(&self.ring).matched;
+        let reader = std::mem::replace(reader, Reader::new());
+        let queue = Arc::new(Queue::handed_over(
+            id,
+            self.settings,
+            reader,
+            unread,
+            matched,
+        ));
+        *place = Place::Moved(queue.clone());
         self.moved_out.store(true, Ordering::Relaxed);
         queue
     }
 
     /// Frees `seat` for a later member; its listener has gone.
-    pub(crate) fn release(&self, seat: usize) {
+    pub(crate) fn release(&self, seat: &Seat) {
         let mut state = self.state.lock();
-        let State {
-            ring, slots, free, ..
-        } = &mut *state;
-        if let Some(Slot::Seat(seat)) = slots[seat].take()
-            && !seat.cursor.has_left()
+        if let Place::Member(member) = &*seat.place.lock()
+            && !member.cursor.has_left()
         {
-            ring.leave(seat.cursor.next);
+            state.bounds.leave(&self.ring, member.cursor.next);
         }
-        free.push(seat);
+        state.places[seat.index] = None;
+        state.free.push(seat.index);
     }
 
-    /// Runs `on_seat` on the member at `seat` and the ring, under the
-    /// lane's lock, or `on_moved` on the queue it moved out to.
-    fn with_seat<T>(
+    /// Runs `on_member` on the member at `seat`, the ring and its bounds,
+    /// under the lane's lock and then the seat's, or `on_moved` on the
+    /// queue it moved out to.
+    fn with_member<T>(
         &self,
-        seat: usize,
-        on_seat: impl FnOnce(&mut Seat, &mut Ring) -> T,
+        seat: &Seat,
+        on_member: impl FnOnce(&mut Member, &Ring, &mut Bounds) -> T,
         on_moved: impl FnOnce(&Queue) -> T,
     ) -> T {
         let mut state = self.state.lock();
-        let State { ring, slots, .. } = &mut *state;
-        match slot_mut(slots, seat) {
-            Slot::Seat(member) => on_seat(member, ring),
-            // Lock order allows it: a lane, then a queue.
-            Slot::Moved(queue) => on_moved(queue),
+        match &mut *seat.place.lock() {
+            Place::Member(member) => on_member(member, &self.ring, &mut state.bounds),
+            // Lock order allows it: a lane, a seat, then a queue.
+            Place::Moved(queue) => on_moved(queue),
         }
     }
 }
 
-impl State {
-    fn push(
-        &mut self,
-        event: &Event,
-        tally: &mut [usize; Pushed::COUNT],
-        waiters: &mut Vec<Waiter>,
-    ) {
-        if self.ring.evicts_bytes_for(event) {
-            // Each member's deepest is noted as its reader would find it,
-            // so a queue shrunk by the byte bound must be noted before.
-            for slot in self.slots.iter_mut().flatten() {
-                if let Slot::Seat(seat) = slot {
-                    seat.cursor.note_depth(&self.ring, &mut seat.reader);
-                }
-            }
-        }
-        let members = self.ring.members();
-        let lost = self.ring.push(event);
-        tally[Pushed::Queued as usize] += members - lost;
-        tally[Pushed::DroppedOldest as usize] += lost;
-        for index in self.waiting.drain(..) {
-            if let Some(Some(Slot::Seat(seat))) = self.slots.get_mut(index) {
-                seat.listed = false;
-                waiters.extend(seat.reader.waiter.take());
-            }
-        }
-    }
-
+impl Member {
+    /// As [`Reader::pop_or_register`] with nothing to register: reading
+    /// the ring at its cursor.
     #[inline(always)]
-    fn pop_or_register(
-        &mut self,
-        seat: usize,
-        register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Option<Next> {
-        let member = match slot_mut(&mut self.slots, seat) {
-            Slot::Seat(member) => member,
-            // Lock order allows it: a lane, then a queue.
-            Slot::Moved(queue) => return queue.pop_or_register(register),
-        };
+    fn pop(&mut self, ring: &Ring) -> Option<Next> {
         let mut storage = InRing {
-            cursor: &mut member.cursor,
-            ring: &mut self.ring,
+            cursor: &mut self.cursor,
+            ring,
         };
-        let (listed, waiting) = (&mut member.listed, &mut self.waiting);
-        member.reader.pop_or_register(&mut storage, |waiter| {
-            register(waiter);
-            if waiter.is_some() && !std::mem::replace(listed, true) {
-                waiting.push(seat);
-            }
-        })
+        self.reader.pop_or_register(&mut storage, |_| {})
     }
-}
-
-#[inline]
-fn slot_mut(slots: &mut [Option<Slot>], seat: usize) -> &mut Slot {
-    slots[seat]
-        .as_mut()
-        .expect("a seat is released only after its listener has gone")
 }
 
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
@@ -417,8 +475,8 @@ mod tests {
         Event::resource_updated(i.to_string())
     }
 
-    fn pop(lane: &Lane, seat: usize) -> Option<Next> {
-        lane.pop_or_register(seat, |_| {})
+    fn pop(lane: &Lane, seat: &Seat) -> Option<Next> {
+        lane.pop_or_register(&seat, |_| {})
     }
 
     fn uri(next: Option<Next>) -> String {
@@ -468,18 +526,18 @@ mod tests {
                 usize::from(i == 2),
                 "the third event costs only the slow member its first"
             );
-            assert_eq!(uri(pop(&lane, fast)), update(i).to_plain_json());
+            assert_eq!(uri(pop(&lane, &fast)), update(i).to_plain_json());
         }
-        assert_eq!(pop(&lane, fast), None);
-        let snap = lane.snapshot(slow);
+        assert_eq!(pop(&lane, &fast), None);
+        let snap = lane.snapshot(&slow);
         assert_eq!(
             (snap.counts.dropped, snap.lag, snap.counts.queued),
             (1, 1, 2)
         );
-        assert_eq!(pop(&lane, slow), Some(Next::Lagged(1)));
-        assert_eq!(uri(pop(&lane, slow)), update(1).to_plain_json());
-        assert_eq!(uri(pop(&lane, slow)), update(2).to_plain_json());
-        for seat in [slow, fast] {
+        assert_eq!(pop(&lane, &slow), Some(Next::Lagged(1)));
+        assert_eq!(uri(pop(&lane, &slow)), update(1).to_plain_json());
+        assert_eq!(uri(pop(&lane, &slow)), update(2).to_plain_json());
+        for seat in [&slow, &fast] {
             let counts = lane.snapshot(seat).counts;
             assert!(counts.is_balanced(), "{counts:?}");
             assert_eq!(counts.matched, 3);
@@ -494,16 +552,16 @@ mod tests {
         for _ in 0..2 {
             // Registering twice lists the seat once.
             assert!(
-                lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
+                lane.pop_or_register(&seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
                     .is_none()
             );
         }
         assert_eq!(push(&lane, &update(0)).1, 1);
         assert_eq!(push(&lane, &update(1)).1, 0, "nobody is waiting now");
-        uri(pop(&lane, seat));
-        uri(pop(&lane, seat));
-        lane.pop_or_register(seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
-        lane.forget_waiter(seat);
+        uri(pop(&lane, &seat));
+        uri(pop(&lane, &seat));
+        lane.pop_or_register(&seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
+        lane.forget_waiter(&seat);
         assert_eq!(push(&lane, &update(2)).1, 0);
     }
 
@@ -513,22 +571,22 @@ mod tests {
         let (closing, completing) = (lane.join(), lane.join());
         push(&lane, &update(0));
         push(&lane, &update(1));
-        uri(pop(&lane, closing));
-        lane.stop(closing);
-        assert_eq!(pop(&lane, closing), Some(Next::Closed));
-        let counts = lane.snapshot(closing).counts;
+        uri(pop(&lane, &closing));
+        lane.stop(&closing);
+        assert_eq!(pop(&lane, &closing), Some(Next::Closed));
+        let counts = lane.snapshot(&closing).counts;
         assert_eq!((counts.delivered, counts.discarded), (1, 1));
         assert!(counts.is_balanced());
         // It left: a later event is not its own.
         assert_eq!(push(&lane, &update(2)).0[Pushed::Queued as usize], 1);
-        assert_eq!(lane.snapshot(closing).counts.matched, 2);
+        assert_eq!(lane.snapshot(&closing).counts.matched, 2);
 
-        lane.complete(completing);
+        lane.complete(&completing);
         for i in 0..3 {
-            assert_eq!(uri(pop(&lane, completing)), update(i).to_plain_json());
+            assert_eq!(uri(pop(&lane, &completing)), update(i).to_plain_json());
         }
-        assert_eq!(pop(&lane, completing), Some(Next::Complete));
-        assert_eq!(pop(&lane, completing), Some(Next::Closed));
+        assert_eq!(pop(&lane, &completing), Some(Next::Complete));
+        assert_eq!(pop(&lane, &completing), Some(Next::Closed));
     }
 
     #[test]
@@ -537,17 +595,17 @@ mod tests {
         let (behind, current) = (lane.join(), lane.join());
         for i in 0..3 {
             push(&lane, &update(i));
-            uri(pop(&lane, current));
+            uri(pop(&lane, &current));
         }
         let [behind_queue, current_queue] =
-            [behind, current].map(|seat| lane.move_out(seat, ListenerId(seat as u64)));
+            [(&behind, 0), (&current, 1)].map(|(seat, id)| lane.move_out(seat, ListenerId(id)));
         assert_eq!(
-            lane.pop_or_register(current, |_| {}),
+            lane.pop_or_register(&current, |_| {}),
             None,
             "read on its queue"
         );
         assert!(
-            lane.moved(current)
+            lane.moved(&current)
                 .is_some_and(|queue| Arc::ptr_eq(&queue, &current_queue)),
             "a moved seat points its reader to its queue"
         );
@@ -577,8 +635,8 @@ mod tests {
     fn a_released_seat_is_reused() {
         let lane = lane(2);
         let first = lane.join();
-        lane.stop(first);
-        lane.release(first);
-        assert_eq!(lane.join(), first);
+        lane.stop(&first);
+        lane.release(&first);
+        assert_eq!(lane.join().index, first.index);
     }
 }

@@ -219,7 +219,7 @@ mod loom_model_lane {
                             let register = |slot: &mut Option<Waiter>| {
                                 *slot = Some(Waiter::Task(cx.waker().clone()));
                             };
-                            let next = lane.pop_or_register(waiting, register);
+                            let next = lane.pop_or_register(&waiting, register);
                             match next {
                                 Some(Next::Event(event)) => {
                                     seen.push(event.to_plain_json());
@@ -240,15 +240,15 @@ mod loom_model_lane {
                 })
             };
             let mut polled = Vec::new();
-            while let Some(next) = lane.pop_or_register(polling, |_| {}) {
+            while let Some(next) = lane.pop_or_register(&polling, |_| {}) {
                 if let Next::Event(event) = next {
                     polled.push(event.to_plain_json());
                 }
             }
             publisher.join().unwrap();
             let waited = reader.join().unwrap();
-            lane.stop(polling);
-            for (seat, seen) in [(waiting, waited), (polling, polled)] {
+            lane.stop(&polling);
+            for (seat, seen) in [(&waiting, waited), (&polling, polled)] {
                 let counts = lane.snapshot(seat).counts;
                 assert_eq!(counts.matched, 2);
                 assert!(counts.is_balanced(), "{counts:?}");

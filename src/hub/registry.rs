@@ -5,7 +5,7 @@
 //! The registry sits behind the hub's one read-write lock. Publishing only
 //! reads it (many publishers at once); opening, retiring and completing
 //! write it, briefly. Lock order is always registry, then a lane, then a
-//! listener's queue, never the reverse.
+//! lane's seat, then a listener's queue, never the reverse.
 
 use std::collections::{HashMap, HashSet, hash_map};
 use std::hash::BuildHasher;
@@ -208,7 +208,7 @@ impl Registry {
                 queue.clone()
             }
             Inbox::Seat(lane, seat) => {
-                let queue = lane.move_out(*seat, id);
+                let queue = lane.move_out(seat, id);
                 self.unseat(lane, &entry);
                 queue
             }
@@ -328,9 +328,8 @@ impl Registry {
             let Inbox::Seat(lane, seat) = &entry.inbox else {
                 continue;
             };
-            let (lane, seat) = (lane.clone(), *seat);
             let (filter, membership) = (&entry.filter, &entry.membership);
-            if unrouted.insert(Arc::as_ptr(&lane)) {
+            if unrouted.insert(Arc::as_ptr(lane)) {
                 self.routes
                     .remove(&Target::Lane(lane.clone()), filter, membership);
             }
@@ -360,10 +359,11 @@ impl Registry {
 }
 
 /// The most listeners one lane seats; the next alike opens another lane.
-/// Every reader of a lane takes its one lock, as the publisher does to
-/// push, so a lane of thousands spends its time in their contention; a
-/// publish pushes once per lane, which over 64 members costs each a
-/// fraction of an instruction (BENCHMARKS.md measures both).
+/// Members read the ring without the lane's lock, but each read of a slot
+/// writes the slot's lock and count, so the members of one lane share
+/// that cache line; 64 keep it to a few cores' worth, while a publish
+/// pushes once per lane, which over 64 members costs each a fraction of
+/// an instruction (BENCHMARKS.md measures both).
 pub(crate) const SEATS_PER_LANE: usize = 64;
 
 /// Whether `entry`'s own queue is among `targets` already (a listener the

@@ -1,34 +1,202 @@
 //! A lane's ring: the events some member of the lane has yet to read, each
-//! held once however many members will read it.
+//! held once however many members will read it, and read by the members
+//! without the lane's lock.
 //!
-//! Beside each event the ring counts the members yet to read it. So a
-//! publish that evicts the oldest event knows exactly how many members lose
-//! it, without visiting any member (members read in order, so those yet to
-//! read the last event evicted are those that lost at least one), and a
-//! read knows when the oldest event is no longer anyone's and frees it, so
-//! the ring holds what the slowest member has not read and no more. A read
-//! updates one count, the event's it takes.
+//! # Two sides
+//!
+//! The ring has one writer at a time, the side that holds the lane's lock
+//! ([`Bounds`]: pushing, evicting, members joining and leaving), and any
+//! number of readers that hold only their own seat's lock ([`Ring::read`]).
+//! What the readers share with the writer is what `broadcast`'s receivers
+//! share with its sender, and no more: the slot they read (one short lock
+//! per slot) and two positions written once per push, `head`
+//! (the oldest event held) and `tail` (the next position to write). No
+//! lock or counter is shared by all the readers of a lane, so members on
+//! different cores read side by side.
+//!
+//! # Slots
+//!
+//! A position `p` lives in slot `p mod len`, where `len` is the capacity
+//! rounded up to a power of two (and to a chunk), and a slot remembers which position it
+//! holds. The writer evicts before it writes, so the ring holds at most
+//! `capacity` events and never overwrites one still held. Slots are
+//! allocated a chunk at a time as the ring first reaches them, so an idle
+//! lane costs a table of empty chunks, not its capacity.
+//!
+//! # Counts that stay exact
+//!
+//! Beside each event the slot counts the members yet to read it. A reader
+//! takes an event and lowers that count under the slot's lock, and the
+//! writer evicts under it too, so an eviction sees
+//! exactly the members that had not read the event: they are the members
+//! it costs an event (members read in order, so those yet to read the last
+//! event evicted are those that lost at least one). A reader that finds its
+//! slot evicted (emptied, or holding a later position) reads `head`, which
+//! the writer moves before it lets the slot go, and has lost exactly the
+//! events from its position to `head`.
 //!
 //! Every member of a lane has the same bounds, so evicting the ring's oldest
 //! event until the newest fits keeps each member's unread events exactly as
 //! its own queue would: those are a suffix of the ring, and the suffix that
 //! fits a bound is the same whether the events before it were read or not.
 //!
+//! Events every member has read are freed by the writer at its next push
+//! (or when a member leaves), not by the last reader, which holds no lock
+//! that would let it move `head`: the ring holds what the slowest member has
+//! not read, and what all have read since the last push.
+//!
+//! Why a mutex per slot and not a read-write lock, as `broadcast` has: every
+//! reader writes the slot's count anyway, so a shared hold would bounce the
+//! same cache line and cost a second atomic write.
+//!
 //! A member's place is its [`Cursor`]: the next position it reads, and
 //! where it joined and left, from which its counts follow. Read through
 //! [`InRing`], the cursor is the member's [`Storage`] for its reader.
 
-use std::collections::VecDeque;
-
 use super::reader::{Held, Reader, Storage};
 use crate::event::Event;
+use crate::sync::{AtomicU64, Mutex, OnceLock, Ordering};
 
+/// Slots allocated together (a kibibyte); a fixed size, so that finding a
+/// slot in its chunk is a mask with no bounds to check.
+const CHUNK: usize = 32;
+
+/// The slots and the two positions, shared by the writer and the readers.
 #[derive(Debug)]
 pub(crate) struct Ring {
-    slots: VecDeque<Slot>,
-    /// The position of `slots[0]`; positions count every event the lane
-    /// was given.
-    first: u64,
+    chunks: Box<[OnceLock<Box<[Slot; CHUNK]>>]>,
+    /// The number of slots less one (a power of two less one).
+    mask: u64,
+    /// The position of the oldest event held; moved by the writer before
+    /// it releases the slot it evicted, so a reader that finds its slot
+    /// evicted finds its loss here.
+    head: AtomicU64,
+    /// The position the next event takes; moved by the writer after the
+    /// slot is written, so a reader that sees it sees the event.
+    tail: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Slot(Mutex<Cell>);
+
+#[derive(Debug, Default)]
+struct Cell {
+    /// The position whose event this is, or was.
+    position: u64,
+    /// `None` once evicted or freed.
+    event: Option<Event>,
+    /// Members yet to read it.
+    unread_by: usize,
+}
+
+/// What a member finds at its position.
+pub(crate) enum Read {
+    /// The event, and how many the member had yet to read, it included.
+    Event(Event, u64),
+    /// Nothing new yet.
+    Empty,
+    /// Evicted: the member's next event is at this position.
+    Lost(u64),
+}
+
+impl Ring {
+    pub(crate) fn new(capacity: usize) -> Self {
+        let len = capacity.next_power_of_two().max(CHUNK);
+        Self {
+            chunks: (0..len / CHUNK).map(|_| OnceLock::new()).collect(),
+            mask: len as u64 - 1,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+        }
+    }
+
+    /// The position the next event will take.
+    #[inline]
+    pub(crate) fn tail(&self) -> u64 {
+        self.tail.load(Ordering::Acquire)
+    }
+
+    /// The position of the oldest event held.
+    #[inline]
+    fn head(&self) -> u64 {
+        self.head.load(Ordering::Acquire)
+    }
+
+    /// Where a member whose next event was `next` reads now: eviction may
+    /// have moved it past events it never read.
+    #[inline]
+    pub(crate) fn position(&self, next: u64) -> u64 {
+        next.max(self.head())
+    }
+
+    /// How many events the member at `next` has yet to read.
+    #[inline]
+    pub(crate) fn depth(&self, next: u64) -> u64 {
+        self.tail() - self.position(next)
+    }
+
+    /// The event at `at` for the member there, which moves on past it. Takes
+    /// no lock but the slot's.
+    #[inline(always)]
+    pub(crate) fn read(&self, at: u64) -> Read {
+        let tail = self.tail();
+        if at == tail {
+            return Read::Empty;
+        }
+        let mut cell = self.slot(at).0.lock();
+        if cell.position == at
+            && let Some(event) = &cell.event
+        {
+            let event = event.clone();
+            cell.unread_by -= 1;
+            return Read::Event(event, tail - at);
+        }
+        drop(cell);
+        // Evicted: `head` moved before the slot was let go.
+        Read::Lost(self.head())
+    }
+
+    /// How many events the member at `at` has yet to read, and their
+    /// rendered size. Exact only under the lane's lock (no push moves the
+    /// positions meanwhile).
+    pub(crate) fn unread(&self, at: u64) -> (u64, usize) {
+        let mut bytes = 0;
+        self.for_each_unread(at, |event| bytes += event.rendered_len());
+        (self.tail() - at, bytes)
+    }
+
+    /// Calls `f` on each event the member at `at` has yet to read, oldest
+    /// first, under the lane's lock.
+    pub(crate) fn for_each_unread(&self, at: u64, mut f: impl FnMut(&Event)) {
+        for position in at..self.tail() {
+            if let Some(event) = &self.slot(position).0.lock().event {
+                f(event);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, position: u64) -> &Slot {
+        let index = (position & self.mask) as usize;
+        let chunk = self.chunks[index / CHUNK]
+            .get()
+            .expect("a position below the tail has its chunk");
+        &chunk[index % CHUNK]
+    }
+
+    /// The slot for `position`, allocating its chunk on first use; the
+    /// writer's alone.
+    fn slot_to_write(&self, position: u64) -> &Slot {
+        let index = (position & self.mask) as usize;
+        let chunk = self.chunks[index / CHUNK].get_or_init(Box::default);
+        &chunk[index % CHUNK]
+    }
+}
+
+/// The writer's side of a ring: its bounds and what they count. Every
+/// method is called under the lane's lock, with the ring it keeps.
+#[derive(Debug)]
+pub(crate) struct Bounds {
     /// The rendered size of the events held.
     bytes: usize,
     capacity: usize,
@@ -36,29 +204,14 @@ pub(crate) struct Ring {
     members: usize,
 }
 
-/// One event, and how many members are yet to read it.
-#[derive(Debug)]
-struct Slot {
-    event: Event,
-    unread_by: usize,
-}
-
-impl Ring {
+impl Bounds {
     pub(crate) fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
-            slots: VecDeque::new(),
-            first: 0,
             bytes: 0,
-            capacity,
+            capacity: capacity.max(1),
             max_bytes,
             members: 0,
         }
-    }
-
-    /// The position the next event will take.
-    #[inline]
-    pub(crate) fn tail(&self) -> u64 {
-        self.first + self.slots.len() as u64
     }
 
     /// Members that take events now.
@@ -68,121 +221,102 @@ impl Ring {
 
     /// Adds a member that reads from the next event on; returns its
     /// position.
-    pub(crate) fn join(&mut self) -> u64 {
+    pub(crate) fn join(&mut self, ring: &Ring) -> u64 {
         self.members += 1;
-        self.tail()
+        ring.tail()
     }
 
     /// Removes the member whose next event was `next`; returns how many
-    /// events it had not read (`next` as [`position`](Self::position)
-    /// reports it).
-    pub(crate) fn leave(&mut self, next: u64) -> u64 {
-        let at = self.position(next);
-        let offset = self.offset(at);
-        for slot in self.slots.range_mut(offset..) {
-            slot.unread_by -= 1;
+    /// events it had not read (from `next` as [`Ring::position`] reports
+    /// it). Its reader must not read meanwhile (the caller holds its seat).
+    pub(crate) fn leave(&mut self, ring: &Ring, next: u64) -> u64 {
+        let at = ring.position(next);
+        for position in at..ring.tail() {
+            ring.slot(position).0.lock().unread_by -= 1;
         }
         self.members -= 1;
-        self.trim();
-        self.tail() - at
-    }
-
-    /// Where a member whose next event was `next` reads now: eviction may
-    /// have moved it past events it never read.
-    #[inline]
-    pub(crate) fn position(&self, next: u64) -> u64 {
-        next.max(self.first)
-    }
-
-    /// How many events the member at `at` has yet to read, and their
-    /// rendered size.
-    pub(crate) fn unread(&self, at: u64) -> (u64, usize) {
-        let bytes = self.unread_events(at).map(Event::rendered_len).sum();
-        (self.tail() - at, bytes)
-    }
-
-    /// The events the member at `at` has yet to read, oldest first.
-    pub(crate) fn unread_events(&self, at: u64) -> impl Iterator<Item = &Event> {
-        self.slots.range(self.offset(at)..).map(|slot| &slot.event)
+        self.trim(ring);
+        ring.tail() - at
     }
 
     /// Whether pushing `event` evicts for the byte bound, which may leave
     /// members with fewer unread events than they had.
-    pub(crate) fn evicts_bytes_for(&self, event: &Event) -> bool {
-        !self.slots.is_empty() && self.bytes + event.rendered_len() > self.max_bytes
+    pub(crate) fn evicts_bytes_for(&self, ring: &Ring, event: &Event) -> bool {
+        held(ring) > 0 && self.bytes + event.rendered_len() > self.max_bytes
     }
 
-    /// How many events the member at `next` has yet to read.
-    #[inline]
-    pub(crate) fn depth(&self, next: u64) -> u64 {
-        self.tail() - self.position(next)
-    }
-
-    /// Appends `event` for every member, then evicts the oldest events
-    /// until the ring is back within its bounds (an event larger than the
-    /// byte bound still stays, alone). Returns how many members lost an
-    /// event to that.
-    pub(crate) fn push(&mut self, event: &Event) -> usize {
+    /// Evicts the oldest events until `event` fits (an event larger than
+    /// the byte bound still goes in, alone), then appends it for every
+    /// member. Returns how many members lost an event to that.
+    pub(crate) fn push(&mut self, ring: &Ring, event: &Event) -> usize {
         if self.members == 0 {
             // Nobody would read it.
             return 0;
         }
-        self.bytes += event.rendered_len();
-        self.slots.push_back(Slot {
-            event: event.clone(),
-            unread_by: self.members,
-        });
+        // What everyone has read is not a loss: free it first.
+        self.trim(ring);
+        let len = event.rendered_len();
         let mut lost = 0;
-        while (self.slots.len() > self.capacity || self.bytes > self.max_bytes)
-            && self.slots.len() > 1
+        while held(ring) > 0
+            && (held(ring) >= self.capacity as u64 || self.bytes + len > self.max_bytes)
         {
             // Those yet to read an evicted event were yet to read the
             // ones before it, so the last count is everyone who lost one.
-            lost = self.pop_front();
+            lost = self.evict(ring);
         }
-        self.trim();
+        let tail = ring.tail();
+        {
+            let mut cell = ring.slot_to_write(tail).0.lock();
+            cell.position = tail;
+            cell.event = Some(event.clone());
+            cell.unread_by = self.members;
+        }
+        self.bytes += len;
+        // After the slot is written: a reader that sees the new tail finds
+        // the event in it.
+        ring.tail.store(tail + 1, Ordering::Release);
         lost
     }
 
-    /// The event at `at` for the member there, which moves on past it;
-    /// `None` when it has read everything.
-    #[inline]
-    pub(crate) fn take(&mut self, at: u64) -> Option<Event> {
-        let offset = self.offset(at);
-        let slot = self.slots.get_mut(offset)?;
-        let event = slot.event.clone();
-        slot.unread_by -= 1;
-        // Members read in order, so only the oldest event can be left
-        // with no reader by a read.
-        if slot.unread_by == 0 && offset == 0 {
-            self.trim();
-        }
-        Some(event)
-    }
-
     /// Frees the oldest events no member has yet to read.
-    fn trim(&mut self) {
-        while self.slots.front().is_some_and(|slot| slot.unread_by == 0) {
-            self.pop_front();
-        }
+    fn trim(&mut self, ring: &Ring) {
+        while held(ring) > 0 && self.evict_if_read(ring) {}
     }
 
     /// Drops the oldest event; returns how many members were yet to read
-    /// it (they find their loss at their next read: see
-    /// [`position`](Self::position)).
-    fn pop_front(&mut self) -> usize {
-        let Some(slot) = self.slots.pop_front() else {
-            return 0;
-        };
-        self.bytes -= slot.event.rendered_len();
-        self.first += 1;
-        slot.unread_by
+    /// it (they find their loss at their next read).
+    fn evict(&mut self, ring: &Ring) -> usize {
+        self.evict_where(ring, |_| true)
+            .expect("evicting with no condition always evicts")
     }
 
-    #[inline]
-    fn offset(&self, at: u64) -> usize {
-        (at - self.first) as usize
+    /// Drops the oldest event if every member has read it.
+    fn evict_if_read(&mut self, ring: &Ring) -> bool {
+        self.evict_where(ring, |unread_by| unread_by == 0).is_some()
     }
+
+    /// Drops the oldest event if `evict` says so of its unread count,
+    /// which is exact under the slot's lock; returns that count.
+    fn evict_where(&mut self, ring: &Ring, evict: impl FnOnce(usize) -> bool) -> Option<usize> {
+        let head = ring.head.load(Ordering::Relaxed);
+        let mut cell = ring.slot(head).0.lock();
+        let unread_by = cell.unread_by;
+        if !evict(unread_by) {
+            return None;
+        }
+        if let Some(event) = cell.event.take() {
+            self.bytes -= event.rendered_len();
+        }
+        // Before the slot is let go: a reader that finds it emptied finds
+        // the new head.
+        ring.head.store(head + 1, Ordering::Release);
+        Some(unread_by)
+    }
+}
+
+/// How many events the ring holds, read by its writer.
+fn held(ring: &Ring) -> u64 {
+    ring.tail.load(Ordering::Relaxed) - ring.head.load(Ordering::Relaxed)
 }
 
 /// A member's place in the ring.
@@ -204,7 +338,7 @@ const STILL_IN: u64 = u64::MAX;
 /// A member's storage: its cursor into the ring.
 pub(crate) struct InRing<'a> {
     pub(crate) cursor: &'a mut Cursor,
-    pub(crate) ring: &'a mut Ring,
+    pub(crate) ring: &'a Ring,
 }
 
 impl Storage for InRing<'_> {
@@ -213,19 +347,22 @@ impl Storage for InRing<'_> {
         if self.cursor.has_left() {
             return None;
         }
-        // Eviction moves a member on without visiting it: the reader finds
-        // its loss here, and is told of it before the next event. (Only
-        // this owes a member's reader lag, and the reader takes it at once,
-        // so no lag is owed past this point.)
-        if self.ring.position(self.cursor.next) != self.cursor.next {
-            self.cursor.catch_up(self.ring, reader);
-            return None;
+        match self.ring.read(self.cursor.next) {
+            Read::Event(event, depth) => {
+                reader.max_depth = reader.max_depth.max(depth);
+                self.cursor.next += 1;
+                Some(event)
+            }
+            Read::Empty => None,
+            // Eviction moves a member on without visiting it: the reader
+            // finds its loss here, and is told of it before the next
+            // event. (Only this owes a member's reader lag, and the reader
+            // takes it at once, so no lag is owed past this point.)
+            Read::Lost(head) => {
+                self.cursor.lost_up_to(head, reader);
+                None
+            }
         }
-        let depth = self.ring.depth(self.cursor.next);
-        let event = self.ring.take(self.cursor.next)?;
-        reader.max_depth = reader.max_depth.max(depth);
-        self.cursor.next += 1;
-        Some(event)
     }
 }
 
@@ -246,13 +383,16 @@ impl Cursor {
 
     /// Moves on past what eviction took from it, counting it as dropped
     /// and owed to the reader as lag.
-    #[cold]
     pub(crate) fn catch_up(&mut self, ring: &Ring, reader: &mut Reader) {
-        let at = ring.position(self.next);
-        let lost = at - self.next;
+        self.lost_up_to(ring.position(self.next), reader);
+    }
+
+    #[cold]
+    fn lost_up_to(&mut self, at: u64, reader: &mut Reader) {
+        let lost = at.saturating_sub(self.next);
         reader.dropped += lost;
         reader.lag += lost;
-        self.next = at;
+        self.next = self.next.max(at);
     }
 
     /// Notes how deep its queue is now. Its depth only grows between its
@@ -266,19 +406,19 @@ impl Cursor {
     }
 
     /// Leaves the ring, if it has not yet; how many events it had not read.
-    pub(crate) fn leave(&mut self, ring: &mut Ring, reader: &mut Reader) -> u64 {
+    pub(crate) fn leave(&mut self, ring: &Ring, bounds: &mut Bounds, reader: &mut Reader) -> u64 {
         if self.has_left() {
             return 0;
         }
         self.note_depth(ring, reader);
         self.catch_up(ring, reader);
-        let unread = ring.leave(self.next);
+        let unread = bounds.leave(ring, self.next);
         self.end = ring.tail();
         unread
     }
 
     /// What it holds as of now, with what eviction cost it that its reader
-    /// has not yet seen.
+    /// has not yet seen; exact under the lane's lock.
     pub(crate) fn held(&self, ring: &Ring) -> Held {
         if self.has_left() {
             return Held {
@@ -309,62 +449,99 @@ mod tests {
         Event::resource_updated(i.to_string())
     }
 
+    /// A ring of `capacity` events and `max_bytes`, with its writer.
+    fn ring(capacity: usize, max_bytes: usize) -> (Ring, Bounds) {
+        (Ring::new(capacity), Bounds::new(capacity, max_bytes))
+    }
+
+    fn take(ring: &Ring, at: u64) -> Option<Event> {
+        match ring.read(at) {
+            Read::Event(event, _) => Some(event),
+            _ => None,
+        }
+    }
+
     #[test]
     fn an_event_is_held_until_its_last_reader_takes_it() {
-        let mut ring = Ring::new(8, usize::MAX);
-        let (a, b) = (ring.join(), ring.join());
-        assert_eq!(ring.push(&event(0)), 0);
-        assert!(ring.take(a).is_some());
+        let (ring, mut bounds) = ring(8, usize::MAX);
+        let (a, b) = (bounds.join(&ring), bounds.join(&ring));
+        assert_eq!(bounds.push(&ring, &event(0)), 0);
+        assert!(take(&ring, a).is_some());
         assert_eq!(ring.unread(b).0, 1);
-        assert!(ring.take(b).is_some());
+        assert!(take(&ring, b).is_some());
         assert_eq!(ring.unread(ring.tail()), (0, 0));
-        assert!(ring.slots.is_empty(), "read by both, so freed");
+        // Read by both, so freed at the next push, not counted as a loss.
+        assert_eq!(bounds.push(&ring, &event(1)), 0);
+        assert_eq!(held(&ring), 1);
     }
 
     #[test]
     fn eviction_counts_the_members_that_lose_an_event() {
-        let mut ring = Ring::new(2, usize::MAX);
-        let (slow, fast) = (ring.join(), ring.join());
-        ring.push(&event(0));
-        let fast = {
-            ring.take(fast).unwrap();
-            fast + 1
-        };
-        ring.push(&event(1));
+        let (ring, mut bounds) = ring(2, usize::MAX);
+        let (slow, fast) = (bounds.join(&ring), bounds.join(&ring));
+        bounds.push(&ring, &event(0));
+        take(&ring, fast).unwrap();
+        let fast = fast + 1;
+        bounds.push(&ring, &event(1));
         // The third event evicts the first, which only `slow` had not read.
-        assert_eq!(ring.push(&event(2)), 1);
+        assert_eq!(bounds.push(&ring, &event(2)), 1);
         assert_eq!(ring.position(slow), 1);
+        assert!(matches!(ring.read(slow), Read::Lost(1)));
         // The fourth evicts the second, unread by both.
-        assert_eq!(ring.push(&event(3)), 2);
+        assert_eq!(bounds.push(&ring, &event(3)), 2);
         assert_eq!(ring.position(fast), 2);
         assert_eq!(ring.unread(2).0, 2);
     }
 
     #[test]
+    fn a_position_wraps_into_a_slot_of_a_later_event() {
+        let (ring, mut bounds) = ring(3, usize::MAX);
+        let member = bounds.join(&ring);
+        let pushed = CHUNK as u64 + 8;
+        for i in 0..pushed {
+            bounds.push(&ring, &event(i as usize));
+        }
+        // Position 0's slot has held a later position since; it reads as
+        // lost up to the head (capacity 3 keeps the last three).
+        let head = pushed - 3;
+        assert!(matches!(ring.read(member), Read::Lost(at) if at == head));
+        assert_eq!(take(&ring, head), Some(event(head as usize)));
+        assert_eq!(take(&ring, pushed - 1), Some(event(pushed as usize - 1)));
+        assert!(matches!(ring.read(pushed), Read::Empty));
+    }
+
+    #[test]
     fn the_byte_bound_evicts_but_keeps_one_event_larger_than_it() {
         let len = event(0).rendered_len();
-        let mut ring = Ring::new(100, len * 2);
-        let member = ring.join();
+        let (ring, mut bounds) = ring(100, len * 2);
+        let member = bounds.join(&ring);
         for i in 0..3 {
-            ring.push(&event(i));
+            bounds.push(&ring, &event(i));
         }
         assert_eq!(ring.unread(ring.position(member)), (2, len * 2));
         let big = Event::resource_updated("x".repeat(len * 3));
-        assert_eq!(ring.push(&big), 1);
+        assert_eq!(bounds.push(&ring, &big), 1);
         assert_eq!(ring.unread(ring.position(member)).0, 1);
     }
 
     #[test]
     fn a_member_leaving_frees_what_only_it_had_left() {
-        let mut ring = Ring::new(8, usize::MAX);
-        let member = ring.join();
-        ring.push(&event(0));
-        ring.push(&event(1));
-        assert_eq!(ring.leave(member), 2);
-        assert_eq!(ring.members(), 0);
-        assert!(ring.slots.is_empty());
+        let (ring, mut bounds) = ring(8, usize::MAX);
+        let member = bounds.join(&ring);
+        bounds.push(&ring, &event(0));
+        bounds.push(&ring, &event(1));
+        assert_eq!(bounds.leave(&ring, member), 2);
+        assert_eq!(bounds.members(), 0);
+        assert_eq!(held(&ring), 0);
         // With nobody to read it, an event is not kept.
-        ring.push(&event(2));
-        assert!(ring.slots.is_empty());
+        bounds.push(&ring, &event(2));
+        assert_eq!(held(&ring), 0);
+    }
+
+    #[test]
+    fn an_idle_ring_allocates_no_slots() {
+        let ring = Ring::new(1_024);
+        assert_eq!(ring.chunks.len(), 1_024 / CHUNK);
+        assert!(ring.chunks.iter().all(|chunk| chunk.get().is_none()));
     }
 }

@@ -14,8 +14,8 @@ pub(crate) use park::{block_on_timeout, park_until};
 
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {
-    pub(crate) use std::sync::Arc;
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::{Arc, OnceLock};
 
     /// `parking_lot`'s mutex: no poisoning, and the uncontended path is one
     /// atomic swap, which is the common case for a per-listener queue.
@@ -57,11 +57,15 @@ mod imp {
 mod imp {
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    // Loom has no `OnceLock`. The ring's chunks are set only by the writer,
+    // under the lane's lock, before the tail that leads a reader to them
+    // moves (a loom atomic), so std's serves the models as it is.
+    pub(crate) use std::sync::OnceLock;
 
     // A panic while holding a lock is a bug in the model, not something to
     // recover from: the `unwrap`s below only surface it.
 
-    #[derive(Debug)]
+    #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
     impl<T> Mutex<T> {

@@ -185,15 +185,19 @@ pub(crate) fn callgrind_instructions(args: &[&str]) -> f64 {
 }
 
 /// Runs the bursts callgrind counts when `bench_report` was started as
-/// `bench_report fanout-bursts hub|broadcast|mpsc LISTENERS BURSTS`.
+/// `bench_report fanout-bursts hub|hub-apart|broadcast|mpsc LISTENERS BURSTS`.
 pub(crate) fn run_bursts(args: &[String]) -> Result<(), String> {
-    let usage =
-        || format!("usage: bench_report {BURSTS_COMMAND} hub|broadcast|mpsc LISTENERS BURSTS");
+    let usage = || {
+        format!(
+            "usage: bench_report {BURSTS_COMMAND} hub|hub-apart|broadcast|mpsc LISTENERS BURSTS"
+        )
+    };
     let [via, n, bursts] = args else {
         return Err(usage());
     };
     let via = match via.as_str() {
         "hub" => Via::Hub,
+        "hub-apart" => Via::HubApart,
         "broadcast" => Via::Broadcast,
         "mpsc" => Via::Mpsc,
         _ => return Err(usage()),

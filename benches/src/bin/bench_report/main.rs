@@ -9,6 +9,9 @@
 //! cargo run --release -p mcp-subscriptions-benches --bin bench_report -- [OPTIONS]
 //! ```
 //!
+//! `--workers 2,4,8,16` sets the scaling table's worker counts for the
+//! readers (those are the default).
+//!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
 //! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
 //! `relay`, `cluster_spread`, `audiences`, `herd`, `catalog`, `gateway`). The held section runs
@@ -89,6 +92,17 @@ struct Options {
         action = ArgAction::Set
     )]
     only: Vec<Section>,
+    /// The scaling table's worker counts for the readers' runtime,
+    /// comma-separated; each is measured for the hub and `broadcast` in
+    /// the same run
+    #[arg(
+        long,
+        value_name = "N,...",
+        value_delimiter = ',',
+        action = ArgAction::Set,
+        default_values_t = scaling::DEFAULT_WORKERS
+    )]
+    workers: Vec<usize>,
 }
 
 /// The report's sections, in the order of their rows, named by the prefix
@@ -148,6 +162,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let settings = Settings::new(options.quick);
+    let mut workers = options.workers.clone();
+    workers.sort_unstable();
+    workers.dedup();
+    if workers.contains(&0) {
+        return Err("--workers: a runtime needs at least one worker".into());
+    }
 
     let (mut rows, mut curve) = (Vec::new(), Vec::new());
     for &section in Section::value_variants().iter().filter(|&&s| wants(s)) {
@@ -160,7 +180,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Http => http::rows(&settings),
             Section::Held => held::rows(&settings)?,
             Section::Client => client::rows(&settings),
-            Section::Scaling => scaling::rows(&settings),
+            Section::Scaling => scaling::rows(&settings, &workers),
             Section::Relay => relay_rows(&settings)?,
             Section::ClusterSpread => cluster_rows()?,
             Section::Audiences => audiences::rows(&settings),
