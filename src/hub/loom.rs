@@ -180,11 +180,14 @@ mod loom_model_lane {
 
     /// A publisher pushing two events into a lane of capacity 1 (so the
     /// second evicts) races two members reading, one of them waiting on its
-    /// waker until the last event; whatever the interleaving, no wake-up is
-    /// lost (loom reports a reader left waiting as a deadlock), each
-    /// member's counts add up, and what it gets keeps publish order. Every step takes
-    /// the lane's one lock, so a preemption bound of 3 covers the orders
-    /// that matter and keeps the model to seconds.
+    /// waker until the last event. Members read the ring holding only
+    /// their seat and the slot's lock, so the eviction can land between a
+    /// member's look at the tail and its take of the slot, or while the
+    /// other member holds that slot. Whatever the interleaving, no wake-up
+    /// is lost (loom reports a reader left waiting as a deadlock), each
+    /// member's counts add up, the members that the publisher reports as
+    /// losing an event are exactly those that count one dropped, and what
+    /// each gets keeps publish order.
     #[test]
     fn two_members_race_a_publisher() {
         let mut model = loom::model::Builder::new();
@@ -194,10 +197,12 @@ mod loom_model_lane {
             let settings = Settings::new(1, Overflow::DropOldest, false);
             let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
             let lane = Arc::new(Lane::new(&key));
-            let (waiting, polling) = (lane.join(), lane.join());
+            // The waiting member's seat is read on its own thread.
+            let (waiting, polling) = (Arc::new(lane.join()), lane.join());
             let publisher = {
                 let lane = lane.clone();
                 thread::spawn(move || {
+                    let mut evicted = 0;
                     for i in 0..2 {
                         let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
                         lane.push(
@@ -206,11 +211,13 @@ mod loom_model_lane {
                             &mut waiters,
                         );
                         waiters.into_iter().for_each(Waiter::wake);
+                        evicted += tally[Pushed::DroppedOldest as usize];
                     }
+                    evicted
                 })
             };
             let reader = {
-                let lane = lane.clone();
+                let (lane, waiting) = (lane.clone(), waiting.clone());
                 let last = Event::resource_updated("1");
                 thread::spawn(move || {
                     let mut seen = Vec::new();
@@ -245,11 +252,13 @@ mod loom_model_lane {
                     polled.push(event.to_plain_json());
                 }
             }
-            publisher.join().unwrap();
+            let evicted = publisher.join().unwrap();
             let waited = reader.join().unwrap();
             lane.stop(&polling);
-            for (seat, seen) in [(&waiting, waited), (&polling, polled)] {
+            let mut dropped = 0;
+            for (seat, seen) in [(&*waiting, waited), (&polling, polled)] {
                 let counts = lane.snapshot(seat).counts;
+                dropped += counts.dropped as usize;
                 assert_eq!(counts.matched, 2);
                 assert!(counts.is_balanced(), "{counts:?}");
                 assert_eq!(counts.delivered as usize, seen.len());
@@ -257,6 +266,9 @@ mod loom_model_lane {
                 sorted.sort();
                 assert_eq!(seen, sorted, "delivery order must follow publish order");
             }
+            // Each push evicts at most one event (capacity 1), so the
+            // members it reports are the events they count dropped.
+            assert_eq!(evicted, dropped, "the publisher's report and the members' counts agree");
         });
     }
 }
