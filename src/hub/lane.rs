@@ -50,7 +50,7 @@ use crate::event::{Event, ListKind};
 use crate::filter::Filter;
 use crate::overflow::Overflow;
 use crate::source::Next;
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, Mutex, MutexGuard, Ordering};
 
 /// What makes listeners' queues alike: their settings and what their
 /// filters route.
@@ -115,21 +115,46 @@ pub(crate) struct Lane {
 #[derive(Debug)]
 struct State {
     bounds: Bounds,
-    /// Indexed by seat number; a slot is free again once its listener's
-    /// entry is dropped.
-    places: Vec<Option<Arc<Mutex<Place>>>>,
+    /// Seat `i` is place `i % SEATS_PER_BLOCK` of block `i /
+    /// SEATS_PER_BLOCK`; a place is free again once its listener's entry
+    /// is dropped.
+    blocks: Vec<Arc<Block>>,
     free: Vec<usize>,
+    /// Seats ever given out: the next new seat's number.
+    seated: usize,
     /// Seats that registered a waiter since the last publish (a seat is
     /// listed once, however often its reader registers).
     waiting: Vec<usize>,
 }
 
+/// Places allocated together, so that a seat costs what it holds and not
+/// an allocation of its own (a lane of 64 has eight).
+const SEATS_PER_BLOCK: usize = 8;
+
+type Block = [Mutex<Option<Place>>; SEATS_PER_BLOCK];
+
 /// A listener's seat in a lane, as its inbox holds it: its number, and
-/// its place, which its reader locks without the lane's lock.
+/// the block of its place, which its reader locks without the lane's lock.
 #[derive(Debug)]
 pub(crate) struct Seat {
     index: usize,
-    place: Arc<Mutex<Place>>,
+    block: Arc<Block>,
+}
+
+impl Seat {
+    #[inline(always)]
+    fn place(&self) -> MutexGuard<'_, Option<Place>> {
+        self.block[self.index % SEATS_PER_BLOCK].lock()
+    }
+}
+
+/// The place of a seat still held: one is freed only after its listener
+/// has gone.
+#[inline(always)]
+fn held(place: &mut Option<Place>) -> &mut Place {
+    place
+        .as_mut()
+        .expect("a seat is released only after its listener has gone")
 }
 
 #[derive(Debug)]
@@ -157,8 +182,9 @@ impl Lane {
             ring: Ring::new(settings.capacity),
             state: Mutex::new(State {
                 bounds: Bounds::new(settings.capacity, settings.max_bytes),
-                places: Vec::new(),
+                blocks: Vec::new(),
                 free: Vec::new(),
+                seated: 0,
                 waiting: Vec::new(),
             }),
         }
@@ -173,25 +199,27 @@ impl Lane {
     pub(crate) fn join(&self) -> Seat {
         let mut state = self.state.lock();
         let at = state.bounds.join(&self.ring);
-        let place = Arc::new(Mutex::new(Place::Member(Member {
-            reader: Reader::new(),
-            cursor: Cursor::at(at),
-            listed: false,
-        })));
         let index = match state.free.pop() {
             Some(index) => index,
             None => {
-                // Doubling from one, not four: most lanes have one member.
-                let places = &mut state.places;
-                if places.len() == places.capacity() {
-                    places.reserve_exact(places.len().max(1));
+                let index = state.seated;
+                state.seated += 1;
+                if index % SEATS_PER_BLOCK == 0 {
+                    state.blocks.push(Arc::default());
                 }
-                places.push(None);
-                places.len() - 1
+                index
             }
         };
-        state.places[index] = Some(place.clone());
-        Seat { index, place }
+        let seat = Seat {
+            index,
+            block: state.blocks[index / SEATS_PER_BLOCK].clone(),
+        };
+        *seat.place() = Some(Place::Member(Member {
+            reader: Reader::new(),
+            cursor: Cursor::at(at),
+            listed: false,
+        }));
+        seat
     }
 
     /// Offers `event` to every member, tallying each member's outcome as
@@ -207,16 +235,17 @@ impl Lane {
         let mut state = self.state.lock();
         let State {
             bounds,
-            places,
+            blocks,
             waiting,
             ..
         } = &mut *state;
+        let place = |index: usize| blocks[index / SEATS_PER_BLOCK][index % SEATS_PER_BLOCK].lock();
         if bounds.evicts_bytes_for(&self.ring, event) {
             // Each member's deepest is noted as its reader would find it,
             // so a queue shrunk by the byte bound must be noted before.
             // Lock order: the lane, then a seat.
-            for place in places.iter().flatten() {
-                if let Place::Member(member) = &mut *place.lock() {
+            for place in blocks.iter().flat_map(|block| block.iter()) {
+                if let Some(Place::Member(member)) = &mut *place.lock() {
                     member.cursor.note_depth(&self.ring, &mut member.reader);
                 }
             }
@@ -228,9 +257,7 @@ impl Lane {
         // Only readers that found nothing registered, under this lock: one
         // wake-up each until they read again, whatever is published.
         for index in waiting.drain(..) {
-            if let Some(Some(place)) = places.get(index)
-                && let Place::Member(member) = &mut *place.lock()
-            {
+            if let Some(Place::Member(member)) = &mut *place(index) {
                 member.listed = false;
                 waiters.extend(member.reader.waiter.take());
             }
@@ -250,8 +277,8 @@ impl Lane {
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
         {
-            let mut place = seat.place.lock();
-            match &mut *place {
+            let mut place = seat.place();
+            match held(&mut place) {
                 Place::Member(member) => {
                     if let Some(next) = member.pop(&self.ring) {
                         return Some(next);
@@ -274,8 +301,8 @@ impl Lane {
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
         let mut state = self.state.lock();
-        let mut place = seat.place.lock();
-        let member = match &mut *place {
+        let mut place = seat.place();
+        let member = match held(&mut place) {
             Place::Member(member) => member,
             Place::Moved(queue) => return queue.pop_or_register(register),
         };
@@ -307,7 +334,7 @@ impl Lane {
 
     /// The queue the member at `seat` moved out to, if it did.
     pub(crate) fn moved(&self, seat: &Seat) -> Option<Arc<Queue>> {
-        match &*seat.place.lock() {
+        match held(&mut seat.place()) {
             Place::Moved(queue) => Some(queue.clone()),
             Place::Member(_) => None,
         }
@@ -316,7 +343,7 @@ impl Lane {
     /// Removes a waiter that gave up. A seat left listed is unlisted by
     /// the next push, which finds no waiter there.
     pub(crate) fn forget_waiter(&self, seat: &Seat) {
-        match &mut *seat.place.lock() {
+        match held(&mut seat.place()) {
             Place::Member(member) => member.reader.waiter = None,
             Place::Moved(queue) => queue.forget_waiter(),
         }
@@ -325,7 +352,7 @@ impl Lane {
     /// As [`Reader::complete`]. Its seat's lock is enough: a reader
     /// registers under it, and looks at its phase as it does.
     pub(crate) fn complete(&self, seat: &Seat) -> Option<Waiter> {
-        match &mut *seat.place.lock() {
+        match held(&mut seat.place()) {
             Place::Member(member) => member.reader.complete(),
             Place::Moved(queue) => queue.complete(),
         }
@@ -375,8 +402,9 @@ impl Lane {
     /// queue of its own (see the module docs), and returns that queue.
     pub(crate) fn move_out(&self, seat: &Seat, id: ListenerId) -> Arc<Queue> {
         let mut state = self.state.lock();
-        let mut place = seat.place.lock();
-        let member = match &mut *place {
+        let mut place = seat.place();
+        let place = held(&mut place);
+        let member = match place {
             Place::Moved(queue) => return queue.clone(),
             Place::Member(member) => member,
         };
@@ -406,12 +434,11 @@ impl Lane {
     /// Frees `seat` for a later member; its listener has gone.
     pub(crate) fn release(&self, seat: &Seat) {
         let mut state = self.state.lock();
-        if let Place::Member(member) = &*seat.place.lock()
+        if let Some(Place::Member(member)) = seat.place().take()
             && !member.cursor.has_left()
         {
             state.bounds.leave(&self.ring, member.cursor.next);
         }
-        state.places[seat.index] = None;
         state.free.push(seat.index);
     }
 
@@ -425,7 +452,7 @@ impl Lane {
         on_moved: impl FnOnce(&Queue) -> T,
     ) -> T {
         let mut state = self.state.lock();
-        match &mut *seat.place.lock() {
+        match held(&mut seat.place()) {
             Place::Member(member) => on_member(member, &self.ring, &mut state.bounds),
             // Lock order allows it: a lane, a seat, then a queue.
             Place::Moved(queue) => on_moved(queue),

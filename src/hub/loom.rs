@@ -268,7 +268,10 @@ mod loom_model_lane {
             }
             // Each push evicts at most one event (capacity 1), so the
             // members it reports are the events they count dropped.
-            assert_eq!(evicted, dropped, "the publisher's report and the members' counts agree");
+            assert_eq!(
+                evicted, dropped,
+                "the publisher's report and the members' counts agree"
+            );
         });
     }
 }

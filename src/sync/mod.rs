@@ -17,6 +17,8 @@ mod imp {
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, OnceLock};
 
+    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
     /// `parking_lot`'s mutex: no poisoning, and the uncontended path is one
     /// atomic swap, which is the common case for a per-listener queue.
     #[derive(Debug, Default)]
@@ -27,7 +29,7 @@ mod imp {
             Self(parking_lot::Mutex::new(value))
         }
 
-        pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock()
         }
     }
@@ -65,6 +67,8 @@ mod imp {
     // A panic while holding a lock is a bug in the model, not something to
     // recover from: the `unwrap`s below only surface it.
 
+    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
 
@@ -73,7 +77,7 @@ mod imp {
             Self(loom::sync::Mutex::new(value))
         }
 
-        pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().unwrap()
         }
     }
