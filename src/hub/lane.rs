@@ -204,7 +204,7 @@ impl Lane {
             None => {
                 let index = state.seated;
                 state.seated += 1;
-                if index % SEATS_PER_BLOCK == 0 {
+                if index.is_multiple_of(SEATS_PER_BLOCK) {
                     state.blocks.push(Arc::default());
                 }
                 index
@@ -503,7 +503,7 @@ mod tests {
     }
 
     fn pop(lane: &Lane, seat: &Seat) -> Option<Next> {
-        lane.pop_or_register(&seat, |_| {})
+        lane.pop_or_register(seat, |_| {})
     }
 
     fn uri(next: Option<Next>) -> String {

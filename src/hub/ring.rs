@@ -242,7 +242,7 @@ impl Bounds {
     /// Whether pushing `event` evicts for the byte bound, which may leave
     /// members with fewer unread events than they had.
     pub(crate) fn evicts_bytes_for(&self, ring: &Ring, event: &Event) -> bool {
-        held(ring) > 0 && self.bytes + event.rendered_len() > self.max_bytes
+        events_held(ring) > 0 && self.bytes + event.rendered_len() > self.max_bytes
     }
 
     /// Evicts the oldest events until `event` fits (an event larger than
@@ -257,8 +257,8 @@ impl Bounds {
         self.trim(ring);
         let len = event.rendered_len();
         let mut lost = 0;
-        while held(ring) > 0
-            && (held(ring) >= self.capacity as u64 || self.bytes + len > self.max_bytes)
+        while events_held(ring) > 0
+            && (events_held(ring) >= self.capacity as u64 || self.bytes + len > self.max_bytes)
         {
             // Those yet to read an evicted event were yet to read the
             // ones before it, so the last count is everyone who lost one.
@@ -280,7 +280,7 @@ impl Bounds {
 
     /// Frees the oldest events no member has yet to read.
     fn trim(&mut self, ring: &Ring) {
-        while held(ring) > 0 && self.evict_if_read(ring) {}
+        while events_held(ring) > 0 && self.evict_if_read(ring) {}
     }
 
     /// Drops the oldest event; returns how many members were yet to read
@@ -315,7 +315,7 @@ impl Bounds {
 }
 
 /// How many events the ring holds, read by its writer.
-fn held(ring: &Ring) -> u64 {
+fn events_held(ring: &Ring) -> u64 {
     ring.tail.load(Ordering::Relaxed) - ring.head.load(Ordering::Relaxed)
 }
 
@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(ring.unread(ring.tail()), (0, 0));
         // Read by both, so freed at the next push, not counted as a loss.
         assert_eq!(bounds.push(&ring, &event(1)), 0);
-        assert_eq!(held(&ring), 1);
+        assert_eq!(events_held(&ring), 1);
     }
 
     #[test]
@@ -532,10 +532,10 @@ mod tests {
         bounds.push(&ring, &event(1));
         assert_eq!(bounds.leave(&ring, member), 2);
         assert_eq!(bounds.members(), 0);
-        assert_eq!(held(&ring), 0);
+        assert_eq!(events_held(&ring), 0);
         // With nobody to read it, an event is not kept.
         bounds.push(&ring, &event(2));
-        assert_eq!(held(&ring), 0);
+        assert_eq!(events_held(&ring), 0);
     }
 
     #[test]
