@@ -119,9 +119,8 @@ struct State {
     /// SEATS_PER_BLOCK`; a place is free again once its listener's entry
     /// is dropped.
     blocks: Vec<Arc<Block>>,
+    /// Seats of the blocks that no member holds, the next one last.
     free: Vec<usize>,
-    /// Seats ever given out: the next new seat's number.
-    seated: usize,
     /// Seats that registered a waiter since the last publish (a seat is
     /// listed once, however often its reader registers).
     waiting: Vec<usize>,
@@ -184,7 +183,6 @@ impl Lane {
                 bounds: Bounds::new(settings.capacity, settings.max_bytes),
                 blocks: Vec::new(),
                 free: Vec::new(),
-                seated: 0,
                 waiting: Vec::new(),
             }),
         }
@@ -199,17 +197,16 @@ impl Lane {
     pub(crate) fn join(&self) -> Seat {
         let mut state = self.state.lock();
         let at = state.bounds.join(&self.ring);
-        let index = match state.free.pop() {
-            Some(index) => index,
-            None => {
-                let index = state.seated;
-                state.seated += 1;
-                if index.is_multiple_of(SEATS_PER_BLOCK) {
-                    state.blocks.push(Arc::default());
-                }
-                index
-            }
-        };
+        if state.free.is_empty() {
+            // A new block's seats, lowest number taken first.
+            let first = state.blocks.len() * SEATS_PER_BLOCK;
+            state.blocks.push(Arc::default());
+            state.free.extend((first..first + SEATS_PER_BLOCK).rev());
+        }
+        let index = state
+            .free
+            .pop()
+            .expect("a block of free seats was just added");
         let seat = Seat {
             index,
             block: state.blocks[index / SEATS_PER_BLOCK].clone(),
@@ -665,5 +662,19 @@ mod tests {
         lane.stop(&first);
         lane.release(&first);
         assert_eq!(lane.join().index, first.index);
+    }
+
+    #[test]
+    fn seats_past_a_block_take_a_new_one_and_read_on_their_own() {
+        let lane = lane(4);
+        let seats: Vec<Seat> = (0..SEATS_PER_BLOCK + 1).map(|_| lane.join()).collect();
+        assert_eq!(lane.state.lock().blocks.len(), 2);
+        let last = &seats[SEATS_PER_BLOCK];
+        assert!(!Arc::ptr_eq(&last.block, &seats[0].block));
+        push(&lane, &update(0));
+        for seat in &seats {
+            assert_eq!(uri(pop(&lane, seat)), update(0).to_plain_json());
+            assert_eq!(pop(&lane, seat), None);
+        }
     }
 }

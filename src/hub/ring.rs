@@ -17,8 +17,8 @@
 //! # Slots
 //!
 //! A position `p` lives in slot `p mod len`, where `len` is the capacity
-//! rounded up to a power of two (and to a chunk), and a slot remembers which position it
-//! holds. The writer evicts before it writes, so the ring holds at most
+//! rounded up to a power of two (and to a chunk), and a slot remembers
+//! which position it holds. The writer evicts before it writes, so the ring holds at most
 //! `capacity` events and never overwrites one still held. Slots are
 //! allocated a chunk at a time as the ring first reaches them, so an idle
 //! lane costs a table of empty chunks, not its capacity.
@@ -27,9 +27,8 @@
 //!
 //! Beside each event the slot counts the members yet to read it. A reader
 //! takes an event and lowers that count under the slot's lock, and the
-//! writer evicts under it too, so an eviction sees
-//! exactly the members that had not read the event: they are the members
-//! it costs an event (members read in order, so those yet to read the last
+//! writer evicts under it too, so an eviction sees exactly the members
+//! that had not read the event: they are the members it costs an event (members read in order, so those yet to read the last
 //! event evicted are those that lost at least one). A reader that finds its
 //! slot evicted (emptied, or holding a later position) reads `head`, which
 //! the writer moves before it lets the slot go, and has lost exactly the
