@@ -492,6 +492,7 @@ async fn serve_http(
     let keepalive = Duration::from_secs(options.keepalive_secs);
     let hub = replica.hub().clone();
     let server = DemoServer::new(replica.clone(), tasks, catalog::AddedTools::default());
+    let leaving = replica.clone();
     let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(keepalive));
     let channel = ChannelTransport::new(listen.clone());
     let channels = channel.streams();
@@ -547,6 +548,7 @@ async fn serve_http(
     // the hub is complete.
     let drained = channels.finish_within(deadline).await;
     tracing::info!(open = drained.open, cut = drained.cut, "channels drained");
+    leaving.leave().await;
     Ok(())
 }
 
@@ -561,6 +563,7 @@ async fn serve_stdio(
     let transport = StdioTransport::stdio(listen.clone());
     let streams = transport.streams();
     let hub = replica.hub().clone();
+    let leaving = replica.clone();
     let serving = async {
         let server = WithSubscriptions::new(
             &listen,
@@ -582,6 +585,7 @@ async fn serve_stdio(
             // the transport, cancelling the streams before their last word.
             let drained = streams.finish_within(deadline).await;
             tracing::info!(open = drained.open, cut = drained.cut, "listen streams drained");
+            leaving.leave().await;
         }
     }
     Ok(())

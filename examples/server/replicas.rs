@@ -70,6 +70,17 @@ impl Replica {
         }
     }
 
+    /// Leaves the other replicas gracefully, when relayed: what is still
+    /// queued is sent, then a goodbye, so that this replica's going costs
+    /// their listeners nothing.
+    pub(crate) async fn leave(&self) {
+        #[cfg(any(feature = "redis", feature = "nats"))]
+        if let Some(relay) = &self.relay {
+            relay.close().await;
+            tracing::info!(origin = relay.origin(), "left the other replicas");
+        }
+    }
+
     /// The hub, to publish through and serve from.
     pub(crate) fn hub(&self) -> &Hub {
         &self.hub

@@ -91,6 +91,9 @@ pub(crate) async fn run(
     } else {
         Channels::new(&options.prefix)
     };
+    // Whatever ends the task (its end, or its future dropped, aborted),
+    // whoever waits in `Relay::close` is told.
+    let _ended = EndedGuard(inner.clone());
     let mut driver = Driver {
         catalog: channels.catalog(),
         channels,
@@ -112,6 +115,15 @@ pub(crate) async fn run(
         link_down: false,
     };
     driver.run().await;
+}
+
+struct EndedGuard(Arc<Inner>);
+
+impl Drop for EndedGuard {
+    fn drop(&mut self) {
+        self.0.ended.store(true, Ordering::Release);
+        self.0.ended_notify.notify_waiters();
+    }
 }
 
 impl Driver {
@@ -149,6 +161,12 @@ impl Driver {
             if connected_before {
                 bump(&self.inner.counters.reconnects);
                 // Whatever was sent while we were away is lost.
+                self.schedule_resync();
+            } else if self.inner.hub.stats().listeners_active > 0 {
+                // Listeners opened before this replica could hear the
+                // others may have missed what was sent meanwhile (the
+                // keys' catch-up covers their URIs, not the lists). Only
+                // this replica's own listeners pay for it.
                 self.schedule_resync();
             }
             connected_before = true;
@@ -209,6 +227,7 @@ impl Driver {
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             if self.stopping() {
+                self.leave(link).await;
                 return Ended::Stop;
             }
             if !self.send_queued(link).await || !self.flush_subscriptions(link).await {
@@ -218,7 +237,10 @@ impl Driver {
                 () = self.inner.wake.notified() => {}
                 change = self.watch.next() => match change {
                     Some(change) => self.apply(change),
-                    None => return Ended::Stop,
+                    None => {
+                        self.leave(link).await;
+                        return Ended::Stop;
+                    }
                 },
                 incoming = link.next() => match incoming {
                     Some(LinkEvent::Messages(batch)) => self.receive(batch),
@@ -244,6 +266,22 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Stops gracefully on a live connection: sends what is still queued,
+    /// then says goodbye, so the others owe this replica no resync. When
+    /// the send fails nothing more is said, and its silence resyncs them,
+    /// as for a replica that died.
+    async fn leave(&mut self, link: &mut Link) {
+        if self.link_down || !self.send_queued(link).await {
+            return;
+        }
+        let stamp = self.stamp(true);
+        let goodbye = BusMessage {
+            channel: self.catalog.clone(),
+            payload: envelope::encode_goodbye(&self.inner.origin, stamp),
+        };
+        self.send(link, vec![goodbye]).await;
     }
 
     /// Takes every interest change already pending, so one flush covers
@@ -484,6 +522,12 @@ impl Driver {
                 self.inner.hub.revoke_here(&audience);
                 bump(&self.inner.counters.revocations_received);
             }
+            Body::Goodbye => {
+                if self.origins.left(&envelope.origin) {
+                    bump(&self.inner.counters.replicas_left);
+                    self.count_replicas();
+                }
+            }
             Body::Heartbeat { .. } => {}
         }
     }
@@ -493,7 +537,7 @@ impl Driver {
     fn heard(&mut self, envelope: &Envelope) {
         let dropped = match envelope.body {
             Body::Heartbeat { dropped } => Some(dropped),
-            Body::Event(_) | Body::Revoke(_) => None,
+            Body::Event(_) | Body::Revoke(_) | Body::Goodbye => None,
         };
         let heard = self.origins.heard(
             &envelope.origin,
@@ -504,6 +548,11 @@ impl Driver {
         match heard {
             Heard::Known => return,
             Heard::Joined => {
+                bump(&self.inner.counters.replicas_joined);
+                self.count_replicas();
+                return;
+            }
+            Heard::Rejoined => {
                 bump(&self.inner.counters.replicas_joined);
                 self.count_replicas();
             }

@@ -14,6 +14,7 @@
 //!  "audience":{"principals":["alice"]}}
 //! {"v":1,"origin":"9f..","seq":11,"order":16,"type":"revoke",
 //!  "audience":{"everyone":true}}
+//! {"v":1,"origin":"9f..","seq":12,"order":17,"type":"goodbye"}
 //! ```
 //!
 //! The notification is the event's own rendering, spliced in as it is;
@@ -41,6 +42,14 @@
 //! may see it) and does not revoke; a scoped event or a revocation on the
 //! catalog channel leaves a gap in the `seq` it reads, and that gap resyncs
 //! its listeners as a lost message would.
+//!
+//! # Goodbye
+//!
+//! A replica that stops gracefully sends what it still holds, then a
+//! `goodbye` on the catalog channel, its last message: its peers drop it
+//! with nothing owed, where its silence would have resynced them. Added to
+//! version 1 as well; a replica that predates it reads the gap it leaves,
+//! and resyncs as before.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -342,6 +351,8 @@ pub(crate) enum Body {
     },
     /// End the streams of this audience.
     Revoke(Audience),
+    /// The origin stopped gracefully: nothing it published is owed.
+    Goodbye,
 }
 
 /// `event` from `origin`.
@@ -385,32 +396,44 @@ pub(crate) fn encode_event(origin: &str, stamp: Stamp, event: &Event) -> Vec<u8>
 
 /// A heartbeat from `origin`.
 pub(crate) fn encode_heartbeat(origin: &str, stamp: Stamp, dropped: u64) -> Vec<u8> {
-    let header = Header {
-        v: VERSION,
-        origin,
-        seq: stamp.seq,
-        order: stamp.order,
-        kind: "heartbeat",
-        dropped: Some(dropped),
-        selector: None,
-        succession: None,
-        audience: None,
-    };
-    serde_json::to_vec(&header).expect("a header serializes")
+    encode_bare(origin, stamp, "heartbeat", Some(dropped), None)
 }
 
 /// A revocation of `audience`'s streams from `origin`.
 pub(crate) fn encode_revoke(origin: &str, stamp: Stamp, audience: &Audience) -> Vec<u8> {
+    encode_bare(
+        origin,
+        stamp,
+        "revoke",
+        None,
+        Some(WireAudience::of(audience)),
+    )
+}
+
+/// `origin`'s last message: it stopped gracefully, after sending what it
+/// held.
+pub(crate) fn encode_goodbye(origin: &str, stamp: Stamp) -> Vec<u8> {
+    encode_bare(origin, stamp, "goodbye", None, None)
+}
+
+/// A message that carries no notification.
+fn encode_bare(
+    origin: &str,
+    stamp: Stamp,
+    kind: &str,
+    dropped: Option<u64>,
+    audience: Option<WireAudience>,
+) -> Vec<u8> {
     let header = Header {
         v: VERSION,
         origin,
         seq: stamp.seq,
         order: stamp.order,
-        kind: "revoke",
-        dropped: None,
+        kind,
+        dropped,
         selector: None,
         succession: None,
-        audience: Some(WireAudience::of(audience)),
+        audience,
     };
     serde_json::to_vec(&header).expect("a header serializes")
 }
@@ -427,6 +450,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
             dropped: received.dropped,
         },
         "revoke" => Body::Revoke(received.audience?.into_audience()),
+        "goodbye" => Body::Goodbye,
         kind @ ("event" | "scoped") => {
             // A scoped event whose audience went missing reaches no one.
             let audience = match kind {
@@ -554,6 +578,9 @@ mod tests {
         assert_eq!(older.unwrap().stamp, Stamp { seq: 2, order: 0 });
         assert!(decode(br#"{"v":2,"origin":"o","type":"event"}"#).is_none());
         assert!(decode(br#"{"v":1,"origin":"o","type":"gossip"}"#).is_none());
+        let goodbye = decode(&encode_goodbye("o", stamp)).unwrap();
+        assert!(matches!(goodbye.body, Body::Goodbye));
+        assert_eq!(goodbye.stamp, stamp);
         assert!(decode(b"not json").is_none());
     }
 

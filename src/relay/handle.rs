@@ -28,13 +28,19 @@ use crate::hub::{Forward, Hub};
 /// goes.
 struct Alive(Arc<Inner>);
 
-impl Drop for Alive {
-    fn drop(&mut self) {
+impl Alive {
+    fn close(&self) {
         // Also breaks the cycle hub -> relay -> hub.
         self.0.hub.door().detach();
         self.0.closed.store(true, Ordering::Release);
         self.0.wake.notify_one();
         self.0.closing.notify_one();
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -79,6 +85,8 @@ impl Relay {
             closing: Notify::new(),
             counters: Counters::default(),
             closed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+            ended_notify: Notify::new(),
         });
         if !hub.door().attach(inner.clone()) {
             return Err(RelayError::AlreadyAttached);
@@ -105,6 +113,34 @@ impl Relay {
         let (relay, task) = Self::new(hub, broker, options)?;
         tokio::spawn(task);
         Ok(relay)
+    }
+
+    /// Stops the relay gracefully, for a replica that is shutting down:
+    /// its task sends what is still queued, then tells the other replicas
+    /// that this one is leaving, so that its going costs their listeners
+    /// nothing (its silence alone would resync them, as for a replica that
+    /// died). Resolves once the task has ended. From then on the hub
+    /// publishes to its own listeners alone, as when the last handle is
+    /// dropped.
+    ///
+    /// When the broker is out of reach the task ends at once and says
+    /// nothing; each send is bounded by [`RelayOptions::timeout`]. A task
+    /// that is not running (never spawned, or its runtime gone) has nothing
+    /// to wait for: the future resolves when the task's future is dropped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the relay closing: the task goes on to
+    /// its end.
+    pub async fn close(&self) {
+        let ended = self.inner.ended_notify.notified();
+        let mut ended = std::pin::pin!(ended);
+        // Registered before the flag is read: an end in between still wakes it.
+        ended.as_mut().enable();
+        self._alive.close();
+        if !self.inner.ended.load(Ordering::Acquire) {
+            ended.await;
+        }
     }
 
     /// The local hub.

@@ -91,6 +91,18 @@
 //! freezes, replica kills, partitions and cut connections, on Redis and on
 //! NATS (`tests/relay/chaos.rs`; `MCP_CHAOS_SECS` makes a run longer).
 //!
+//! A resync is due only where a loss may have happened, so a deployment
+//! that changes gracefully costs listeners nothing. A replica heard for the
+//! first time has published nothing its peers could have missed (a new
+//! process starts with an empty outbound queue), so it costs them nothing
+//! unless it may follow a loss (below). A replica that stops gracefully
+//! ([`Relay::close`], its last handle dropped, or its hub completed) first
+//! sends what it still holds, then says goodbye on the catalog channel:
+//! its peers drop it with nothing owed ([`RelayStats::replicas_left`]),
+//! where its silence would have resynced them. So starting a replica,
+//! stopping one gracefully and starting its replacement, or scaling out,
+//! reaches no listener but with the events that happened.
+//!
 //! A resync is sent to the local listeners after a random delay within
 //! [`RelayOptions::resync_jitter`]: a list change of each kind and an
 //! update of each watched URI, each reaching only the listeners that asked
@@ -104,16 +116,20 @@
 //! - **Another replica's catalog sequence has a gap, or its count of
 //!   dropped events rose**: its messages were lost on the way, or its
 //!   outbound queue overflowed while the broker was slow.
-//! - **Another replica went silent** for three heartbeats: it died, or it
-//!   is cut off from the broker and queues what it publishes. It is then
-//!   forgotten.
-//! - **A replica is heard for the first time**: a new replica, a restarted
-//!   process, or one forgotten for its silence that speaks again (a
-//!   partition healed). A replica that died holding changes it could not
-//!   send (cut off, or still reconnecting after a broker restart) leaves
-//!   its listeners' peers stale unless something follows its death: the
-//!   process that takes its place is that something. A replica joining a
-//!   deployment therefore costs its peers' listeners one jittered resync.
+//! - **Another replica went silent** for three heartbeats, without a
+//!   goodbye: it died, or it is cut off from the broker and queues what it
+//!   publishes. It is then forgotten, and held outstanding (below).
+//! - **A replica is heard for the first time while a replica forgotten
+//!   for its silence is outstanding**, or that forgotten replica speaks
+//!   again (a partition healed). A replica that died holding changes it
+//!   could not send, after its peers had already resynced for its silence,
+//!   leaves their listeners stale unless something follows its death: the
+//!   process that takes its place is that something. That first hearing
+//!   settles every outstanding replica; a forgotten one speaking again
+//!   settles itself.
+//! - **This relay's first connection, when the hub already has
+//!   listeners**: what other replicas sent before this one could hear them
+//!   went by those listeners unheard. Only this replica's listeners get it.
 //! - **A listener was acknowledged before its key's channel was
 //!   subscribed**: a change published elsewhere in between went by
 //!   unheard, so once the subscription is confirmed the relay publishes an
@@ -126,7 +142,13 @@
 //!   next status of a task arrives as usual.
 //! - A replica that dies holding an unsent change, after its peers already
 //!   resynced for its silence, and is never replaced: nothing follows its
-//!   death, so nothing tells its peers.
+//!   death, so nothing tells its peers. Nor, when two replicas were
+//!   forgotten for their silence, does one replacement's resync cover a
+//!   change the other sent later, still cut off, before it died and was
+//!   replaced too.
+//! - A replica that stops gracefully while it cannot reach the broker says
+//!   no goodbye (it could not send what it held): its silence resyncs its
+//!   peers, as for a replica that died.
 //! - A change whose broker message is lost while every clock looks healthy
 //!   (a broker that acknowledges a publish it then drops) is seen only
 //!   through the sequence gap of the origin's next catalog message.

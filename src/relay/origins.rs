@@ -1,16 +1,26 @@
 //! What a relay knows of the other replicas (origins), from their catalog
-//! messages, and when that says messages may have been lost: a replica
-//! heard for the first time, a gap in its catalog sequence, a rise in what
-//! its heartbeats say it dropped, or its silence.
+//! messages, and when that says messages may have been lost: a gap in a
+//! replica's catalog sequence, a rise in what its heartbeats say it
+//! dropped, its silence, and a first hearing that may follow a loss.
 //!
-//! A replica forgotten for its silence is heard as new if it speaks again,
-//! so a healed partition is resynced for too. The list survives this
-//! relay's own reconnects: each replica's silence clock starts again and
-//! its next sequence number is taken as it comes, since the reconnect's own
-//! resync covers what was missed while away.
+//! A replica heard for the first time has published nothing its peers
+//! could have missed: a new process starts with an empty outbound queue.
+//! It costs nothing, unless a replica forgotten for its silence, without a
+//! goodbye, is outstanding: that one may have died holding changes it
+//! could not send after its peers resynced for its silence, and the
+//! process taking its place is the only sign that follows. So a first
+//! hearing resyncs while any such replica is outstanding, and settles them
+//! all; a forgotten replica that speaks again (a partition healed) resyncs
+//! and is settled alone. A replica that says goodbye (it stopped
+//! gracefully, after sending what it held) is dropped, and is never
+//! outstanding.
+//!
+//! The list survives this relay's own reconnects: each replica's silence
+//! clock starts again and its next sequence number is taken as it comes,
+//! since the reconnect's own resync covers what was missed while away.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,9 +30,13 @@ use tokio::time::Instant;
 pub(crate) enum Heard {
     /// Nothing was lost.
     Known,
-    /// A replica never heard before (or forgotten): whatever an earlier
-    /// process of it held unsent died with it, so resync.
+    /// A replica never heard before, with no silent replica outstanding:
+    /// nothing was lost.
     Joined,
+    /// A replica heard for the first time while a replica forgotten for
+    /// its silence is outstanding, or that forgotten one speaking again:
+    /// the forgotten one may have died holding changes, so resync.
+    Rejoined,
     /// Its sequence has a gap or its dropped count rose: resync.
     Lost,
 }
@@ -40,6 +54,9 @@ struct Origin {
 #[derive(Default)]
 pub(crate) struct Origins {
     known: HashMap<String, Origin>,
+    /// Replicas forgotten for their silence, without a goodbye, that no
+    /// first hearing has settled since.
+    outstanding: HashSet<String>,
 }
 
 impl Origins {
@@ -59,7 +76,14 @@ impl Origins {
                     dropped: dropped.unwrap_or(0),
                     last_seen: now,
                 });
-                Heard::Joined
+                if self.outstanding.remove(origin) {
+                    Heard::Rejoined
+                } else if self.outstanding.is_empty() {
+                    Heard::Joined
+                } else {
+                    self.outstanding.clear();
+                    Heard::Rejoined
+                }
             }
             Entry::Occupied(entry) => {
                 let origin = entry.into_mut();
@@ -86,12 +110,26 @@ impl Origins {
         }
     }
 
-    /// Forgets the replicas not heard for `silent`; how many.
+    /// Forgets the replicas not heard for `silent`, holding them
+    /// outstanding; how many.
     pub(crate) fn forget_silent(&mut self, now: Instant, silent: Duration) -> usize {
         let before = self.known.len();
-        self.known
-            .retain(|_, origin| now.duration_since(origin.last_seen) < silent);
+        let outstanding = &mut self.outstanding;
+        self.known.retain(|name, origin| {
+            let heard = now.duration_since(origin.last_seen) < silent;
+            if !heard {
+                outstanding.insert(name.clone());
+            }
+            heard
+        });
         before - self.known.len()
+    }
+
+    /// `origin` said goodbye: it sent everything it held, so it is dropped
+    /// with nothing owed. Whether it was known.
+    pub(crate) fn left(&mut self, origin: &str) -> bool {
+        self.outstanding.remove(origin);
+        self.known.remove(origin).is_some()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -150,6 +188,40 @@ mod tests {
             0,
             "a rejoin restarts the clocks"
         );
-        assert_eq!(origins.heard("b", 9, None, later), Heard::Joined);
+        assert_eq!(origins.heard("b", 9, None, later), Heard::Rejoined);
+    }
+
+    #[test]
+    fn a_first_hearing_costs_nothing_unless_a_silent_replica_is_outstanding() {
+        let start = Instant::now();
+        let silent = Duration::from_secs(2);
+        let mut origins = Origins::default();
+        assert_eq!(origins.heard("b", 1, None, start), Heard::Joined);
+        assert_eq!(origins.heard("c", 1, None, start), Heard::Joined);
+        // c goes silent and is forgotten without a goodbye.
+        origins.heard("b", 2, None, start + Duration::from_secs(2));
+        assert_eq!(
+            origins.forget_silent(start + Duration::from_secs(3), silent),
+            1
+        );
+        // Its replacement's first hearing resyncs, and settles it...
+        assert_eq!(origins.heard("c2", 1, None, start), Heard::Rejoined);
+        // ...so the next one costs nothing again.
+        assert_eq!(origins.heard("d", 1, None, start), Heard::Joined);
+    }
+
+    #[test]
+    fn a_replica_that_says_goodbye_is_owed_nothing() {
+        let start = Instant::now();
+        let mut origins = Origins::default();
+        origins.heard("b", 1, None, start);
+        assert!(origins.left("b"));
+        assert_eq!(origins.len(), 0);
+        // Nothing is forgotten for silence, so nothing is outstanding.
+        assert_eq!(
+            origins.forget_silent(start + Duration::from_secs(60), Duration::from_secs(2)),
+            0
+        );
+        assert_eq!(origins.heard("b2", 1, None, start), Heard::Joined);
     }
 }

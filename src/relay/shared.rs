@@ -26,6 +26,10 @@ pub(crate) struct Inner {
     pub(crate) closing: Notify,
     pub(crate) counters: Counters,
     pub(crate) closed: AtomicBool,
+    /// Set, and waiters woken, when the task has ended, however it ended
+    /// (see `Relay::close`).
+    pub(crate) ended: AtomicBool,
+    pub(crate) ended_notify: Notify,
 }
 
 impl Inner {

@@ -38,10 +38,14 @@ pub struct RelayStats {
     /// it dropped, or its heartbeats stopping.
     pub sequence_gaps: u64,
     /// Other replicas heard for the first time (or heard again after they
-    /// were taken as gone for their silence). Each causes a resync: a
-    /// restarted replica may follow one that died holding changes it never
-    /// sent.
+    /// were taken as gone for their silence). One costs nothing, unless a
+    /// replica taken as gone for its silence is outstanding (see the
+    /// [module](super) docs): then it causes a resync, as the process that
+    /// follows one that may have died holding changes it never sent.
     pub replicas_joined: u64,
+    /// Other replicas that said goodbye: stopped gracefully, after sending
+    /// what they held, so their going causes no resync.
+    pub replicas_left: u64,
     /// Updates of watched URIs sent to their local listeners right after
     /// the URI's channel was subscribed: those listeners were acknowledged
     /// before the subscription took effect (see the [module](super) docs,
@@ -76,6 +80,7 @@ impl RelayStats {
         counter!("mcp_subscriptions_relay_resyncs_total").absolute(self.resyncs);
         counter!("mcp_subscriptions_relay_sequence_gaps_total").absolute(self.sequence_gaps);
         counter!("mcp_subscriptions_relay_replicas_joined_total").absolute(self.replicas_joined);
+        counter!("mcp_subscriptions_relay_replicas_left_total").absolute(self.replicas_left);
         counter!("mcp_subscriptions_relay_keys_caught_up_total").absolute(self.keys_caught_up);
         gauge!("mcp_subscriptions_relay_replicas").set(self.replicas as f64);
         gauge!("mcp_subscriptions_relay_outbound_queued").set(self.outbound_queued as f64);
@@ -99,6 +104,7 @@ pub(crate) struct Counters {
     pub(crate) resyncs: AtomicU64,
     pub(crate) sequence_gaps: AtomicU64,
     pub(crate) replicas_joined: AtomicU64,
+    pub(crate) replicas_left: AtomicU64,
     pub(crate) keys_caught_up: AtomicU64,
     pub(crate) replicas: AtomicU64,
     pub(crate) connected: AtomicBool,
@@ -132,6 +138,7 @@ impl Counters {
             resyncs: read(&self.resyncs),
             sequence_gaps: read(&self.sequence_gaps),
             replicas_joined: read(&self.replicas_joined),
+            replicas_left: read(&self.replicas_left),
             keys_caught_up: read(&self.keys_caught_up),
             replicas: read(&self.replicas),
             connected: self.connected.load(Ordering::Relaxed),

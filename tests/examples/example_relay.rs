@@ -1,7 +1,9 @@
 //! Two example server processes joined by `--relay` through a real broker
 //! (`redis-server` or `nats-server` on a free loopback port): a change
 //! triggered on server B reaches a listen stream held by server A, over
-//! HTTP, as the README's "Several replicas" walk-through does by hand.
+//! HTTP, as the README's "Several replicas" walk-through does by hand; and
+//! replicas stopped with SIGTERM, started again or added cost the others'
+//! streams nothing.
 
 #![cfg(all(
     feature = "redis",
@@ -20,21 +22,24 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// Two example servers relayed through `broker`, each relay connected and
-/// hearing the other, and past the resync that hearing a replica first
-/// causes (so that it reaches no stream a test opens).
+/// hearing the other (which costs neither a resync).
 async fn replicas(broker: &crate::broker::Broker) -> (HttpServer, HttpServer) {
     let url = broker.url();
     let a = HttpServer::start(&["--relay", &url]).await;
     let b = HttpServer::start(&["--relay", &url]).await;
-    for server in [&a, &b] {
-        relay_until(server, "connected, hearing the other, resynced", |relay| {
-            relay["connected"] == true
-                && relay["replicas"] == 1
-                && relay["resyncs"].as_u64() >= Some(1)
+    hearing(&[&a, &b], 1).await;
+    (a, b)
+}
+
+/// Waits until each of `servers` is connected and hears `others` other
+/// replicas.
+async fn hearing(servers: &[&HttpServer], others: u64) {
+    for server in servers {
+        relay_until(server, "connected, hearing the others", |relay| {
+            relay["connected"] == true && relay["replicas"] == others
         })
         .await;
     }
-    (a, b)
 }
 
 /// Waits until the relay's part of `server`'s `/stats` satisfies `holds`,
@@ -84,6 +89,70 @@ async fn smoke_a_list_change_on_b_reaches_a_listener_on_a_over_redis() {
 #[tokio::test]
 async fn a_list_change_on_b_reaches_a_listener_on_a_over_nats() {
     a_list_change_crosses(crate::broker::Broker::nats()).await;
+}
+
+#[tokio::test]
+async fn graceful_restarts_and_a_new_replica_cost_the_other_replicas_streams_nothing() {
+    let broker = crate::broker::Broker::redis();
+    let url = broker.url();
+    let relayed = ["--relay", url.as_str()];
+    let (a, b) = replicas(&broker).await;
+    let mut c = HttpServer::start(&relayed).await;
+    hearing(&[&a, &b, &c], 2).await;
+    let body = listen(
+        json!("all"),
+        json!({"toolsListChanged": true, "promptsListChanged": true,
+               "resourcesListChanged": true, "resourceSubscriptions": ["file:///watched"]}),
+        &[],
+    );
+    let mut streams = Vec::new();
+    for server in [&a, &b] {
+        let mut stream = post(&server.base, &body, &[]).await;
+        stream.next().await.expect("acknowledged");
+        relay_until(server, "subscribed the key", |relay| {
+            relay["subscribed_keys"] == 1
+        })
+        .await;
+        // Acknowledged before the key's channel was subscribed: one update.
+        let catch_up = stream.next().await.unwrap();
+        assert_eq!(catch_up["params"]["uri"], "file:///watched");
+        streams.push(stream);
+    }
+
+    // The third replica stopped with SIGTERM and started again, twice, as
+    // a rolling deploy does; then a fourth joins.
+    for _ in 0..2 {
+        c.terminate();
+        assert!(c.child.wait().await.unwrap().success());
+        hearing(&[&a, &b], 1).await;
+        c = HttpServer::start(&relayed).await;
+        hearing(&[&a, &b, &c], 2).await;
+    }
+    let d = HttpServer::start(&relayed).await;
+    hearing(&[&a, &b, &c, &d], 3).await;
+
+    // Past three heartbeats of silence (1 s each) and a resync's jitter:
+    // not one notification, not one resync.
+    for stream in &mut streams {
+        if let Ok(next) = tokio::time::timeout(Duration::from_millis(2_000), stream.next()).await {
+            panic!(
+                "expected nothing, got {next:?}; {}",
+                a.stats().await["relay"]
+            );
+        }
+    }
+    for server in [&a, &b] {
+        let relay = server.stats().await["relay"].clone();
+        assert_eq!(relay["resyncs"], 0, "{relay}");
+        assert_eq!(relay["replicas_left"], 2, "{relay}");
+    }
+
+    // What the newcomer publishes still reaches both.
+    call(&d.client().await, "test_trigger_tool_change", json!({})).await;
+    for stream in &mut streams {
+        let notification = stream.next().await.unwrap();
+        assert_eq!(notification["method"], "notifications/tools/list_changed");
+    }
 }
 
 #[tokio::test]
@@ -183,9 +252,7 @@ async fn replicas_sharing_one_port_split_its_streams_and_each_change_reaches_all
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while ready_in_a_row < 16 {
         let relay = a.stats().await["relay"].clone();
-        let ready = relay["connected"] == true
-            && relay["replicas"] == 1
-            && relay["resyncs"].as_u64() >= Some(1);
+        let ready = relay["connected"] == true && relay["replicas"] == 1;
         ready_in_a_row = if ready { ready_in_a_row + 1 } else { 0 };
         assert!(
             tokio::time::Instant::now() < deadline,

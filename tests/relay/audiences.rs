@@ -129,8 +129,8 @@ fn patient(prefix: &str) -> RelayOptions {
         .with_timeout(Duration::from_secs(5))
 }
 
-/// Two replicas through `broker`, each hearing the other, their
-/// first-hearing resyncs sent.
+/// Two replicas through `broker`, each hearing the other (which costs
+/// neither a resync).
 async fn two_replicas(broker: &Broker, prefix: &str) -> [Replica; 2] {
     let replica = || {
         let hub = Hub::builder().capacity(4_096).coalesce(false).build();

@@ -29,8 +29,9 @@ fn drain(listener: &mut mcp_subscriptions::Listener) {
 
 /// B is cut off from the broker, accepts a change (its own listeners get
 /// it), and dies; a new process takes its place. A had resynced for B's
-/// silence before the change, so only hearing the new process as a
-/// replica it never heard before tells A to resync again.
+/// silence before the change, so only hearing the new process while B is
+/// outstanding (forgotten for its silence, without a goodbye) tells A to
+/// resync again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_dying_partitioned_with_a_change_is_followed_by_a_resync() {
     let broker = Broker::redis();

@@ -13,7 +13,8 @@ use mcp_subscriptions::{EventKind, Filter, Hub, ListKind};
 
 use crate::broker::{Broker, RedisCluster};
 use crate::replicas::{
-    self, connected, list_change_and_watched_update_cross, listen_subscribed, options, settled,
+    self, Replica, connected, list_change_and_watched_update_cross, listen_subscribed, options,
+    settled,
 };
 use crate::waiting::{next_event, quiet, until};
 
@@ -207,8 +208,7 @@ fn patient(options: RelayOptions) -> RelayOptions {
 /// 1,000 updates, then a list change, queued on replica A before its task
 /// first runs (the test's one thread is never yielded meanwhile); B's
 /// listener gets them all, `in_order` or not, and A sent them in 16
-/// batches. (B hearing A for the first time resyncs after them: B's queue
-/// has room for that too.)
+/// batches.
 async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool) {
     let (hub_a, hub_b) = (Hub::new(), Hub::builder().capacity(4_096).build());
     let b = relay(&hub_b);
@@ -370,17 +370,18 @@ async fn a_frozen_broker_never_blocks_publishers_and_the_queue_stays_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_gone_leaves_the_others_going() {
     let broker = Broker::redis();
-    let hubs = [Hub::new(), Hub::new(), Hub::new()];
-    let relays: Vec<Relay> = hubs.iter().map(|hub| relay(&broker, hub, "gone")).collect();
-    settled(&relays.iter().collect::<Vec<_>>()).await;
-    let mut on_c = hubs[2]
+    let a = Replica::start(&broker.url(), options("gone"));
+    let hubs = [Hub::new(), Hub::new()];
+    let [b, c]: [Relay; 2] = hubs.each_ref().map(|hub| relay(&broker, hub, "gone"));
+    settled(&[&a.relay, &b, &c]).await;
+    let mut on_c = hubs[1]
         .listen(&Filter::new().with_prompts_list_changed())
         .unwrap();
 
-    let [a, b, c]: [Relay; 3] = relays.try_into().unwrap();
     let resyncs = c.stats().resyncs;
-    drop(a);
-    // C notices A's heartbeats stopping and resyncs its listeners once.
+    // Killed, so no goodbye: C notices A's heartbeats stopping and
+    // resyncs its listeners once.
+    a.kill();
     assert_eq!(
         next_event(&mut on_c).await.method(),
         "notifications/prompts/list_changed"

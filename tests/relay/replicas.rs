@@ -31,9 +31,9 @@ pub(crate) fn connected(relay: &Relay) -> bool {
     relay.stats().connected
 }
 
-/// Waits until every relay is connected and hears every other, and the
-/// resync that hearing a replica for the first time causes has been sent
-/// (it reaches no listener opened afterwards).
+/// Waits until every relay is connected and hears every other, and any
+/// resync a relay's first connection owes listeners opened before it has
+/// been sent (it reaches no listener opened afterwards).
 pub(crate) async fn settled(relays: &[&Relay]) {
     let others = relays.len() as u64 - 1;
     until("every relay hearing every other", || {

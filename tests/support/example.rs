@@ -164,10 +164,19 @@ impl HttpServer {
 
     /// Sends SIGINT, as Ctrl-C would.
     pub fn interrupt(&self) {
+        self.signal("-INT");
+    }
+
+    /// Sends SIGTERM, as a deployment stopping the process would.
+    pub fn terminate(&self) {
+        self.signal("-TERM");
+    }
+
+    fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running") as i32;
         // SAFETY-free: kill(1) with the pid, no libc needed.
         let status = std::process::Command::new("kill")
-            .args(["-INT", &pid.to_string()])
+            .args([signal, &pid.to_string()])
             .status()
             .unwrap();
         assert!(status.success());
