@@ -2,10 +2,12 @@
 //! a layer in front of every route that turns a token into a
 //! [`Principal`], and an authorizer that lets each principal watch only
 //! what is its own and labels its streams with its tenant, so that events
-//! scoped to the tenant reach them.
+//! scoped to the tenant reach them. A principal revoked (`test_revoke`, on
+//! any replica) has its tokens refused from then on: 401 with `-32003`
+//! and `data: {"reason":"revoked"}`.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
 
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -13,7 +15,7 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use mcp_subscriptions::error::OpenError;
-use mcp_subscriptions::{Filter, Grant, Label, OpenContext, Principal, tasks};
+use mcp_subscriptions::{Audience, Filter, Grant, Label, OpenContext, Principal, tasks};
 use rmcp::model::ErrorData;
 use serde_json::Value;
 
@@ -56,6 +58,10 @@ pub(crate) fn tenant_label(tenant: &str) -> Label {
 pub(crate) struct Tokens {
     principals: Arc<HashMap<String, Principal>>,
     tenants: Arc<HashMap<Principal, Label>>,
+    /// Principals revoked (`test_revoke`, here or on another replica): their
+    /// tokens are refused from then on, as an identity provider's
+    /// revocation would have them.
+    revoked: Arc<RwLock<HashSet<Principal>>>,
 }
 
 impl Tokens {
@@ -73,6 +79,18 @@ impl Tokens {
         Self {
             principals: Arc::new(principals),
             tenants: Arc::new(tenants),
+            revoked: Arc::default(),
+        }
+    }
+
+    /// The hub's revocation hook: each principal an audience names is
+    /// refused from then on (a revocation of everyone or of labels leaves
+    /// the tokens as they are).
+    pub(crate) fn revoker(&self) -> impl Fn(&Audience) + Send + Sync + 'static {
+        let revoked = self.revoked.clone();
+        move |audience| {
+            let principals = audience.principals().iter().cloned();
+            revoked.write().expect("not poisoned").extend(principals);
         }
     }
 
@@ -90,6 +108,15 @@ impl Tokens {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "));
         match token.and_then(|token| self.principals.get(token)) {
+            Some(principal) if self.revoked.read().expect("not poisoned").contains(principal) => (
+                StatusCode::UNAUTHORIZED,
+                [
+                    (WWW_AUTHENTICATE, r#"Bearer error="invalid_token""#),
+                    (CONTENT_TYPE, "application/json"),
+                ],
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32003,"message":"Unauthorized: the bearer token was revoked","data":{"reason":"revoked"}}}"#,
+            )
+                .into_response(),
             Some(principal) => {
                 request.extensions_mut().insert(principal.clone());
                 next.run(request).await

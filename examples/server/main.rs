@@ -29,7 +29,8 @@
 //! triggers then take optional `principal` and `tenant` arguments that
 //! scope the event to those streams, and `test_revoke {principal}` ends
 //! that principal's streams (on every replica, when relayed) with `-32003`
-//! and `data: {"reason":"revoked"}`.
+//! and `data: {"reason":"revoked"}`, and refuses its tokens from then on,
+//! on every replica, as an identity provider's revocation would.
 //!
 //! A demand hook logs each key (a resource URI, a task id) as it gains its
 //! first listen stream and, five seconds after its last has gone, as it
@@ -605,18 +606,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let metrics = PrometheusBuilder::new().install_recorder()?;
+    let tokens = auth::Tokens::new(&options.bearer_tokens);
     let hub = Hub::builder()
         .capacity(options.capacity)
         .overflow(options.overflow)
         .max_listeners(options.max_subscriptions)
         .capabilities(Capabilities::default().with_extension(mcp_subscriptions::tasks::extension()))
+        // A revocation here or on another replica refuses the principal's
+        // tokens from then on: ending its streams alone would let its
+        // next listen in again.
+        .on_revoke(tokens.revoker())
         .build();
     let replica = Replica::join(hub.clone(), options.relay.clone());
     let tasks = tasks::Tasks::default();
     let mut listen = ListenService::new(hub.clone())
         .with_server_info(server_info())
         .with_demand(logged_demand());
-    let tokens = auth::Tokens::new(&options.bearer_tokens);
     if !tokens.is_empty() {
         listen = listen.with_authorizer(auth::authorizer(tokens.clone(), tasks.clone()));
     }

@@ -1,7 +1,10 @@
 //! Building a hub with options.
 
-use super::config::Config;
+use std::sync::Arc;
+
+use super::config::{Config, OnRevoke};
 use super::handle::Hub;
+use crate::audience::Audience;
 use crate::filter::Capabilities;
 use crate::overflow::Overflow;
 
@@ -104,6 +107,42 @@ impl HubBuilder {
     /// every core capability, no extension).
     pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
         self.config.capabilities = capabilities;
+        self
+    }
+
+    /// Calls `hook` with each audience this hub revokes, whether through
+    /// [`Hub::revoke`] here or from another replica through a relay, before
+    /// its streams are ended.
+    ///
+    /// Ending the streams is the hub's half of a revocation; refusing the
+    /// credential is the authorizer's, or the next listen with it is
+    /// served again. An authorizer that checks its own table of
+    /// credentials (rather than asking the identity provider each time)
+    /// marks the audience's principals revoked here, so that every replica
+    /// refuses them from then on.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use mcp_subscriptions::{Audience, Hub};
+    ///
+    /// let revoked = Arc::new(Mutex::new(Vec::new()));
+    /// let hub = Hub::builder()
+    ///     .on_revoke({
+    ///         let revoked = revoked.clone();
+    ///         move |audience: &Audience| {
+    ///             revoked.lock().unwrap().extend(audience.principals().iter().cloned());
+    ///         }
+    ///     })
+    ///     .build();
+    /// hub.revoke(&Audience::principal("alice"));
+    /// assert_eq!(revoked.lock().unwrap()[0].as_str(), "alice");
+    /// ```
+    ///
+    /// The hook runs on the thread that revokes (for another replica's
+    /// revocation, the relay's task): keep it short, and never revoke from
+    /// it.
+    pub fn on_revoke(mut self, hook: impl Fn(&Audience) + Send + Sync + 'static) -> Self {
+        self.config.on_revoke = Some(OnRevoke(Arc::new(hook)));
         self
     }
 

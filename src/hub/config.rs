@@ -1,5 +1,9 @@
 //! Per-hub options and their defaults.
 
+use std::fmt;
+use std::sync::Arc;
+
+use crate::audience::Audience;
 use crate::error::{ListenParamsError, OpenError};
 use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
 use crate::overflow::Overflow;
@@ -45,6 +49,18 @@ pub(crate) struct Config {
     pub(crate) coalesce: bool,
     pub(crate) max_queued_bytes: usize,
     pub(crate) max_hub_queued_bytes: Option<usize>,
+    pub(crate) on_revoke: Option<OnRevoke>,
+}
+
+/// What the application is told of each revocation (see
+/// [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)).
+#[derive(Clone)]
+pub(crate) struct OnRevoke(pub(crate) Arc<dyn Fn(&Audience) + Send + Sync>);
+
+impl fmt::Debug for OnRevoke {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnRevoke(..)")
+    }
 }
 
 impl Default for Config {
@@ -58,6 +74,7 @@ impl Default for Config {
             coalesce: false,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_hub_queued_bytes: None,
+            on_revoke: None,
         }
     }
 }

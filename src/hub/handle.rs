@@ -255,6 +255,13 @@ impl Hub {
     /// With a relay attached, every other replica ends its own streams of
     /// the audience too (listeners named by id are this hub's alone).
     ///
+    /// Ending the streams is the hub's half of a revocation. Refusing the
+    /// credential is the authorizer's: the next listen with the same token
+    /// is authorized as before unless the authorizer refuses it, so revoke
+    /// the credential where it is checked (the identity provider, the token
+    /// table) too. [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)
+    /// tells each replica of every revocation, its own and the others'.
+    ///
     /// ```
     /// use mcp_subscriptions::{Audience, Filter, Hub, Next, OpenContext, Principal};
     ///

@@ -51,6 +51,11 @@ impl Shared {
     /// listener's inbox is revoked and the listener retired under the same
     /// lock, so a reader that reads its end finds it retired.
     pub(crate) fn revoke_here(&self, audience: &Audience) -> usize {
+        // First, so that a listen racing the end of its streams is already
+        // refused by an authorizer the hook told.
+        if let Some(hook) = &self.config.on_revoke {
+            (hook.0)(audience);
+        }
         let ids = self.registry.read().members_of(audience);
         let mut ended = 0;
         for chunk in ids.chunks(REVOKED_PER_LOCK) {

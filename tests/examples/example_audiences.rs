@@ -1,7 +1,8 @@
 //! The example server's audiences in bearer-token mode: a trigger scoped
 //! to a tenant or a principal reaches only those streams, `test_revoke`
 //! ends one principal's streams with the documented error and no one
-//! else's, and the demand hook logs each URI's attach and detach.
+//! else's and refuses its token from then on, and the demand hook logs
+//! each URI's attach and detach.
 
 #![cfg(all(
     feature = "stdio",
@@ -23,7 +24,7 @@ use tokio::process::ChildStderr;
 const QUIET: Duration = Duration::from_millis(200);
 
 /// alice and bob of tenant acme, carol of tenant other.
-const TOKENS: [&str; 6] = [
+pub(crate) const TOKENS: [&str; 6] = [
     "--bearer-token",
     "alice:a-secret:acme",
     "--bearer-token",
@@ -111,11 +112,25 @@ async fn test_revoke_ends_one_principals_streams_with_the_revoked_error() {
         .call_as("b-secret", "test_revoke", json!({"principal": "nobody"}))
         .await;
     assert_eq!(told, "revoked 0 streams here");
-    let mut again = listen_tools(&server, "a-secret").await;
+    // The revocation holds: alice's token is refused from then on, bob's
+    // is not.
+    assert_refused_as_revoked(&server, "a-secret").await;
+    let mut again = listen_tools(&server, "b-secret").await;
     server
         .call_as("b-secret", "test_trigger_tool_change", json!({}))
         .await;
     gets_tools_change(&mut again).await;
+}
+
+/// A listen with `token` is refused: 401, `-32003`, `reason: revoked`.
+pub(crate) async fn assert_refused_as_revoked(server: &HttpServer, token: &str) {
+    let request = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
+    let authorization = format!("Bearer {token}");
+    let answer = post(&server.base, &request, &[("authorization", &authorization)]).await;
+    assert_eq!(answer.status, 401);
+    let error = answer.json().await["error"].clone();
+    assert_eq!(error["code"], -32003, "{error}");
+    assert_eq!(error["data"], json!({"reason": "revoked"}));
 }
 
 /// The next log line that says `what` and names `uri`.

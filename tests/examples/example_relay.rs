@@ -156,6 +156,35 @@ async fn graceful_restarts_and_a_new_replica_cost_the_other_replicas_streams_not
 }
 
 #[tokio::test]
+async fn a_principal_revoked_on_a_is_refused_on_both_replicas() {
+    let broker = crate::broker::Broker::redis();
+    let url = broker.url();
+    let args: Vec<&str> = crate::example_audiences::TOKENS
+        .into_iter()
+        .chain(["--relay", url.as_str()])
+        .collect();
+    let (a, b) = (
+        HttpServer::start(&args).await,
+        HttpServer::start(&args).await,
+    );
+    hearing(&[&a, &b], 1).await;
+    let told = a
+        .call_as("b-secret", "test_revoke", json!({"principal": "alice"}))
+        .await;
+    assert_eq!(told, "revoked 0 streams here");
+    crate::example_audiences::assert_refused_as_revoked(&a, "a-secret").await;
+    // B learns of it through the relay, and refuses her too.
+    relay_until(&b, "the revocation received", |relay| {
+        relay["revocations_received"] == 1
+    })
+    .await;
+    crate::example_audiences::assert_refused_as_revoked(&b, "a-secret").await;
+    let body = listen(json!("tools"), json!({"toolsListChanged": true}), &[]);
+    let answer = post(&b.base, &body, &[("authorization", "Bearer b-secret")]).await;
+    assert!(answer.is_stream(), "bob is not revoked");
+}
+
+#[tokio::test]
 async fn a_resource_update_on_b_reaches_only_the_replica_that_watches_it() {
     let broker = crate::broker::Broker::redis();
     let (a, b) = replicas(&broker).await;
