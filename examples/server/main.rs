@@ -617,8 +617,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // next listen in again.
         .on_revoke(tokens.revoker())
         .build();
-    let replica = Replica::join(hub.clone(), options.relay.clone());
     let tasks = tasks::Tasks::default();
+    let replica = Replica::join(hub.clone(), options.relay.clone(), &tasks);
     let mut listen = ListenService::new(hub.clone())
         .with_server_info(server_info())
         .with_demand(logged_demand());

@@ -8,6 +8,8 @@
 //! clap refuses any bad value.
 
 use mcp_subscriptions::Hub;
+
+use crate::tasks::Tasks;
 #[cfg(any(feature = "redis", feature = "nats"))]
 use mcp_subscriptions::relay::{Relay, RelayOptions};
 
@@ -48,8 +50,15 @@ pub(crate) struct Replica {
 
 impl Replica {
     /// `hub`, joined through a relay to `broker` when there is one (its
-    /// task spawned on the current runtime).
-    pub(crate) fn join(hub: Hub, broker: Option<Broker>) -> Self {
+    /// task spawned on the current runtime), which sends `tasks`' latest
+    /// statuses again when another replica resyncs.
+    pub(crate) fn join(
+        hub: Hub,
+        broker: Option<Broker>,
+        // Only a relay sends statuses again.
+        #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(unused_variables))]
+        tasks: &Tasks,
+    ) -> Self {
         match broker {
             None => Self {
                 hub,
@@ -58,8 +67,10 @@ impl Replica {
             },
             #[cfg(any(feature = "redis", feature = "nats"))]
             Some(broker) => {
-                let relay = Relay::spawn(hub.clone(), broker, RelayOptions::default())
-                    .expect("a new hub has no relay");
+                let tasks = tasks.clone();
+                let options = RelayOptions::default().with_resend(move || tasks.latest());
+                let relay =
+                    Relay::spawn(hub.clone(), broker, options).expect("a new hub has no relay");
                 Self {
                     hub,
                     relay: Some(relay),

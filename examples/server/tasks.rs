@@ -1,6 +1,8 @@
 //! The tasks the `test_start_task` tool runs: each works through its steps
 //! and publishes every status change through the hub (and its relay, when
-//! there is one), and remembers who started it, for the authorizer.
+//! there is one), and remembers who started it, for the authorizer, and
+//! its latest status, which the relay sends again when another replica
+//! resyncs.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use mcp_subscriptions::{Principal, tasks};
+use mcp_subscriptions::{Event, Principal, tasks};
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::json;
 
@@ -20,6 +22,8 @@ use crate::replicas::Replica;
 pub(crate) struct Tasks {
     next: Arc<AtomicU64>,
     owners: Arc<Mutex<HashMap<String, Option<Principal>>>>,
+    /// Each task's latest status, as published.
+    latest: Arc<Mutex<HashMap<String, Event>>>,
 }
 
 impl Tasks {
@@ -44,26 +48,42 @@ impl Tasks {
             .expect("no panic while holding the owners")
             .insert(id.clone(), owner);
         let created = now();
-        let (replica, task_id) = (replica.clone(), id.clone());
+        let (replica, task_id, latest) = (replica.clone(), id.clone(), self.latest.clone());
+        let publish = move |task: DetailedTask| {
+            let event = tasks::event(&task);
+            latest
+                .lock()
+                .expect("no panic while holding the statuses")
+                .insert(task_id.clone(), event.clone());
+            replica.hub().publish(event);
+        };
+        let task_id = id.clone();
         tokio::spawn(async move {
             for step in 1..=steps {
                 let mut task = Task::new(&task_id, TaskStatus::Working, &created, now());
                 task.status_message = Some(format!("step {step} of {steps}"));
-                replica
-                    .hub()
-                    .publish(tasks::event(&DetailedTask::new(task, TaskPayload::Working)));
+                publish(DetailedTask::new(task, TaskPayload::Working));
                 tokio::time::sleep(interval).await;
             }
             let task = Task::new(&task_id, TaskStatus::Completed, &created, now());
             let result =
                 json!({"content": [{"type": "text", "text": format!("{steps} steps done")}]});
             let result = result.as_object().cloned().unwrap_or_default();
-            replica.hub().publish(tasks::event(&DetailedTask::new(
-                task,
-                TaskPayload::Completed { result },
-            )));
+            publish(DetailedTask::new(task, TaskPayload::Completed { result }));
         });
         id
+    }
+
+    /// Each task's latest status: what the relay sends again when another
+    /// replica resyncs.
+    #[cfg(any(feature = "redis", feature = "nats"))]
+    pub(crate) fn latest(&self) -> Vec<Event> {
+        self.latest
+            .lock()
+            .expect("no panic while holding the statuses")
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Whether `principal` started the task `id`.

@@ -26,7 +26,7 @@ use super::stats::{add, bump};
 use crate::audience::Audience;
 use crate::backoff::{Backoff, random_below};
 use crate::event::Event;
-use crate::hub::{InterestChange, InterestKey, InterestWatch};
+use crate::hub::{Forward, InterestChange, InterestKey, InterestWatch};
 
 /// How often the task looks at its clocks (heartbeats, grace periods,
 /// resyncs, silent origins).
@@ -76,6 +76,9 @@ struct Driver {
     origins: Origins,
     next_heartbeat: Instant,
     resync_at: Option<Instant>,
+    /// A resync was sent to local listeners: ask the others to send again
+    /// what a resync does not bring back (see `RelayOptions::with_resend`).
+    ask_resend: bool,
     /// NATS reconnects by itself; this is whether it says it is down.
     link_down: bool,
 }
@@ -112,6 +115,7 @@ pub(crate) async fn run(
         origins: Origins::default(),
         next_heartbeat: Instant::now(),
         resync_at: None,
+        ask_resend: false,
         link_down: false,
     };
     driver.run().await;
@@ -230,7 +234,10 @@ impl Driver {
                 self.leave(link).await;
                 return Ended::Stop;
             }
-            if !self.send_queued(link).await || !self.flush_subscriptions(link).await {
+            if !self.send_queued(link).await
+                || !self.send_resend_ask(link).await
+                || !self.flush_subscriptions(link).await
+            {
                 return Ended::Lost;
             }
             tokio::select! {
@@ -266,6 +273,24 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Asks the other replicas to send again what a resync does not bring
+    /// back, once a resync went to local listeners.
+    async fn send_resend_ask(&mut self, link: &mut Link) -> bool {
+        if !self.ask_resend {
+            return true;
+        }
+        let stamp = self.stamp(true);
+        let ask = BusMessage {
+            channel: self.catalog.clone(),
+            payload: envelope::encode_resend(&self.inner.origin, stamp),
+        };
+        if !self.send(link, vec![ask]).await {
+            return false;
+        }
+        self.ask_resend = false;
+        true
     }
 
     /// Stops gracefully on a live connection: sends what is still queued,
@@ -392,8 +417,8 @@ impl Driver {
     /// that their keys may have changed: they were acknowledged before the
     /// subscription took effect, and a change published on another replica
     /// in between went by unheard. A whole resync already due covers them
-    /// instead (after a reconnect). Task statuses are not resent, as in a
-    /// resync.
+    /// instead (after a reconnect). Task statuses are not resent: a new
+    /// listener of a task gets its next status.
     fn catch_up(&mut self, subscribed: &[String]) {
         let fresh = std::mem::take(&mut self.fresh);
         if self.resync_at.is_some() || subscribed.is_empty() {
@@ -522,6 +547,17 @@ impl Driver {
                 self.inner.hub.revoke_here(&audience);
                 bump(&self.inner.counters.revocations_received);
             }
+            Body::Resend => {
+                if let Some(resend) = &self.options.resend {
+                    let events = (resend.0)();
+                    add(&self.inner.counters.resent, events.len() as u64);
+                    // To the other replicas alone: this one's own listeners
+                    // lost nothing.
+                    events
+                        .into_iter()
+                        .for_each(|event| self.inner.forward(event));
+                }
+            }
             Body::Goodbye => {
                 if self.origins.left(&envelope.origin) {
                     bump(&self.inner.counters.replicas_left);
@@ -537,7 +573,7 @@ impl Driver {
     fn heard(&mut self, envelope: &Envelope) {
         let dropped = match envelope.body {
             Body::Heartbeat { dropped } => Some(dropped),
-            Body::Event(_) | Body::Revoke(_) | Body::Goodbye => None,
+            Body::Event(_) | Body::Revoke(_) | Body::Goodbye | Body::Resend => None,
         };
         let heard = self.origins.heard(
             &envelope.origin,
@@ -621,12 +657,13 @@ impl Driver {
 
     /// Tells local listeners that anything may have changed: a list change
     /// of each kind (reaching only the listeners that asked for it) and an
-    /// update of each watched URI. Task statuses are not resent: the relay
-    /// has no status to send, and the next one arrives as usual.
+    /// update of each watched URI; and asks the other replicas to send
+    /// again what they keep for a resync (each task's latest status).
     fn resync(&mut self) {
         // Counted first, so that a listener that has the resync finds it
         // counted.
         bump(&self.inner.counters.resyncs);
+        self.ask_resend = true;
         let hub = &self.inner.hub;
         hub.publish_here(Event::tools_list_changed());
         hub.publish_here(Event::prompts_list_changed());

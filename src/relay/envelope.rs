@@ -14,7 +14,8 @@
 //!  "audience":{"principals":["alice"]}}
 //! {"v":1,"origin":"9f..","seq":11,"order":16,"type":"revoke",
 //!  "audience":{"everyone":true}}
-//! {"v":1,"origin":"9f..","seq":12,"order":17,"type":"goodbye"}
+//! {"v":1,"origin":"9f..","seq":12,"order":17,"type":"resend"}
+//! {"v":1,"origin":"9f..","seq":13,"order":18,"type":"goodbye"}
 //! ```
 //!
 //! The notification is the event's own rendering, spliced in as it is;
@@ -47,9 +48,17 @@
 //!
 //! A replica that stops gracefully sends what it still holds, then a
 //! `goodbye` on the catalog channel, its last message: its peers drop it
-//! with nothing owed, where its silence would have resynced them. Added to
-//! version 1 as well; a replica that predates it reads the gap it leaves,
-//! and resyncs as before.
+//! with nothing owed, where its silence would have resynced them.
+//!
+//! # Resend
+//!
+//! A replica that resyncs its listeners sends a `resend` on the catalog
+//! channel: each other replica sends again the latest events it keeps for
+//! that (each live task's latest status), on their own channels, since a
+//! resync's list changes and URI updates do not bring a lost status back.
+//!
+//! Both types were added to version 1 too; a replica that predates them
+//! reads the gap they leave, and resyncs as it would for a lost message.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -353,6 +362,9 @@ pub(crate) enum Body {
     Revoke(Audience),
     /// The origin stopped gracefully: nothing it published is owed.
     Goodbye,
+    /// The origin resynced: send again what `RelayOptions::with_resend`
+    /// gives.
+    Resend,
 }
 
 /// `event` from `origin`.
@@ -416,6 +428,12 @@ pub(crate) fn encode_goodbye(origin: &str, stamp: Stamp) -> Vec<u8> {
     encode_bare(origin, stamp, "goodbye", None, None)
 }
 
+/// `origin` resynced: each replica sends again the latest events it keeps
+/// for that (see `RelayOptions::with_resend`).
+pub(crate) fn encode_resend(origin: &str, stamp: Stamp) -> Vec<u8> {
+    encode_bare(origin, stamp, "resend", None, None)
+}
+
 /// A message that carries no notification.
 fn encode_bare(
     origin: &str,
@@ -451,6 +469,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
         },
         "revoke" => Body::Revoke(received.audience?.into_audience()),
         "goodbye" => Body::Goodbye,
+        "resend" => Body::Resend,
         kind @ ("event" | "scoped") => {
             // A scoped event whose audience went missing reaches no one.
             let audience = match kind {
@@ -581,6 +600,8 @@ mod tests {
         let goodbye = decode(&encode_goodbye("o", stamp)).unwrap();
         assert!(matches!(goodbye.body, Body::Goodbye));
         assert_eq!(goodbye.stamp, stamp);
+        let resend = decode(&encode_resend("o", stamp)).unwrap();
+        assert!(matches!(resend.body, Body::Resend));
         assert!(decode(b"not json").is_none());
     }
 

@@ -106,7 +106,10 @@
 //! A resync is sent to the local listeners after a random delay within
 //! [`RelayOptions::resync_jitter`]: a list change of each kind and an
 //! update of each watched URI, each reaching only the listeners that asked
-//! for it. Several causes before it is due make one resync. Streams are
+//! for it; and the relay asks the other replicas to send again the latest
+//! events they keep for that ([`RelayOptions::with_resend`]: each live
+//! task's latest status), which reach the replicas that watch their keys.
+//! Several causes before it is due make one resync. Streams are
 //! never closed to signal a gap. Each cause covers a schedule:
 //!
 //! - **This relay reconnected** (the broker went away, or stalled past
@@ -138,8 +141,11 @@
 //!   gets one update right after its acknowledgement.
 //!
 //! Still at most once, and said here so that no one relies on it:
-//! - Task statuses are not resent by a resync (the relay holds none); the
-//!   next status of a task arrives as usual.
+//! - Task statuses are sent again at a resync only by replicas whose relay
+//!   has a [`RelayOptions::with_resend`] hook; without one, the next status
+//!   of a task arrives as usual. A status resent reaches again the
+//!   listeners that already had it. The catch-up of a newly subscribed key
+//!   resends no status.
 //! - A replica that dies holding an unsent change, after its peers already
 //!   resynced for its silence, and is never replaced: nothing follows its
 //!   death, so nothing tells its peers. Nor, when two replicas were

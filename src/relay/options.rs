@@ -1,6 +1,10 @@
 //! A relay's options.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::event::Event;
 
 /// A relay's options; [`Default`] suits most deployments.
 #[derive(Debug, Clone)]
@@ -47,6 +51,19 @@ pub struct RelayOptions {
     /// 3, 4, 6, 8, 12, 16 or 24 nodes). More shards, more pipelines for a
     /// batch of publishes that spans them.
     pub shards: u16,
+    /// What this replica resends when another one resyncs (see
+    /// [`with_resend`](Self::with_resend)).
+    pub(crate) resend: Option<Resend>,
+}
+
+/// The hook of [`RelayOptions::with_resend`].
+#[derive(Clone)]
+pub(crate) struct Resend(pub(crate) Arc<dyn Fn() -> Vec<Event> + Send + Sync>);
+
+impl fmt::Debug for Resend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Resend(..)")
+    }
 }
 
 impl Default for RelayOptions {
@@ -61,6 +78,7 @@ impl Default for RelayOptions {
             backoff_max: Duration::from_secs(5),
             timeout: Duration::from_secs(2),
             shards: 48,
+            resend: None,
         }
     }
 }
@@ -113,6 +131,24 @@ impl RelayOptions {
     /// Sets [`shards`](Self::shards) (at least 1).
     pub fn with_shards(mut self, shards: u16) -> Self {
         self.shards = shards.max(1);
+        self
+    }
+
+    /// What this replica sends again when another replica resyncs: the
+    /// latest event of each key it owns whose loss a resync's list changes
+    /// and URI updates do not mend, each live task's latest status above
+    /// all (`tasks::event`, with the `tasks` feature). A relay that resyncs
+    /// asks the others for this on the catalog channel; each sends what its
+    /// hook returns on the events' own channels, so only the replicas that
+    /// watch a key receive it, and a listener that already had a status
+    /// gets it once more, as it gets the other signals of a resync. Without
+    /// a hook a replica resends nothing, and a task whose status was lost
+    /// on the way is heard of again only at its next status.
+    ///
+    /// The hook runs on the relay's task: return what is at hand (a copy of
+    /// the task store's latest statuses), without blocking.
+    pub fn with_resend(mut self, hook: impl Fn() -> Vec<Event> + Send + Sync + 'static) -> Self {
+        self.resend = Some(Resend(Arc::new(hook)));
         self
     }
 }

@@ -43,6 +43,10 @@ pub struct RelayStats {
     /// [module](super) docs): then it causes a resync, as the process that
     /// follows one that may have died holding changes it never sent.
     pub replicas_joined: u64,
+    /// Events sent again because another replica resynced (what
+    /// [`RelayOptions::with_resend`](super::RelayOptions::with_resend)
+    /// gives: each live task's latest status).
+    pub resent: u64,
     /// Other replicas that said goodbye: stopped gracefully, after sending
     /// what they held, so their going causes no resync.
     pub replicas_left: u64,
@@ -81,6 +85,7 @@ impl RelayStats {
         counter!("mcp_subscriptions_relay_sequence_gaps_total").absolute(self.sequence_gaps);
         counter!("mcp_subscriptions_relay_replicas_joined_total").absolute(self.replicas_joined);
         counter!("mcp_subscriptions_relay_replicas_left_total").absolute(self.replicas_left);
+        counter!("mcp_subscriptions_relay_resent_total").absolute(self.resent);
         counter!("mcp_subscriptions_relay_keys_caught_up_total").absolute(self.keys_caught_up);
         gauge!("mcp_subscriptions_relay_replicas").set(self.replicas as f64);
         gauge!("mcp_subscriptions_relay_outbound_queued").set(self.outbound_queued as f64);
@@ -105,6 +110,7 @@ pub(crate) struct Counters {
     pub(crate) sequence_gaps: AtomicU64,
     pub(crate) replicas_joined: AtomicU64,
     pub(crate) replicas_left: AtomicU64,
+    pub(crate) resent: AtomicU64,
     pub(crate) keys_caught_up: AtomicU64,
     pub(crate) replicas: AtomicU64,
     pub(crate) connected: AtomicBool,
@@ -139,6 +145,7 @@ impl Counters {
             sequence_gaps: read(&self.sequence_gaps),
             replicas_joined: read(&self.replicas_joined),
             replicas_left: read(&self.replicas_left),
+            resent: read(&self.resent),
             keys_caught_up: read(&self.keys_caught_up),
             replicas: read(&self.replicas),
             connected: self.connected.load(Ordering::Relaxed),

@@ -257,3 +257,75 @@ async fn a_change_between_acknowledgement_and_subscription_is_caught_up() {
     until("A's key channel", || a.relay.stats().subscribed_keys == 1).await;
     assert_eq!(a.relay.stats().received, 0, "B's update went by unheard");
 }
+
+/// A is cut off while B's task finishes, so the last status never reaches
+/// A; once A is back, its resync asks the others to send again what they
+/// keep for that, and B's hook (its task store's latest statuses) brings
+/// the lost `completed` to A's listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_status_lost_on_the_way_arrives_with_the_resync() {
+    use mcp_subscriptions::{Capabilities, Event, Hub, tasks};
+    use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
+    use serde_json::{Value, json};
+
+    let status = |status, at: &str| {
+        let task = Task::new("t1", status, "2026-12-01T10:00:00Z", at);
+        let payload = match status {
+            TaskStatus::Completed => TaskPayload::Completed {
+                result: serde_json::Map::new(),
+            },
+            _ => TaskPayload::Working,
+        };
+        tasks::event(&DetailedTask::new(task, payload))
+    };
+    let hub = || {
+        Hub::builder()
+            .capabilities(Capabilities::default().with_extension(tasks::extension()))
+            .build()
+    };
+    let broker = Broker::redis();
+    let proxy = Proxy::start(broker.port);
+    // B's task store: the latest status of each of its tasks.
+    let latest: Arc<parking_lot::Mutex<Vec<Event>>> = Arc::default();
+    let resend = {
+        let latest = latest.clone();
+        move || latest.lock().clone()
+    };
+    let (hub_a, hub_b) = (hub(), hub());
+    let a = crate::replicas::relay(&via(&proxy), &hub_a, options("lost-status"));
+    let b = crate::replicas::relay(
+        &broker.url(),
+        &hub_b,
+        options("lost-status").with_resend(resend),
+    );
+    settled(&[&a, &b]).await;
+    let filter = Filter::new().with_extension(tasks::TASK_IDS, json!(["t1"]));
+    let mut on_a = listen_subscribed(&hub_a, &a, &filter, 1).await;
+    let status_of = |event: Event| {
+        let json: Value = serde_json::from_str(&event.to_plain_json()).unwrap();
+        json["params"]["status"].as_str().unwrap().to_owned()
+    };
+
+    let working = status(TaskStatus::Working, "2026-12-01T10:00:01Z");
+    *latest.lock() = vec![working.clone()];
+    hub_b.publish(working);
+    assert_eq!(status_of(next_event(&mut on_a).await), "working");
+
+    // Cut off: A's relay times out and drops its connection, and with it
+    // what the proxy held for it.
+    proxy.hold();
+    let completed = status(TaskStatus::Completed, "2026-12-01T10:00:02Z");
+    *latest.lock() = vec![completed.clone()];
+    hub_b.publish(completed);
+    until("A's connection lost", || !connected(&a)).await;
+    quiet(&mut on_a, Duration::from_millis(200)).await;
+    proxy.heal();
+
+    assert_eq!(
+        status_of(next_event(&mut on_a).await),
+        "completed",
+        "the lost status comes with A's resync"
+    );
+    assert!(a.stats().reconnects >= 1 && a.stats().resyncs >= 1);
+    until("B resent its latest", || b.stats().resent >= 1).await;
+}

@@ -212,6 +212,9 @@ fn patient(options: RelayOptions) -> RelayOptions {
 async fn burst_arrives_in_batches(relay: impl Fn(&Hub) -> Relay, in_order: bool) {
     let (hub_a, hub_b) = (Hub::new(), Hub::builder().capacity(4_096).build());
     let b = relay(&hub_b);
+    // Listening once B is connected: a listener opened before would be
+    // owed a resync for what went by before B could hear it.
+    until("B connected", || connected(&b)).await;
     let uris: Vec<String> = (0..1_000).map(|i| format!("file:///{i}")).collect();
     let filter = uris.iter().fold(
         Filter::new().with_tools_list_changed(),
