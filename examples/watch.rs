@@ -1,5 +1,6 @@
 //! Watch an MCP server's notifications: one line per notification as it
-//! arrives, re-listen reports, and a clean cancel on Ctrl-C. With
+//! arrives, each failed attempt and re-listen with its reason, and a clean
+//! cancel on Ctrl-C. With
 //! `--catalog`, watch its live catalog instead: the lists once, then one
 //! line per change (`+ tool search`, `- tool old`, `~ tool edit
 //! (description)`) and per change of its health.
@@ -52,6 +53,9 @@ struct Args {
     /// Do not listen again after an abrupt end.
     #[arg(long)]
     no_relisten: bool,
+    /// Seconds the server has to acknowledge a listen, connecting included.
+    #[arg(long, value_name = "SECS", default_value_t = mcp_subscriptions::client::DEFAULT_ACK_TIMEOUT.as_secs())]
+    ack_timeout_secs: u64,
     /// Keep the server's catalog live and print what changes in it (the
     /// contents of each --resource too), rather than the notifications.
     #[arg(long, conflicts_with_all = ["channel", "tools", "prompts", "resources", "no_relisten"])]
@@ -80,13 +84,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.channel.is_some() && requested.is_empty() {
         requested = Filter::everything();
     }
-    let mut options = SubscribeOptions::default().with_capacity(args.capacity.max(1));
+    let mut options = SubscribeOptions::default()
+        .with_capacity(args.capacity.max(1))
+        .with_ack_timeout(Duration::from_secs(args.ack_timeout_secs))
+        // Until the first acknowledgement there is no subscription to tell
+        // of a failed attempt: say each here, so a server that never
+        // answers is not a silent terminal.
+        .with_on_retry(|retry| {
+            println!(
+                "not listening yet: attempt {} failed ({}), trying again in {:?}",
+                retry.attempt, retry.reason, retry.delay
+            );
+        });
     if !args.no_relisten {
         options = options.with_relisten(Relisten::new(
             Duration::from_millis(200),
             Duration::from_secs(10),
         ));
     }
+    let target = match (&args.url, &args.channel, &args.stdio) {
+        (Some(url), _, _) | (_, Some(url), _) => url.clone(),
+        (_, _, Some(command)) => command.join(" "),
+        _ => unreachable!("clap requires one"),
+    };
+    println!("listening to {target}: waiting for the acknowledgement");
     let mut subscription = match (args.url, args.channel, args.stdio) {
         (Some(url), _, _) => Subscription::http(url, &requested, options).await?,
         (_, Some(url), _) => Subscription::channel(url, &requested, options).await?,

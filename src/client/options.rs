@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, Implementation};
 
-use super::item::End;
+use super::item::{End, Relistening};
 use crate::backoff::Backoff;
 use crate::overflow::Overflow;
 
@@ -225,6 +225,19 @@ pub struct SubscribeOptions {
     /// or a loopback address of its own per client process, so that a
     /// load past one address's ports can be made.
     pub local_address: Option<std::net::IpAddr>,
+    /// Told of each failed attempt at a first request before it is tried
+    /// again (see [`with_on_retry`](Self::with_on_retry)).
+    pub(crate) on_retry: Option<OnRetry>,
+}
+
+/// The hook of [`SubscribeOptions::with_on_retry`].
+#[derive(Clone)]
+pub(crate) struct OnRetry(pub(crate) Arc<dyn Fn(&Relistening) + Send + Sync>);
+
+impl fmt::Debug for OnRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnRetry(..)")
+    }
 }
 
 impl Default for SubscribeOptions {
@@ -244,6 +257,7 @@ impl Default for SubscribeOptions {
             max_uris_per_stream: crate::filter::DEFAULT_MAX_URIS,
             overlap: DEFAULT_OVERLAP,
             local_address: None,
+            on_retry: None,
         }
     }
 }
@@ -294,6 +308,20 @@ impl SubscribeOptions {
     /// Declares the client's capabilities in `_meta`.
     pub fn with_client_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.client_capabilities = capabilities;
+        self
+    }
+
+    /// Calls `hook` each time a first request (the open, or a filter
+    /// change's new streams) failed transiently and is about to be tried
+    /// again under [`with_relisten`](Self::with_relisten): the attempt, the
+    /// wait before it, and why the last one failed (no acknowledgement
+    /// within the timeout, an answer that is not an event stream, a
+    /// refusal). The subscription does not exist yet, so it cannot say so
+    /// itself; once it does, each re-listen arrives as
+    /// [`Item::Relistening`](super::Item::Relistening). Without a hook a
+    /// first open that keeps failing is silent until it gives up.
+    pub fn with_on_retry(mut self, hook: impl Fn(&Relistening) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(OnRetry(Arc::new(hook)));
         self
     }
 

@@ -59,7 +59,15 @@ where
             return Err(err);
         }
         tracing::debug!(target: "mcp_subscriptions", %err, attempt, "a first request failed; trying again");
-        tokio::time::sleep(relisten.delay(attempt)).await;
+        let delay = relisten.delay(attempt);
+        if let Some(on_retry) = &options.on_retry {
+            (on_retry.0)(&Relistening {
+                attempt,
+                delay,
+                reason: err.to_string(),
+            });
+        }
+        tokio::time::sleep(delay).await;
     }
 }
 

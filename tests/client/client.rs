@@ -802,6 +802,13 @@ async fn the_watch_example_prints_each_notification_and_cancels_on_ctrl_c() {
     };
     assert_eq!(
         line().await,
+        format!(
+            "listening to {}: waiting for the acknowledgement",
+            server.mcp_url()
+        )
+    );
+    assert_eq!(
+        line().await,
         r#"acknowledged: {"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}"#
     );
     call(&tools, "test_trigger_tool_change", json!({})).await;
@@ -820,6 +827,92 @@ async fn the_watch_example_prints_each_notification_and_cancels_on_ctrl_c() {
     assert_eq!(line().await, "cancelled");
     assert!(child.wait().await.unwrap().success());
     server.wait_for_active(0, WAIT).await;
+}
+
+/// An HTTP server that answers every request with the head of an event
+/// stream, then nothing: a listen it never acknowledges.
+async fn never_acknowledging() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut request = [0; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            transfer-encoding: chunked\r\n\r\n";
+                let _ = socket.write_all(head.as_bytes()).await;
+                // Held open, silent, until the client gives up on it.
+                let _ = socket.read(&mut request).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn each_failed_first_attempt_is_told_to_the_retry_hook_with_its_reason() {
+    let url = never_acknowledging().await;
+    let told = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let options = SubscribeOptions::default()
+        .with_ack_timeout(Duration::from_millis(200))
+        .with_relisten(Relisten::new(
+            Duration::from_millis(10),
+            Duration::from_millis(20),
+        ))
+        .with_on_retry({
+            let told = told.clone();
+            move |retry| told.lock().push(retry.clone())
+        });
+    let opening = tokio::spawn(async move {
+        Subscription::http(url, &Filter::new().with_tools_list_changed(), options).await
+    });
+    let deadline = std::time::Instant::now() + WAIT;
+    while told.lock().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no retry told");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    opening.abort();
+    let told = told.lock();
+    assert_eq!(told[0].attempt, 1);
+    assert_eq!(told[1].attempt, 2);
+    assert!(
+        told[0].reason.contains("no acknowledgement"),
+        "{}",
+        told[0].reason
+    );
+}
+
+#[tokio::test]
+async fn the_watch_example_says_what_is_failing_within_one_listen_timeout() {
+    let url = never_acknowledging().await;
+    let watch = binary().with_file_name("watch");
+    let mut child = tokio::process::Command::new(watch)
+        .args([&url, "--tools", "--ack-timeout-secs", "1"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let started = std::time::Instant::now();
+    let first = lines.next_line().await.unwrap().unwrap();
+    assert_eq!(
+        first,
+        format!("listening to {url}: waiting for the acknowledgement")
+    );
+    let failed = tokio::time::timeout(Duration::from_secs(3), lines.next_line())
+        .await
+        .expect("a line within the listen timeout and a little")
+        .unwrap()
+        .unwrap();
+    assert!(
+        failed.starts_with("not listening yet: attempt 1 failed (")
+            && failed.contains("no acknowledgement within 1s"),
+        "{failed}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 #[tokio::test]
