@@ -330,7 +330,9 @@ fn as_bearer(token: &str) -> SubscribeOptions {
 
 #[tokio::test]
 async fn http_a_revoked_stream_ends_as_its_own_case_and_relistens_only_with_new_credentials() {
-    let tokens = ["alice:a-old", "alice:a-new", "bob:b-secret"];
+    // The example server refuses a revoked principal's every token from
+    // then on, so the fresh credential is one of another principal's.
+    let tokens = ["alice:a-old", "carol:c-new", "bob:b-secret"];
     let args: Vec<&str> = tokens.iter().flat_map(|t| ["--bearer-token", t]).collect();
     let server = HttpServer::start(&args).await;
     let tools = Filter::new().with_tools_list_changed();
@@ -341,7 +343,7 @@ async fn http_a_revoked_stream_ends_as_its_own_case_and_relistens_only_with_new_
     let (asked, mut reasons) = tokio::sync::mpsc::unbounded_channel();
     let refresh = Credentials::new(move |end: &End| {
         asked.send(end.clone()).unwrap();
-        async { Some(vec![("Authorization".into(), "Bearer a-new".into())]) }
+        async { Some(vec![("Authorization".into(), "Bearer c-new".into())]) }
     });
     let options = as_bearer("a-old").with_credentials(refresh);
     let mut refreshed = Subscription::http(server.mcp_url(), &tools, options)
@@ -378,7 +380,7 @@ async fn http_a_revoked_stream_ends_as_its_own_case_and_relistens_only_with_new_
     // Revoked again, the hook gives the token just revoked: the end is
     // final.
     server
-        .call_as("b-secret", "test_revoke", json!({"principal": "alice"}))
+        .call_as("b-secret", "test_revoke", json!({"principal": "carol"}))
         .await;
     assert!(matches!(
         next_settled(&mut refreshed).await,
