@@ -35,6 +35,7 @@ mod counts;
 pub mod error;
 mod event;
 mod filter;
+mod hook;
 mod overflow;
 mod sync;
 mod wire;

@@ -12,6 +12,7 @@ use rmcp::model::{ClientCapabilities, Implementation};
 
 use super::item::{End, Relistening};
 use crate::backoff::Backoff;
+use crate::hook::Hook;
 use crate::overflow::Overflow;
 
 /// The default buffer capacity: events held between the transport and the
@@ -230,15 +231,8 @@ pub struct SubscribeOptions {
     pub(crate) on_retry: Option<OnRetry>,
 }
 
-/// The hook of [`SubscribeOptions::with_on_retry`].
-#[derive(Clone)]
-pub(crate) struct OnRetry(pub(crate) Arc<dyn Fn(&Relistening) + Send + Sync>);
-
-impl fmt::Debug for OnRetry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OnRetry(..)")
-    }
-}
+/// What [`SubscribeOptions::with_on_retry`] calls.
+pub(crate) type OnRetry = Hook<dyn Fn(&Relistening) + Send + Sync>;
 
 impl Default for SubscribeOptions {
     fn default() -> Self {
@@ -321,7 +315,7 @@ impl SubscribeOptions {
     /// [`Item::Relistening`](super::Item::Relistening). Without a hook a
     /// first open that keeps failing is silent until it gives up.
     pub fn with_on_retry(mut self, hook: impl Fn(&Relistening) + Send + Sync + 'static) -> Self {
-        self.on_retry = Some(OnRetry(Arc::new(hook)));
+        self.on_retry = Some(Hook(Arc::new(hook)));
         self
     }
 

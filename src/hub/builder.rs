@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use super::config::{Config, OnRevoke};
+use super::config::Config;
 use super::handle::Hub;
 use crate::audience::Audience;
 use crate::filter::Capabilities;
+use crate::hook::Hook;
 use crate::overflow::Overflow;
 
 /// Builds a [`Hub`] with options; [`Hub::new`] takes every default.
@@ -142,7 +143,7 @@ impl HubBuilder {
     /// revocation, the relay's task): keep it short, and never revoke from
     /// it.
     pub fn on_revoke(mut self, hook: impl Fn(&Audience) + Send + Sync + 'static) -> Self {
-        self.config.on_revoke = Some(OnRevoke(Arc::new(hook)));
+        self.config.on_revoke = Some(Hook(Arc::new(hook)));
         self
     }
 

@@ -1,11 +1,9 @@
 //! Per-hub options and their defaults.
 
-use std::fmt;
-use std::sync::Arc;
-
 use crate::audience::Audience;
 use crate::error::{ListenParamsError, OpenError};
 use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
+use crate::hook::Hook;
 use crate::overflow::Overflow;
 
 /// The queue capacity per listener unless configured otherwise.
@@ -49,19 +47,13 @@ pub(crate) struct Config {
     pub(crate) coalesce: bool,
     pub(crate) max_queued_bytes: usize,
     pub(crate) max_hub_queued_bytes: Option<usize>,
+    /// Told of each revocation (see
+    /// [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)).
     pub(crate) on_revoke: Option<OnRevoke>,
 }
 
-/// What the application is told of each revocation (see
-/// [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)).
-#[derive(Clone)]
-pub(crate) struct OnRevoke(pub(crate) Arc<dyn Fn(&Audience) + Send + Sync>);
-
-impl fmt::Debug for OnRevoke {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("OnRevoke(..)")
-    }
-}
+/// What [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke) calls.
+pub(crate) type OnRevoke = Hook<dyn Fn(&Audience) + Send + Sync>;
 
 impl Default for Config {
     fn default() -> Self {

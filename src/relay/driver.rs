@@ -281,11 +281,7 @@ impl Driver {
         if !self.ask_resend {
             return true;
         }
-        let stamp = self.stamp(true);
-        let ask = BusMessage {
-            channel: self.catalog.clone(),
-            payload: envelope::encode_resend(&self.inner.origin, stamp),
-        };
+        let ask = self.on_catalog(envelope::encode_resend);
         if !self.send(link, vec![ask]).await {
             return false;
         }
@@ -301,11 +297,7 @@ impl Driver {
         if self.link_down || !self.send_queued(link).await {
             return;
         }
-        let stamp = self.stamp(true);
-        let goodbye = BusMessage {
-            channel: self.catalog.clone(),
-            payload: envelope::encode_goodbye(&self.inner.origin, stamp),
-        };
+        let goodbye = self.on_catalog(envelope::encode_goodbye);
         self.send(link, vec![goodbye]).await;
     }
 
@@ -476,10 +468,15 @@ impl Driver {
 
     /// A revocation of `audience`'s streams, on the catalog channel.
     fn revocation(&mut self, audience: &Audience) -> BusMessage {
+        self.on_catalog(|origin, stamp| envelope::encode_revoke(origin, stamp, audience))
+    }
+
+    /// A message of this replica's on the catalog channel, numbered next.
+    fn on_catalog(&mut self, encode: impl FnOnce(&str, Stamp) -> Vec<u8>) -> BusMessage {
         let stamp = self.stamp(true);
         BusMessage {
             channel: self.catalog.clone(),
-            payload: envelope::encode_revoke(&self.inner.origin, stamp, audience),
+            payload: encode(&self.inner.origin, stamp),
         }
     }
 
@@ -633,12 +630,9 @@ impl Driver {
         }
         if now >= self.next_heartbeat && !self.link_down {
             self.next_heartbeat = now + self.options.heartbeat;
-            let stamp = self.stamp(true);
             let dropped = self.inner.counters.outbound_dropped.load(Ordering::Relaxed);
-            let heartbeat = BusMessage {
-                channel: self.catalog.clone(),
-                payload: envelope::encode_heartbeat(&self.inner.origin, stamp, dropped),
-            };
+            let heartbeat =
+                self.on_catalog(|origin, stamp| envelope::encode_heartbeat(origin, stamp, dropped));
             if !self.send(link, vec![heartbeat]).await {
                 return false;
             }

@@ -1,10 +1,10 @@
 //! A relay's options.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::Event;
+use crate::hook::Hook;
 
 /// A relay's options; [`Default`] suits most deployments.
 #[derive(Debug, Clone)]
@@ -53,17 +53,7 @@ pub struct RelayOptions {
     pub shards: u16,
     /// What this replica resends when another one resyncs (see
     /// [`with_resend`](Self::with_resend)).
-    pub(crate) resend: Option<Resend>,
-}
-
-/// The hook of [`RelayOptions::with_resend`].
-#[derive(Clone)]
-pub(crate) struct Resend(pub(crate) Arc<dyn Fn() -> Vec<Event> + Send + Sync>);
-
-impl fmt::Debug for Resend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Resend(..)")
-    }
+    pub(crate) resend: Option<Hook<dyn Fn() -> Vec<Event> + Send + Sync>>,
 }
 
 impl Default for RelayOptions {
@@ -148,7 +138,7 @@ impl RelayOptions {
     /// The hook runs on the relay's task: return what is at hand (a copy of
     /// the task store's latest statuses), without blocking.
     pub fn with_resend(mut self, hook: impl Fn() -> Vec<Event> + Send + Sync + 'static) -> Self {
-        self.resend = Some(Resend(Arc::new(hook)));
+        self.resend = Some(Hook(Arc::new(hook)));
         self
     }
 }

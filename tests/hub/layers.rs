@@ -16,6 +16,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("event", 0),
     ("filter", 0),
+    ("hook", 0),
     ("overflow", 0),
     ("sync", 0),
     ("wire", 0),
