@@ -3,15 +3,13 @@
 //! rmcp's `StreamableHttpService` (or any service).
 
 mod answers;
+mod connections;
 mod endpoint;
-mod first;
 mod headers;
-mod held;
-mod rewind;
 mod route;
-mod serve;
+mod server;
 mod signal;
-mod spare;
+mod socket;
 mod sse;
 mod stop;
 mod transport;
@@ -21,7 +19,16 @@ mod transport;
 // through); not part of the API, so hidden from the docs.
 #[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
+pub use connections::ConnectionStats;
 pub use endpoint::endpoint;
-pub use serve::{serve, serve_until_drained};
+pub use server::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, Server, serve, serve_until_drained,
+};
+/// The socket path's classifier of a first request, public for the fuzz
+/// crate alone (`fuzz/fuzz_targets/first_request.rs`); not part of the API.
+#[doc(hidden)]
+pub mod first_request {
+    pub use super::socket::{Classified, classify};
+}
 pub use signal::{DEFAULT_DEADLINE, shutdown_signal};
 pub use transport::{DEFAULT_KEEPALIVE, DEFAULT_PROTOCOL_VERSIONS, HttpTransport};

@@ -6,7 +6,7 @@
 //! again, and on a replica sharing its port with others the kernel may
 //! well send it back to this full one. That is how a herd of clients
 //! coming back from a killed replica ends up waiting minutes for the last
-//! of them. So [`serve`](super::serve) keeps this one file open: out of
+//! of them. So the server keeps this one file open: out of
 //! files, it closes it, accepts the waiting connection, closes that at
 //! once, and opens the spare again. The client learns now that this
 //! replica is full, and its next try (after its backoff, on a new
@@ -17,10 +17,10 @@ use std::io;
 
 use tokio::net::TcpListener;
 
-pub(super) struct Spare(Option<File>);
+pub(in crate::http) struct Spare(Option<File>);
 
 impl Spare {
-    pub(super) fn open() -> Self {
+    pub(in crate::http) fn open() -> Self {
         Self(open())
     }
 
@@ -28,7 +28,7 @@ impl Spare {
     /// is out of open files, lets the spare go, turns away one waiting
     /// connection with it, and takes the spare back. Returns whether a
     /// connection was turned away.
-    pub(super) fn turn_away(&mut self, listener: &TcpListener, err: &io::Error) -> bool {
+    pub(in crate::http) fn turn_away(&mut self, listener: &TcpListener, err: &io::Error) -> bool {
         if !out_of_files(err) {
             return false;
         }

@@ -30,7 +30,7 @@ use super::first::BUFFER;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or a write fails.
-pub(super) fn write(socket: TcpStream, response: Response) -> Held {
+pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
     let (parts, body) = response.into_parts();
     let framing = Framing::of(parts.status, body.size_hint().exact());
     Held {
@@ -43,7 +43,7 @@ pub(super) fn write(socket: TcpStream, response: Response) -> Held {
 }
 
 /// The future [`write`] returns.
-pub(super) struct Held {
+pub(in crate::http) struct Held {
     socket: TcpStream,
     body: Body,
     /// What is being written: the head, or frames (the last chunk with

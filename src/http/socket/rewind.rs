@@ -9,14 +9,14 @@ use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-pub(super) struct Rewind {
+pub(in crate::http) struct Rewind {
     /// Read already, not yet given back; empty (and freed) once it is.
     read: Bytes,
     socket: TcpStream,
 }
 
 impl Rewind {
-    pub(super) fn new(read: Bytes, socket: TcpStream) -> Self {
+    pub(in crate::http) fn new(read: Bytes, socket: TcpStream) -> Self {
         Self { read, socket }
     }
 }

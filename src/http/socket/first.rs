@@ -5,7 +5,7 @@
 //! connection keeps is what it costs. Under hyper that is two 8 KiB
 //! buffers (its least) and its per-connection state, for the stream's
 //! whole life; served on the socket (`held`), only the stream itself. So
-//! [`serve`](super::serve) reads each connection's first request here: a
+//! the server reads each connection's first request here: a
 //! request that holds a stream (a `subscriptions/listen` POST, or an older
 //! revision's `GET` of its session's stream) is answered on the socket; any
 //! other, or anything this does not fully understand, goes to hyper with
@@ -25,11 +25,11 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, Version};
 use serde::Deserialize;
 use tokio::net::TcpStream;
 
-use super::stop::Watch;
+use crate::http::stop::Watch;
 
 /// The most a first request (head and body) may take to be served on the
 /// socket; hyper's buffer, so anything longer goes where it would anyway.
-pub(super) const BUFFER: usize = 8 * 1024;
+pub(in crate::http) const BUFFER: usize = 8 * 1024;
 
 /// The first read's buffer: a listen request's head and body take a few
 /// hundred bytes. It grows, up to [`BUFFER`], for a longer one.
@@ -40,7 +40,7 @@ const FIRST_READ: usize = 1024;
 const MAX_HEADERS: usize = 32;
 
 /// What a connection's first request turned out to be.
-pub(super) enum First {
+pub(in crate::http) enum First {
     /// It holds a stream: answer it on the socket (boxed, as it is
     /// large and brief).
     Held(Box<Request<Body>>),
@@ -52,7 +52,7 @@ pub(super) enum First {
 
 /// Reads `socket` until its first request is whole, or known not to be one
 /// this serves on the socket.
-pub(super) async fn read(socket: &TcpStream, stop: &mut Watch) -> First {
+pub(in crate::http) async fn read(socket: &TcpStream, stop: &mut Watch) -> First {
     let mut buf = Vec::with_capacity(FIRST_READ);
     loop {
         if buf.len() == buf.capacity() {
@@ -91,15 +91,20 @@ async fn read_some(socket: &TcpStream, stop: &mut Watch, buf: &mut Vec<u8>) -> i
     .await
 }
 
-enum Classified {
-    /// Not whole yet.
+/// What a connection's first bytes are, to the socket path.
+#[derive(Debug)]
+pub enum Classified {
+    /// Not whole yet: read more.
     Partial,
+    /// A whole request that holds a stream, and nothing after it: answered
+    /// on the socket.
     Held(Box<Request<Body>>),
+    /// Anything else: hyper's.
     Other,
 }
 
-/// What the bytes read so far are.
-fn classify(bytes: &[u8]) -> Classified {
+/// What the bytes read so far from a connection are.
+pub fn classify(bytes: &[u8]) -> Classified {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut head = httparse::Request::new(&mut headers);
     let head_len = match head.parse(bytes) {

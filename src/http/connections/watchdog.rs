@@ -1,0 +1,89 @@
+//! The future that closes a connection when its phase's deadline passes
+//! or it is shed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::time::Sleep;
+
+use super::Closed;
+use super::ticket::{Fate, Ticket};
+
+/// A connection's hold on its [`Ticket`]: it waits no more once dropped.
+pub(in crate::http) struct Tracked(Arc<Ticket>);
+
+impl Tracked {
+    pub(super) fn new(ticket: Arc<Ticket>) -> Self {
+        Self(ticket)
+    }
+
+    pub(super) fn ticket(&self) -> &Arc<Ticket> {
+        &self.0
+    }
+
+    /// The service hyper calls for the connection's requests.
+    pub(in crate::http) fn service(&self, router: axum::Router) -> super::TrackedService {
+        super::TrackedService::new(router, Arc::clone(&self.0))
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+/// Polls a connection's future, `inner`, and ends it early, with why, when
+/// its ticket says so. `inner` is polled first, so what it can finish now
+/// is finished even if its deadline just passed.
+pub(in crate::http) struct Watchdog<F> {
+    inner: F,
+    tracked: Tracked,
+    /// Made at the first deadline, then reset as the deadline moves.
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl<F> Watchdog<F> {
+    pub(in crate::http) fn new(tracked: Tracked, inner: F) -> Self {
+        Self {
+            inner,
+            tracked,
+            sleep: None,
+        }
+    }
+
+    /// The connection's hold on its ticket, to watch another future with.
+    pub(in crate::http) fn into_tracked(self) -> Tracked {
+        self.tracked
+    }
+}
+
+impl<F: Future + Unpin> Future for Watchdog<F> {
+    type Output = Result<F::Output, Closed>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Poll::Ready(output) = Pin::new(&mut this.inner).poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        // Read after polling: the poll may have moved the phase (hyper
+        // called the service, a body ended).
+        let ticket = this.tracked.ticket();
+        let Fate::CloseAt(at, why) = ticket.fate(cx.waker()) else {
+            return Poll::Pending;
+        };
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        if sleep.deadline() != at {
+            sleep.as_mut().reset(at);
+        }
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        ticket.closed(why);
+        Poll::Ready(Err(why))
+    }
+}
