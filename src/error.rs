@@ -28,6 +28,15 @@ pub const OVERFLOW_ERROR_CODE: ErrorCode = ErrorCode(-32000);
 /// that listening again with the same credentials is pointless.
 pub const REVOKED_ERROR_CODE: ErrorCode = ErrorCode(-32003);
 
+/// The JSON-RPC error code that ends a stream at the end of the lifetime
+/// its server gives every stream
+/// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)),
+/// with `data: {"reason":"lifetime"}`. Nothing is wrong: the client is to
+/// listen again at once (and, behind a load balancer, may land on another
+/// replica). A server-defined code apart from the others, so that a client
+/// can tell it from a failure.
+pub const LIFETIME_ERROR_CODE: ErrorCode = ErrorCode(-32004);
+
 /// Why a message posted to the MCP endpoint was refused before anything
 /// looked at what it asks: it is not JSON, not a JSON-RPC message, or its
 /// headers disagree with it.
@@ -318,6 +327,9 @@ pub enum StreamError {
     /// The stream reached the expiry its authorizer gave it
     /// ([`Grant::with_expiry`](crate::Grant::with_expiry)).
     Expired,
+    /// The stream reached the lifetime its service gives every stream
+    /// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)).
+    Lifetime,
     /// A hand-written [`Source`](crate::Source) failed with its own error.
     /// Boxed, so that every [`Next`](crate::Next) a reader moves stays
     /// small (24 bytes, not 80).
@@ -335,6 +347,7 @@ impl fmt::Display for StreamError {
             }
             Self::Revoked => f.write_str("stream revoked"),
             Self::Expired => f.write_str("stream expired"),
+            Self::Lifetime => f.write_str("stream lifetime reached"),
             Self::Source(data) => write!(f, "source failed: {}", data.message),
         }
     }
@@ -349,7 +362,8 @@ impl StreamError {
     /// `data: {"reason":"overflow","dropped":N}`.
     /// [`Revoked`](Self::Revoked) and [`Expired`](Self::Expired) are
     /// [`REVOKED_ERROR_CODE`] with `data: {"reason":"revoked"}` or
-    /// `{"reason":"expired"}`.
+    /// `{"reason":"expired"}`. [`Lifetime`](Self::Lifetime) is
+    /// [`LIFETIME_ERROR_CODE`] with `data: {"reason":"lifetime"}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
             Self::Overflow { dropped } => ErrorData::new(
@@ -366,6 +380,11 @@ impl StreamError {
                 REVOKED_ERROR_CODE,
                 "Subscription expired",
                 Some(json!({ "reason": "expired" })),
+            ),
+            Self::Lifetime => ErrorData::new(
+                LIFETIME_ERROR_CODE,
+                "Subscription lifetime reached",
+                Some(json!({ "reason": "lifetime" })),
             ),
             Self::Source(data) => (**data).clone(),
         }

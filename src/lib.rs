@@ -29,7 +29,14 @@
 //
 // The wire and the vocabulary: no transport, no runtime.
 mod audience;
-#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
+#[cfg(any(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "client",
+    feature = "redis",
+    feature = "nats"
+))]
 mod backoff;
 mod counts;
 pub mod error;

@@ -56,11 +56,14 @@ pub enum CloseReason {
     Error,
     /// The stream reached the expiry it was granted with.
     Expired,
+    /// The stream reached the lifetime its service gives every stream
+    /// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)).
+    Lifetime,
 }
 
 impl CloseReason {
     /// Its name in logs and metrics labels: `cancelled`, `disconnected`,
-    /// `complete`, `error` or `expired`.
+    /// `complete`, `error`, `expired` or `lifetime`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Cancelled => "cancelled",
@@ -68,6 +71,7 @@ impl CloseReason {
             Self::Complete => "complete",
             Self::Error => "error",
             Self::Expired => "expired",
+            Self::Lifetime => "lifetime",
         }
     }
 }

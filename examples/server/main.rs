@@ -178,6 +178,44 @@ struct Options {
         value_parser = replicas::broker
     )]
     relay: Option<replicas::Broker>,
+    /// Seconds a connection has to send a request whole, head and body
+    /// (a first request from its accept); past it, it is closed
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_REQUEST_DEADLINE_SECS",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::http::DEFAULT_REQUEST_DEADLINE.as_secs(),
+        value_parser = cli::at_least_one_u64
+    )]
+    request_deadline_secs: u64,
+    /// Seconds a keep-alive connection may sit idle between requests
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_IDLE_TIMEOUT_SECS",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::http::DEFAULT_IDLE_TIMEOUT.as_secs(),
+        value_parser = cli::at_least_one_u64
+    )]
+    idle_timeout_secs: u64,
+    /// Connections that may wait on their client at once (reading a
+    /// request or idle); one more closes the one that waited longest
+    /// [default: half the open-file limit]
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_MAX_WAITING_CONNECTIONS",
+        value_name = "N",
+        value_parser = cli::at_least_one
+    )]
+    max_waiting_connections: Option<usize>,
+    /// End each listen stream after about this many seconds (10% jitter)
+    /// with -32004, so that clients listen again and spread over replicas
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_MAX_STREAM_LIFETIME_SECS",
+        value_name = "N",
+        value_parser = cli::at_least_one_u64
+    )]
+    max_stream_lifetime_secs: Option<u64>,
 }
 
 /// The MCP server: its tools publish into the hub (and, relayed, to the
@@ -500,7 +538,14 @@ async fn serve_http(
     let sessions = WithSubscriptions::factory(&listen, move || server.clone());
     let http = mcp_subscriptions::http::endpoint(listen, sessions, config);
     let streams = http.streams();
-    let stats = replica.clone();
+    let mut server = mcp_subscriptions::http::Server::new()
+        .with_request_deadline(Duration::from_secs(options.request_deadline_secs))
+        .with_idle_timeout(Duration::from_secs(options.idle_timeout_secs));
+    if let Some(max) = options.max_waiting_connections {
+        server = server.with_max_waiting(max);
+    }
+    let (stats, stats_connections, metrics_connections) =
+        (replica.clone(), server.clone(), server.clone());
     let mut mcp_routes = axum::Router::new()
         .route("/mcp", http.into_method_router())
         .route("/mcp/notifications/{channel}", channel.into_method_router());
@@ -514,13 +559,16 @@ async fn serve_http(
             "/metrics",
             get(move || async move {
                 replica.record_metrics();
+                metrics_connections.connections().record();
                 metrics.render()
             }),
         )
         .route(
             "/stats",
             get(move || async move {
-                let body = stats.stats().to_string();
+                let mut body = stats.stats();
+                body["connections"] = json!(stats_connections.connections());
+                let body = body.to_string();
                 (
                     [(axum::http::header::CONTENT_TYPE, "application/json")],
                     body,
@@ -537,9 +585,9 @@ async fn serve_http(
         shutdown.requested().await;
         hub.complete();
     };
-    let drained =
-        mcp_subscriptions::http::serve_until_drained(listener, app, shutdown, streams, deadline)
-            .await;
+    let drained = server
+        .serve_until_drained(listener, app, shutdown, streams, deadline)
+        .await;
     tracing::info!(
         open = drained.open,
         cut = drained.cut,
@@ -627,6 +675,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(limit) = options.max_streams_per_principal {
         listen = listen.with_max_streams_per_principal(limit);
+    }
+    if let Some(secs) = options.max_stream_lifetime_secs {
+        listen = listen.with_max_stream_lifetime(Duration::from_secs(secs));
     }
     if options.stdio {
         let deadline = Duration::from_secs(options.shutdown_deadline_secs);

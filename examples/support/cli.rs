@@ -5,8 +5,20 @@ use mcp_subscriptions::Overflow;
 
 /// A count that must not be zero.
 pub(crate) fn at_least_one(value: &str) -> Result<usize, String> {
-    match value.parse() {
-        Ok(0) => Err("must be at least 1".to_owned()),
+    nonzero(value)
+}
+
+/// A number of seconds that must not be zero.
+#[allow(dead_code, reason = "not every example that shares this has one")]
+pub(crate) fn at_least_one_u64(value: &str) -> Result<u64, String> {
+    nonzero(value)
+}
+
+fn nonzero<T: std::str::FromStr<Err = std::num::ParseIntError> + Default + PartialEq>(
+    value: &str,
+) -> Result<T, String> {
+    match value.parse::<T>() {
+        Ok(n) if n == T::default() => Err("must be at least 1".to_owned()),
         Ok(n) => Ok(n),
         Err(err) => Err(format!("{err}")),
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use rmcp::model::ErrorData;
 
 use super::error::{ProtocolError, SubscribeError};
-use crate::error::{OVERFLOW_ERROR_CODE, REVOKED_ERROR_CODE, StreamError};
+use crate::error::{LIFETIME_ERROR_CODE, OVERFLOW_ERROR_CODE, REVOKED_ERROR_CODE, StreamError};
 use crate::event::Event;
 use crate::filter::Filter;
 use crate::source::Next;
@@ -129,14 +129,21 @@ impl End {
         matches!(self, Self::Failed(error) if error.code == OVERFLOW_ERROR_CODE)
     }
 
+    /// Whether the server ended the stream at the end of the lifetime it
+    /// gives every stream ([`LIFETIME_ERROR_CODE`]): nothing is wrong, and
+    /// the stream is listened to again at once.
+    pub fn is_server_lifetime(&self) -> bool {
+        matches!(self, Self::Failed(error) if error.code == LIFETIME_ERROR_CODE)
+    }
+
     /// Whether a re-listen may follow this end: an abrupt end, an unserved
-    /// channel ask, a server overflow or (with new credentials) a revoked or
-    /// expired authorization; never a cancel, a protocol error or (unless
-    /// asked) a graceful end.
+    /// channel ask, a server overflow or lifetime, or (with new
+    /// credentials) a revoked or expired authorization; never a cancel, a
+    /// protocol error or (unless asked) a graceful end.
     pub(crate) fn may_relisten(&self, after_complete: bool) -> bool {
         match self {
             Self::Abrupt(_) | Self::NotServed | Self::Revoked(_) | Self::Expired(_) => true,
-            Self::Failed(_) => self.is_server_overflow(),
+            Self::Failed(_) => self.is_server_overflow() || self.is_server_lifetime(),
             Self::Complete => after_complete,
             _ => false,
         }

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::select_all;
 use tokio::sync::{mpsc, oneshot};
@@ -134,7 +134,12 @@ pub(super) async fn run<C: Connect>(
                 shared.finish(last);
                 return;
             }
-            let delay = relisten.delay(attempt);
+            // A lifetime's end is the server asking for a new listen now.
+            let delay = if attempt == 1 && end.is_server_lifetime() {
+                Duration::ZERO
+            } else {
+                relisten.delay(attempt)
+            };
             shared.push_marker(Item::Relistening(Relistening {
                 attempt,
                 delay,

@@ -70,6 +70,9 @@ pub struct ClosedCounts {
     pub revoked: u64,
     /// Ended at the expiry they were granted with.
     pub expired: u64,
+    /// Ended at the lifetime their service gives every stream, to listen
+    /// again.
+    pub lifetime: u64,
 }
 
 impl ClosedCounts {
@@ -82,6 +85,7 @@ impl ClosedCounts {
             + self.overflow
             + self.revoked
             + self.expired
+            + self.lifetime
     }
 
     pub(crate) fn count(&mut self, why: Retirement) {
@@ -91,6 +95,7 @@ impl ClosedCounts {
             Retirement::Closed(CloseReason::Complete) => &mut self.complete,
             Retirement::Closed(CloseReason::Error) => &mut self.error,
             Retirement::Closed(CloseReason::Expired) => &mut self.expired,
+            Retirement::Closed(CloseReason::Lifetime) => &mut self.lifetime,
             Retirement::Overflow => &mut self.overflow,
             Retirement::Revoked => &mut self.revoked,
         };
@@ -169,6 +174,7 @@ impl HubStats {
             (Retirement::Overflow.as_str(), closed.overflow),
             (Retirement::Revoked.as_str(), closed.revoked),
             (CloseReason::Expired.as_str(), closed.expired),
+            (CloseReason::Lifetime.as_str(), closed.lifetime),
         ] {
             counter!("mcp_subscriptions_listeners_closed_total", "reason" => reason)
                 .absolute(count);

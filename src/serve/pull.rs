@@ -32,6 +32,9 @@ pub(crate) struct Lease {
     pub(crate) slot: Option<Slot>,
     /// When it ends with [`StreamError::Expired`].
     pub(crate) expires_at: Option<Instant>,
+    /// When it ends with [`StreamError::Lifetime`] (a listen stream's
+    /// lifetime; sessions have none).
+    pub(crate) lifetime_ends: Option<Instant>,
     /// Its keys, held against the service's demand hooks.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     pub(crate) demand: Option<super::demand::Hold>,
@@ -43,8 +46,26 @@ impl Lease {
         Self {
             slot,
             expires_at,
+            lifetime_ends: None,
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
+        }
+    }
+}
+
+impl Lease {
+    /// The first of its expiry and its lifetime's end, and the error it
+    /// ends the stream with.
+    fn ending(&self) -> Option<(Instant, StreamError)> {
+        let expiry = self.expires_at.map(|at| (at, StreamError::Expired));
+        let lifetime = self.lifetime_ends.map(|at| (at, StreamError::Lifetime));
+        match (expiry, lifetime) {
+            (Some(expiry), Some(lifetime)) => Some(if lifetime.0 < expiry.0 {
+                lifetime
+            } else {
+                expiry
+            }),
+            (expiry, lifetime) => expiry.or(lifetime),
         }
     }
 }
@@ -75,11 +96,11 @@ impl<H: SourceHandle> Pull<H> {
     /// Pulls the next event or the end; `None` once ended. Lag reports are
     /// skipped: no transport has a way to say them. A source that panics,
     /// or that reports itself closed underneath the stream, fails it; so
-    /// does its lease's expiry, waited for on tokio's timer where a
-    /// transport brings it (and otherwise checked at each pull).
+    /// does its lease's expiry or lifetime, waited for on tokio's timer
+    /// where a transport brings it (and otherwise checked at each pull).
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
         self.handle.as_ref()?;
-        let Some(at) = self.lease.expires_at else {
+        let Some((at, why)) = self.lease.ending() else {
             return self.pull_source().await;
         };
         if Instant::now() < at {
@@ -91,8 +112,11 @@ impl<H: SourceHandle> Pull<H> {
             #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
             return self.pull_source().await;
         }
-        self.finish(CloseReason::Expired);
-        Some(Pulled::Failed(StreamError::Expired.to_error_data()))
+        self.finish(match why {
+            StreamError::Lifetime => CloseReason::Lifetime,
+            _ => CloseReason::Expired,
+        });
+        Some(Pulled::Failed(why.to_error_data()))
     }
 
     async fn pull_source(&mut self) -> Option<Pulled> {
@@ -126,6 +150,7 @@ impl<H: SourceHandle> Pull<H> {
         }
         self.lease = Lease {
             expires_at: self.lease.expires_at,
+            lifetime_ends: self.lease.lifetime_ends,
             ..Lease::default()
         };
     }

@@ -71,6 +71,8 @@ pub struct ListenService<S> {
     declared: Arc<OnceLock<ServerCapabilities>>,
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     demand: Option<Arc<super::demand::Keys>>,
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    max_lifetime: Option<std::time::Duration>,
 }
 
 impl<S> Clone for ListenService<S> {
@@ -83,6 +85,8 @@ impl<S> Clone for ListenService<S> {
             declared: self.declared.clone(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: self.demand.clone(),
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            max_lifetime: self.max_lifetime,
         }
     }
 }
@@ -103,6 +107,8 @@ impl<S: Source + 'static> ListenService<S> {
             declared: Arc::default(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            max_lifetime: None,
         }
     }
 
@@ -121,6 +127,28 @@ impl<S: Source + 'static> ListenService<S> {
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     pub fn with_demand(mut self, demand: super::demand::Demand) -> Self {
         self.demand = Some(super::demand::Keys::new(demand));
+        self
+    }
+
+    /// Ends each stream after about `lifetime` (within 10% either side,
+    /// drawn per stream, so that streams opened together do not end
+    /// together) with [`LIFETIME_ERROR_CODE`](crate::error::LIFETIME_ERROR_CODE)
+    /// and `data: {"reason":"lifetime"}`, counted as
+    /// [`CloseReason::Lifetime`](crate::CloseReason::Lifetime).
+    ///
+    /// Streams held for hours never move, so after a herd or a scale-out
+    /// the spread over replicas stays as uneven as it fell; with a
+    /// lifetime, clients listen again now and then and land where the load
+    /// balancer puts them now. The end is an error, not the `complete`
+    /// result: `complete` tells a client the server is done with it, and
+    /// clients (this crate's, the TypeScript and Python SDKs') do not
+    /// listen again after it, while after an error they do (this crate's
+    /// client at once, with [`Item::Relistening`](crate::client::Item::Relistening)
+    /// and then a resync; an SDK application as after any lost stream).
+    /// Nothing is replayed, so a client refetches what it lists.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    pub fn with_max_stream_lifetime(mut self, lifetime: std::time::Duration) -> Self {
+        self.max_lifetime = Some(lifetime);
         self
     }
 
@@ -344,7 +372,18 @@ impl<S: Source + 'static> ListenService<S> {
             _ => None,
         };
         context.labels.extend_from_slice(grant.labels());
-        Ok((grant.filter().clone(), Lease::new(slot, expires_at)))
+        #[allow(unused_mut, reason = "lifetimes need a transport's runtime")]
+        let mut lease = Lease::new(slot, expires_at);
+        #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+        {
+            lease.lifetime_ends = self.max_lifetime.map(|lifetime| {
+                // Within 10% either side.
+                let tenth = lifetime / 10;
+                std::time::Instant::now() + lifetime - tenth
+                    + crate::backoff::random_below(tenth * 2)
+            });
+        }
+        Ok((grant.filter().clone(), lease))
     }
 }
 
