@@ -39,6 +39,7 @@ fn smoke_each_target_takes_empty_input() {
     targets::channel_frame(b"");
     targets::stdio_reader(b"");
     targets::http_body(b"");
+    targets::first_request(b"");
 }
 
 #[test]
@@ -59,4 +60,9 @@ fn stdio_reader_corpus() {
 #[test]
 fn http_body_corpus() {
     replay("http_body", targets::http_body);
+}
+
+#[test]
+fn first_request_corpus() {
+    replay("first_request", targets::first_request);
 }

@@ -10,9 +10,10 @@
 //! nor hang on any of them, and beyond that it asserts what the crate
 //! promises about its answer: a filter that parses serializes back to
 //! itself, a frame that decodes re-encodes to bytes that decode to the same
-//! frame, every line the stdio transport writes is a JSON-RPC message, and
+//! frame, every line the stdio transport writes is a JSON-RPC message,
 //! every HTTP answer that is not a listen stream is a JSON-RPC error with
-//! the status and code the front door's table names.
+//! the status and code the front door's table names, and the socket path
+//! holds only a whole, plain request that holds a stream, exactly as sent.
 
 use std::future::poll_fn;
 use std::io::{self, Cursor};
@@ -23,8 +24,9 @@ use std::time::Duration;
 
 use axum::body::{Body, to_bytes};
 use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST};
-use axum::http::{HeaderValue, Request, Response, StatusCode};
+use axum::http::{HeaderValue, Method, Request, Response, StatusCode, Uri, Version};
 use mcp_subscriptions::channel::Frame;
+use mcp_subscriptions::http::first_request::{Classified, classify as classify_first};
 use mcp_subscriptions::http::{HttpTransport, Incoming, classify};
 use mcp_subscriptions::hub::DEFAULT_MAX_URIS;
 use mcp_subscriptions::stdio::StdioTransport;
@@ -218,6 +220,203 @@ pub fn stdio_reader(data: &[u8]) {
             )
         });
         assert_eq!(message["jsonrpc"], "2.0", "{message}");
+    }
+}
+
+/// The most a first request may take to be held on the socket: the socket
+/// path's `BUFFER` (hyper's buffer).
+const FIRST_REQUEST_BUFFER: usize = 8 * 1024;
+
+/// The most headers the checks below parse a head with: hyper's limit,
+/// above the socket path's own (32), so that the checks see every head the
+/// classifier does.
+const MAX_HEADERS: usize = 100;
+
+/// How many cut points of a long held request are tried as its prefixes
+/// (a short one is cut everywhere).
+const PREFIX_CUTS: usize = 64;
+
+/// The socket path's classifier of a connection's first bytes
+/// (`http::first_request::classify`), checked against httparse.
+///
+/// `Held` only for a whole, plain request of at most
+/// [`FIRST_REQUEST_BUFFER`] bytes and nothing after it: a complete
+/// HTTP/1.1 head, no `Transfer-Encoding`, `Expect` or `Upgrade`, at most
+/// one digits-only `Content-Length` that ends the body exactly where the
+/// input ends, a `POST` whose body names `subscriptions/listen` as its
+/// method or a `GET` that accepts an event stream; the request handed on
+/// has the input's method, target, version, headers (in order, per name,
+/// byte for byte) and body. Every strict prefix of a held request is `Partial`, and one
+/// byte more makes it `Other`. `Partial` only while the input can still
+/// become such a request: httparse wants more of the head, or the head is
+/// complete and plain and the body is shorter than its length.
+pub fn first_request(data: &[u8]) {
+    match classify_first(data) {
+        Classified::Partial => check_partial(data),
+        Classified::Held(request) => check_held(data, *request),
+        Classified::Other => {}
+    }
+}
+
+/// What holds for input the classifier wants more of.
+fn check_partial(data: &[u8]) {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut head = httparse::Request::new(&mut headers);
+    match head.parse(data) {
+        Ok(httparse::Status::Partial) => {}
+        Ok(httparse::Status::Complete(head_len)) => {
+            let end = head_len.saturating_add(plain_body_len(&head));
+            assert!(
+                data.len() < end && end <= FIRST_REQUEST_BUFFER,
+                "partial with a whole head: the body ({} of {end} bytes) is short",
+                data.len()
+            );
+        }
+        Err(err) => panic!("partial, but httparse refuses it: {err}"),
+    }
+}
+
+/// What holds for a held request: see [`first_request`].
+fn check_held(data: &[u8], request: Request<Body>) {
+    assert!(data.len() <= FIRST_REQUEST_BUFFER, "held beyond the buffer");
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut head = httparse::Request::new(&mut headers);
+    let head_len = match head.parse(data) {
+        Ok(httparse::Status::Complete(len)) => len,
+        parsed => panic!("held, but httparse says {parsed:?}"),
+    };
+    let body_len = plain_body_len(&head);
+    assert_eq!(
+        head_len.saturating_add(body_len),
+        data.len(),
+        "nothing after the body"
+    );
+    let body = &data[head_len..];
+
+    assert_eq!(request.version(), Version::HTTP_11);
+    assert_eq!(Some(request.method().as_str()), head.method);
+    let target = head.path.expect("a whole head has a target");
+    assert_eq!(
+        Some(request.uri()),
+        Uri::try_from(target).ok().as_ref(),
+        "the target as sent"
+    );
+    match *request.method() {
+        Method::POST => {
+            // The classifier reads `method` alone, borrowed (so unescaped),
+            // and skips the rest without checking all of it (a string it
+            // skips may hold bytes that are not UTF-8; the router answers
+            // that): the method is in the body as it is, and where the
+            // body is JSON, it is its `method`, or (serde filling a struct
+            // from an array too) a one-element array's.
+            let listen = br#""subscriptions/listen""#;
+            assert!(
+                body.windows(listen.len()).any(|window| window == listen),
+                "a held POST names the listen method"
+            );
+            if let Ok(message) = serde_json::from_slice::<Value>(body) {
+                let method = message.get("method").or_else(|| message.get(0));
+                assert_eq!(
+                    method.and_then(Value::as_str),
+                    Some("subscriptions/listen"),
+                    "a held POST is a listen request: {message}"
+                );
+            }
+        }
+        Method::GET => assert!(
+            head.headers.iter().any(|header| {
+                header.name.eq_ignore_ascii_case("accept")
+                    && header
+                        .value
+                        .to_ascii_lowercase()
+                        .windows(b"text/event-stream".len())
+                        .any(|window| window == b"text/event-stream")
+            }),
+            "a held GET accepts an event stream"
+        ),
+        ref method => panic!("held a {method}"),
+    }
+
+    let held = request.headers();
+    assert_eq!(held.len(), head.headers.len(), "every header, once");
+    for (i, header) in head.headers.iter().enumerate() {
+        let same_name = |other: &httparse::Header<'_>| other.name.eq_ignore_ascii_case(header.name);
+        if head.headers[..i].iter().any(same_name) {
+            continue;
+        }
+        let sent: Vec<&[u8]> = head
+            .headers
+            .iter()
+            .filter(|other| same_name(other))
+            .map(|other| other.value)
+            .collect();
+        let kept: Vec<&[u8]> = held
+            .get_all(header.name)
+            .iter()
+            .map(HeaderValue::as_bytes)
+            .collect();
+        assert_eq!(kept, sent, "the values of {}", header.name);
+    }
+
+    let held_body = runtime()
+        .block_on(to_bytes(request.into_body(), usize::MAX))
+        .expect("a held body is whole");
+    assert_eq!(&held_body[..], body, "the body as sent");
+
+    let cuts: Vec<usize> = if data.len() < 1024 {
+        (0..data.len()).collect()
+    } else {
+        (0..PREFIX_CUTS)
+            .map(|i| i * data.len() / PREFIX_CUTS)
+            .chain([head_len - 1, head_len, data.len() - 1])
+            .filter(|&cut| cut < data.len())
+            .collect()
+    };
+    for cut in cuts {
+        assert!(
+            matches!(classify_first(&data[..cut]), Classified::Partial),
+            "a held request cut at {cut} is partial"
+        );
+    }
+    let mut more = data.to_vec();
+    more.push(b'G');
+    assert!(
+        matches!(classify_first(&more), Classified::Other),
+        "a byte after a held request's body makes it hyper's"
+    );
+}
+
+/// The body length of a whole head the socket path may take: HTTP/1.1,
+/// no `Transfer-Encoding`, `Expect` or `Upgrade`, and at most one
+/// `Content-Length` (0 without one), of digits alone. Panics on any other.
+fn plain_body_len(head: &httparse::Request<'_, '_>) -> usize {
+    assert_eq!(head.version, Some(1), "HTTP/1.1 only");
+    let mut lengths = Vec::new();
+    for header in head.headers.iter() {
+        for refused in ["transfer-encoding", "expect", "upgrade"] {
+            assert!(
+                !header.name.eq_ignore_ascii_case(refused),
+                "taken with {}",
+                header.name
+            );
+        }
+        if header.name.eq_ignore_ascii_case("content-length") {
+            lengths.push(header.value);
+        }
+    }
+    match lengths[..] {
+        [] => 0,
+        [value] => {
+            let value = std::str::from_utf8(value)
+                .map(str::trim)
+                .unwrap_or_default();
+            assert!(
+                !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()),
+                "taken with Content-Length {value:?}"
+            );
+            value.parse().expect("a length that fits")
+        }
+        _ => panic!("taken with {} lengths", lengths.len()),
     }
 }
 

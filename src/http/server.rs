@@ -175,7 +175,12 @@ impl Server {
     /// (or cut the transport's [`Streams`](crate::transport::Streams)) when
     /// `shutdown` resolves, or this waits for the streams too. Most servers
     /// want [`serve_until_drained`](Self::serve_until_drained), which does.
-    pub async fn serve(self, listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        router: Router,
+        shutdown: impl Future<Output = ()>,
+    ) {
         let connections = Connections::new(self.limits, Arc::clone(&self.counters));
         let stop = Stop::default();
         let tasks = TaskTracker::new();
@@ -355,7 +360,13 @@ impl Connection {
         };
         // Boxed, so that a held stream's task is not the size of hyper's
         // connection.
-        Box::pin(through_hyper(Rewind::new(read, socket), router, stop, tracked)).await;
+        Box::pin(through_hyper(
+            Rewind::new(read, socket),
+            router,
+            stop,
+            tracked,
+        ))
+        .await;
         drop(open);
     }
 }

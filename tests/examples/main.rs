@@ -8,6 +8,7 @@ mod broker;
 mod support;
 
 mod cli;
+mod edge;
 mod example_audiences;
 mod example_relay;
 mod example_server;

@@ -13,6 +13,7 @@ mod channel;
 mod demand;
 mod endpoint;
 mod extensions;
+mod fast_path;
 mod http_answers;
 mod http_transport;
 mod serving_rules;

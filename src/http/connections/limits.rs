@@ -19,7 +19,9 @@ pub(in crate::http) fn default_max_waiting() -> usize {
 
 /// The soft limit on the `Max open files` line, when it is a number.
 fn soft_open_files(limits: &str) -> Option<usize> {
-    let line = limits.lines().find(|line| line.starts_with("Max open files"))?;
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))?;
     line["Max open files".len()..]
         .split_whitespace()
         .next()?
@@ -37,7 +39,8 @@ mod tests {
                       Max processes             127966               127966               processes \n\
                       Max open files            1024                 524288               files     \n";
         assert_eq!(soft_open_files(limits), Some(1024));
-        let unlimited = "Max open files            unlimited            unlimited            files\n";
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
         assert_eq!(soft_open_files(unlimited), None);
         assert_eq!(soft_open_files("nothing here"), None);
     }

@@ -42,8 +42,8 @@ use parking_lot::Mutex;
 
 pub(super) use limits::default_max_waiting;
 pub(super) use service::TrackedService;
-use ticket::Ticket;
 pub(super) use ticket::Open;
+use ticket::Ticket;
 pub(super) use watchdog::{Tracked, Watchdog};
 
 /// A snapshot of a server's connections
@@ -194,7 +194,10 @@ impl Connections {
             let place = waiting.next;
             waiting.next += 1;
             waiting.tickets.insert(place, Arc::clone(ticket));
-            let over = waiting.tickets.len().saturating_sub(self.limits.max_waiting);
+            let over = waiting
+                .tickets
+                .len()
+                .saturating_sub(self.limits.max_waiting);
             let shed: Vec<Arc<Ticket>> = (0..over)
                 .filter_map(|_| waiting.tickets.pop_first().map(|(_, ticket)| ticket))
                 .collect();

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use super::Closed;
 use super::ticket::{Fate, Ticket};
@@ -74,16 +74,73 @@ impl<F: Future + Unpin> Future for Watchdog<F> {
         let Fate::CloseAt(at, why) = ticket.fate(cx.waker()) else {
             return Poll::Pending;
         };
-        let sleep = this
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        if sleep.deadline() != at {
-            sleep.as_mut().reset(at);
-        }
-        if sleep.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
+        // A deadline already passed (a shed connection's is now) closes
+        // at once: a timer set to now fires a tick later, and a fate read
+        // again then would name a later now, for ever.
+        if at > Instant::now() {
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if sleep.deadline() != at {
+                sleep.as_mut().reset(at);
+            }
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
         }
         ticket.closed(why);
         Poll::Ready(Err(why))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::pending;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::{Connections, Limits};
+    use super::*;
+
+    const DEADLINE: Duration = Duration::from_secs(30);
+
+    fn connections(max_waiting: usize) -> Arc<Connections> {
+        let limits = Limits {
+            request_deadline: DEADLINE,
+            idle_timeout: DEADLINE,
+            max_waiting,
+        };
+        Connections::new(limits, Arc::default())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shed_connection_is_closed_at_once() {
+        let connections = connections(1);
+        let (_first_open, first) = connections.accepted();
+        let started = Instant::now();
+        let (_second_open, second) = connections.accepted();
+        let closed = Watchdog::new(first, pending::<()>()).await;
+        assert_eq!(closed, Err(Closed::Shed));
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        let stats = connections.counters.snapshot();
+        assert_eq!((stats.shed, stats.waiting), (1, 1));
+        // The one that shed it waits on, to its own deadline.
+        let closed = Watchdog::new(second, pending::<()>()).await;
+        assert_eq!(closed, Err(Closed::RequestTimeout));
+        let waited = started.elapsed();
+        assert!(
+            waited >= DEADLINE && waited < DEADLINE + Duration::from_millis(10),
+            "{waited:?}"
+        );
+        assert_eq!(connections.counters.snapshot().request_timeouts, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_the_connection_finishes_by_its_deadline_is_not_cut() {
+        let connections = connections(8);
+        let (_open, tracked) = connections.accepted();
+        let finished = Watchdog::new(tracked, Box::pin(tokio::time::sleep(DEADLINE / 2))).await;
+        assert_eq!(finished, Ok(()));
+        assert_eq!(connections.counters.snapshot().waiting, 0);
     }
 }

@@ -115,10 +115,12 @@ pub fn classify(bytes: &[u8]) -> Classified {
     let Some(body_len) = plain_body_len(&head) else {
         return Classified::Other;
     };
-    let end = head_len + body_len;
-    if end > BUFFER {
-        return Classified::Other;
-    }
+    // A body that cannot fit (its length near `usize::MAX` included) is
+    // hyper's to read.
+    let end = match head_len.checked_add(body_len) {
+        Some(end) if end <= BUFFER => end,
+        _ => return Classified::Other,
+    };
     match bytes.len().cmp(&end) {
         std::cmp::Ordering::Less => return Classified::Partial,
         // A second request sent behind the first: hyper's to pipeline.
@@ -281,5 +283,14 @@ mod tests {
         let token = "t".repeat(BUFFER);
         let long = post(LISTEN, &format!("Authorization: Bearer {token}\r\n"));
         assert!(matches!(classify(long.as_bytes()), Classified::Other));
+    }
+
+    #[test]
+    fn a_content_length_that_cannot_fit_goes_to_hyper() {
+        for len in [usize::MAX.to_string(), "99999999999999999999999".into()] {
+            let head =
+                format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n{{}}");
+            assert!(matches!(classify(head.as_bytes()), Classified::Other));
+        }
     }
 }

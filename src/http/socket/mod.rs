@@ -56,9 +56,9 @@ use axum::response::Response;
 use tokio::net::TcpStream;
 use tower_service::Service;
 
+pub(in crate::http) use first::{BUFFER, First, read as read_first};
 #[doc(hidden)]
 pub use first::{Classified, classify};
-pub(in crate::http) use first::{BUFFER, First, read as read_first};
 pub(in crate::http) use rewind::Rewind;
 pub(in crate::http) use spare::Spare;
 
