@@ -7,13 +7,16 @@
 //!
 //! `resources/list` lists the folder's files, `resources/read` reads one,
 //! and the tool `write_file {name, text}` writes one. A `notify` watcher
-//! publishes what changes: a file created, removed or renamed is
+//! publishes what changes, gathering its reports for 50 ms so that one
+//! write is one notification: a file created, removed or renamed is
 //! `notifications/resources/list_changed`, and each file whose content
-//! changed (or that went) is `notifications/resources/updated` for its
-//! URI. Listen streams (2026-07-28) and older clients' sessions
+//! changed (or that came or went) is `notifications/resources/updated`
+//! for its URI. Listen streams (2026-07-28) and older clients' sessions
 //! (`resources/subscribe`) both get them, from one hub.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mcp_subscriptions::{Hub, ListenService, WithSubscriptions, http};
 use notify::event::{EventKind, ModifyKind};
@@ -119,19 +122,58 @@ impl ServerHandler for Files {
     }
 }
 
-/// Publishes what the watcher saw into `hub`.
-fn publish(hub: &Hub, event: notify::Event) {
-    let listed = matches!(
-        event.kind,
-        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
-    );
-    let changed = listed || matches!(event.kind, EventKind::Modify(ModifyKind::Data(_)));
-    if listed {
-        hub.notify_resources_list_changed();
+/// Watches `dir` and publishes what changes into `hub`, a burst at a time:
+/// one write is several reports (created, written, closed), and its
+/// listeners are told once.
+fn watch(hub: Hub, dir: &Path) -> notify::Result<notify::RecommendedWatcher> {
+    let (seen, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            let _ = seen.send(event);
+        }
+    })?;
+    watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    tokio::spawn(async move {
+        while let Some(first) = reports.recv().await {
+            let mut burst = Burst::default();
+            burst.add(first);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            while let Ok(report) = reports.try_recv() {
+                burst.add(report);
+            }
+            burst.publish(&hub);
+        }
+    });
+    Ok(watcher)
+}
+
+/// What the watcher reported in one burst.
+#[derive(Default)]
+struct Burst {
+    /// A file was created, removed or renamed.
+    listed: bool,
+    /// The files whose content changed, or that came or went.
+    changed: BTreeSet<PathBuf>,
+}
+
+impl Burst {
+    fn add(&mut self, event: notify::Event) {
+        let listed = matches!(
+            event.kind,
+            EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        );
+        self.listed |= listed;
+        if listed || matches!(event.kind, EventKind::Modify(ModifyKind::Data(_))) {
+            self.changed.extend(event.paths);
+        }
     }
-    if changed {
-        for path in &event.paths {
-            hub.notify_resource_updated(uri_of(path));
+
+    fn publish(self, hub: &Hub) {
+        if self.listed {
+            hub.notify_resources_list_changed();
+        }
+        for path in self.changed {
+            hub.notify_resource_updated(uri_of(&path));
         }
     }
 }
@@ -155,13 +197,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Files::new(dir.clone());
     let sessions = WithSubscriptions::factory(&listen, move || server.clone());
     let mcp = http::endpoint(listen, sessions, Default::default());
-    let watched = hub.clone();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            publish(&watched, event);
-        }
-    })?;
-    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    let _watcher = watch(hub.clone(), &dir)?;
 
     let tcp = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", tcp.local_addr()?);

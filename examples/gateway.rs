@@ -189,7 +189,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.upstream(upstream);
     }
     let gateway = builder.open().await?;
-    let listen = gateway.listen_service().with_server_info(server_info());
+    let listen = gateway.listen_service();
     let server = GatewayServer {
         gateway: gateway.clone(),
     };

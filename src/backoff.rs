@@ -13,13 +13,16 @@ use std::time::Duration;
 
 use rand::RngExt;
 
-/// A bound doubling from `initial` up to `max`, per attempt.
+/// A bound doubling from `initial` up to `max`, per attempt (the client's
+/// and the relay's; a stream's lifetime needs only the random source).
+#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Backoff {
     pub(crate) initial: Duration,
     pub(crate) max: Duration,
 }
 
+#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 impl Backoff {
     /// The bound of attempt `attempt` (1-based), at least a millisecond.
     pub(crate) fn bound(&self, attempt: u32) -> Duration {
@@ -60,6 +63,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
     fn a_wait_lies_between_half_its_doubling_bound_and_the_bound() {
         let backoff = Backoff {
             initial: Duration::from_millis(100),

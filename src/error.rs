@@ -30,7 +30,7 @@ pub const REVOKED_ERROR_CODE: ErrorCode = ErrorCode(-32003);
 
 /// The JSON-RPC error code that ends a stream at the end of the lifetime
 /// its server gives every stream
-/// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)),
+/// (`ListenService::with_max_stream_lifetime`, with a transport feature),
 /// with `data: {"reason":"lifetime"}`. Nothing is wrong: the client is to
 /// listen again at once (and, behind a load balancer, may land on another
 /// replica). A server-defined code apart from the others, so that a client
@@ -328,7 +328,7 @@ pub enum StreamError {
     /// ([`Grant::with_expiry`](crate::Grant::with_expiry)).
     Expired,
     /// The stream reached the lifetime its service gives every stream
-    /// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)).
+    /// (`ListenService::with_max_stream_lifetime`).
     Lifetime,
     /// A hand-written [`Source`](crate::Source) failed with its own error.
     /// Boxed, so that every [`Next`](crate::Next) a reader moves stays

@@ -57,7 +57,7 @@ pub enum CloseReason {
     /// The stream reached the expiry it was granted with.
     Expired,
     /// The stream reached the lifetime its service gives every stream
-    /// ([`ListenService::with_max_stream_lifetime`](crate::ListenService::with_max_stream_lifetime)).
+    /// (`ListenService::with_max_stream_lifetime`).
     Lifetime,
 }
 

@@ -667,9 +667,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let tasks = tasks::Tasks::default();
     let replica = Replica::join(hub.clone(), options.relay.clone(), &tasks);
-    let mut listen = ListenService::new(hub.clone())
-        .with_server_info(server_info())
-        .with_demand(logged_demand());
+    let mut listen = ListenService::new(hub.clone()).with_demand(logged_demand());
     if !tokens.is_empty() {
         listen = listen.with_authorizer(auth::authorizer(tokens.clone(), tasks.clone()));
     }

@@ -21,7 +21,10 @@ impl Capabilities {
     ///   and `resources.subscribe` are set exactly when these capabilities
     ///   serve them, and only under a capability `base` declares: a server
     ///   without tools never claims `tools`, and a claim in `base` that is
-    ///   not served is withdrawn;
+    ///   not served is withdrawn; a bit `base` sets to `false` (a tool list
+    ///   that never changes, say: `ToolsCapability { list_changed:
+    ///   Some(false), .. }`) stays withdrawn, and no listen stream is
+    ///   granted it;
     /// - the extensions served are listed under `extensions`, beside any
     ///   other the base lists;
     /// - a client of a revision before 2026-07-28 never opens a listen
@@ -81,16 +84,22 @@ impl Capabilities {
         reaches: bool,
         extensions: bool,
     ) -> ServerCapabilities {
-        let bit = |served: bool| (reaches && served).then_some(true);
+        // A bit the base sets to `false` says the list never changes.
+        let bit = |served: bool, declared: Option<bool>| {
+            (reaches && served && declared != Some(false)).then_some(true)
+        };
         if let Some(tools) = &mut base.tools {
-            tools.list_changed = bit(self.list_changed(ListKind::Tools));
+            tools.list_changed = bit(self.list_changed(ListKind::Tools), tools.list_changed);
         }
         if let Some(prompts) = &mut base.prompts {
-            prompts.list_changed = bit(self.list_changed(ListKind::Prompts));
+            prompts.list_changed = bit(self.list_changed(ListKind::Prompts), prompts.list_changed);
         }
         if let Some(resources) = &mut base.resources {
-            resources.list_changed = bit(self.list_changed(ListKind::Resources));
-            resources.subscribe = bit(self.resources_subscribe);
+            resources.list_changed = bit(
+                self.list_changed(ListKind::Resources),
+                resources.list_changed,
+            );
+            resources.subscribe = bit(self.resources_subscribe, resources.subscribe);
         }
         if extensions {
             // Additive only: the base may list extensions that have nothing
@@ -181,6 +190,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_bit_the_server_sets_to_false_is_neither_advertised_nor_granted() {
+        let mut base = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        base.tools.as_mut().unwrap().list_changed = Some(false);
+        base.resources.as_mut().unwrap().subscribe = Some(false);
+        let caps = Capabilities::default().advertise(base.clone());
+        let resources = caps.resources.unwrap();
+        assert_eq!(caps.tools.unwrap().list_changed, None);
+        assert_eq!(
+            (resources.list_changed, resources.subscribe),
+            (Some(true), None)
+        );
+        let granted = Capabilities::default().within(&base);
+        assert!(!granted.tools_list_changed && !granted.resources_subscribe);
+        assert!(granted.resources_list_changed);
     }
 
     #[test]

@@ -49,19 +49,23 @@ impl Default for Capabilities {
 
 impl Capabilities {
     /// These capabilities less the core bits whose capability `base` does
-    /// not declare: what a server that declares `base` may grant (a server
-    /// without prompts grants no prompt changes). Extensions are kept.
+    /// not declare, or declares with the bit `false`: what a server that
+    /// declares `base` may grant (a server without prompts grants no prompt
+    /// changes, one whose tool list never changes no tool changes).
+    /// Extensions are kept.
     pub(crate) fn within(&self, base: &rmcp::model::ServerCapabilities) -> Self {
-        let (tools, prompts, resources) = (
-            base.tools.is_some(),
-            base.prompts.is_some(),
-            base.resources.is_some(),
-        );
+        // Declared, and not said to be `false`.
+        let may = |declared: Option<Option<bool>>| declared.is_some_and(|bit| bit != Some(false));
+        let resources = base.resources.as_ref();
         Self {
-            tools_list_changed: self.tools_list_changed && tools,
-            prompts_list_changed: self.prompts_list_changed && prompts,
-            resources_list_changed: self.resources_list_changed && resources,
-            resources_subscribe: self.resources_subscribe && resources,
+            tools_list_changed: self.tools_list_changed
+                && may(base.tools.as_ref().map(|tools| tools.list_changed)),
+            prompts_list_changed: self.prompts_list_changed
+                && may(base.prompts.as_ref().map(|prompts| prompts.list_changed)),
+            resources_list_changed: self.resources_list_changed
+                && may(resources.map(|resources| resources.list_changed)),
+            resources_subscribe: self.resources_subscribe
+                && may(resources.map(|resources| resources.subscribe)),
             extensions: self.extensions.clone(),
         }
     }

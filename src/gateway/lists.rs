@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::link::{Link, upstream_error};
 use super::namespace::Namespace;
-use crate::client::{Change, SubscribeError};
+use crate::client::SubscribeError;
 use crate::event::Event;
 use crate::hub::Hub;
 
@@ -22,13 +22,10 @@ use crate::hub::Hub;
 pub(super) async fn forward_changes(link: Arc<Link>, hub: Hub) {
     let mut changes = link.catalog.changes();
     while let Some(change) = changes.next().await {
-        let event = match change {
-            Change::Tools(_) => Event::tools_list_changed(),
-            Change::Prompts(_) => Event::prompts_list_changed(),
-            Change::Resources(_) | Change::Templates(_) => Event::resources_list_changed(),
-            Change::Contents(_) => continue,
-        };
-        hub.publish(event);
+        // Watched contents come by the link's URI listen, not here.
+        if let Some(kind) = change.kind() {
+            hub.publish(Event::list_changed(kind.list_kind()));
+        }
     }
 }
 

@@ -30,14 +30,31 @@ pub(crate) struct Lease {
     /// Its place under its principal's limit, given back when dropped.
     #[allow(dead_code, reason = "held for its drop")]
     pub(crate) slot: Option<Slot>,
-    /// When it ends with [`StreamError::Expired`].
-    pub(crate) expires_at: Option<Instant>,
-    /// When it ends with [`StreamError::Lifetime`] (a listen stream's
-    /// lifetime; sessions have none).
-    pub(crate) lifetime_ends: Option<Instant>,
+    /// When it ends by itself, if it does.
+    pub(crate) ends: Option<Ending>,
     /// Its keys, held against the service's demand hooks.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     pub(crate) demand: Option<super::demand::Hold>,
+}
+
+/// When a stream ends by itself, and why: its grant's expiry or its
+/// lifetime, whichever comes first. Small, since every held stream
+/// carries one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ending {
+    pub(crate) at: Instant,
+    /// [`CloseReason::Expired`] or [`CloseReason::Lifetime`].
+    reason: CloseReason,
+}
+
+impl Ending {
+    /// The error the stream ends with.
+    fn error(self) -> StreamError {
+        match self.reason {
+            CloseReason::Lifetime => StreamError::Lifetime,
+            _ => StreamError::Expired,
+        }
+    }
 }
 
 impl Lease {
@@ -45,27 +62,24 @@ impl Lease {
     pub(crate) fn new(slot: Option<Slot>, expires_at: Option<Instant>) -> Self {
         Self {
             slot,
-            expires_at,
-            lifetime_ends: None,
+            ends: expires_at.map(|at| Ending {
+                at,
+                reason: CloseReason::Expired,
+            }),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
         }
     }
-}
 
-impl Lease {
-    /// The first of its expiry and its lifetime's end, and the error it
-    /// ends the stream with.
-    fn ending(&self) -> Option<(Instant, StreamError)> {
-        let expiry = self.expires_at.map(|at| (at, StreamError::Expired));
-        let lifetime = self.lifetime_ends.map(|at| (at, StreamError::Lifetime));
-        match (expiry, lifetime) {
-            (Some(expiry), Some(lifetime)) => Some(if lifetime.0 < expiry.0 {
-                lifetime
-            } else {
-                expiry
-            }),
-            (expiry, lifetime) => expiry.or(lifetime),
+    /// Ends it at `at` for the end of its lifetime, unless it expires
+    /// first.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    pub(crate) fn end_lifetime_at(&mut self, at: Instant) {
+        if self.ends.is_none_or(|ends| at < ends.at) {
+            self.ends = Some(Ending {
+                at,
+                reason: CloseReason::Lifetime,
+            });
         }
     }
 }
@@ -100,23 +114,20 @@ impl<H: SourceHandle> Pull<H> {
     /// where a transport brings it (and otherwise checked at each pull).
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
         self.handle.as_ref()?;
-        let Some((at, why)) = self.lease.ending() else {
+        let Some(ending) = self.lease.ends else {
             return self.pull_source().await;
         };
-        if Instant::now() < at {
+        if Instant::now() < ending.at {
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             tokio::select! {
                 pulled = self.pull_source() => return pulled,
-                () = tokio::time::sleep_until(at.into()) => {}
+                () = tokio::time::sleep_until(ending.at.into()) => {}
             }
             #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
             return self.pull_source().await;
         }
-        self.finish(match why {
-            StreamError::Lifetime => CloseReason::Lifetime,
-            _ => CloseReason::Expired,
-        });
-        Some(Pulled::Failed(why.to_error_data()))
+        self.finish(ending.reason);
+        Some(Pulled::Failed(ending.error().to_error_data()))
     }
 
     async fn pull_source(&mut self) -> Option<Pulled> {
@@ -149,8 +160,7 @@ impl<H: SourceHandle> Pull<H> {
             handle.close(reason);
         }
         self.lease = Lease {
-            expires_at: self.lease.expires_at,
-            lifetime_ends: self.lease.lifetime_ends,
+            ends: self.lease.ends,
             ..Lease::default()
         };
     }

@@ -63,17 +63,33 @@ use crate::source::Source;
 ///    hub).
 pub struct ListenService<S> {
     source: Arc<S>,
-    server_info: Arc<Implementation>,
+    /// Set by [`with_server_info`](Self::with_server_info); else the
+    /// declared handler's, else this crate's.
+    server_info: Option<Arc<Implementation>>,
     authorizer: Option<Arc<dyn Authorize>>,
     limits: Option<PrincipalLimits>,
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
-    declared: Arc<OnceLock<ServerCapabilities>>,
+    declared: Arc<OnceLock<Declared>>,
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     demand: Option<Arc<super::demand::Keys>>,
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     max_lifetime: Option<std::time::Duration>,
 }
+
+/// What a server's handler declares in its `get_info`.
+struct Declared {
+    capabilities: ServerCapabilities,
+    server_info: Arc<Implementation>,
+}
+
+/// The server info of a service no handler or option named.
+static THIS_CRATE: std::sync::LazyLock<Arc<Implementation>> = std::sync::LazyLock::new(|| {
+    Arc::new(Implementation::new(
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_PKG_VERSION"),
+    ))
+});
 
 impl<S> Clone for ListenService<S> {
     fn clone(&self) -> Self {
@@ -92,16 +108,15 @@ impl<S> Clone for ListenService<S> {
 }
 
 impl<S: Source + 'static> ListenService<S> {
-    /// Serves `source`, naming this crate as the server in `complete`
-    /// results until [`with_server_info`](Self::with_server_info) says
-    /// otherwise.
+    /// Serves `source`, naming in `complete` results the server that its
+    /// handler's `get_info` names once wrapped in
+    /// `WithSubscriptions` (or this crate,
+    /// until then), unless [`with_server_info`](Self::with_server_info)
+    /// says otherwise.
     pub fn new(source: S) -> Self {
         Self {
             source: Arc::new(source),
-            server_info: Arc::new(Implementation::new(
-                env!("CARGO_PKG_NAME"),
-                env!("CARGO_PKG_VERSION"),
-            )),
+            server_info: None,
             authorizer: None,
             limits: None,
             declared: Arc::default(),
@@ -143,7 +158,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// result: `complete` tells a client the server is done with it, and
     /// clients (this crate's, the TypeScript and Python SDKs') do not
     /// listen again after it, while after an error they do (this crate's
-    /// client at once, with [`Item::Relistening`](crate::client::Item::Relistening)
+    /// client at once, with `client::Item::Relistening`
     /// and then a resync; an SDK application as after any lost stream).
     /// Nothing is replayed, so a client refetches what it lists.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -163,9 +178,13 @@ impl<S: Source + 'static> ListenService<S> {
         self
     }
 
-    /// Sets the server info every stream's `complete` result carries.
+    /// Sets the server info every stream's `complete` result carries, in
+    /// place of what the handler's `get_info` names: only for a service
+    /// whose handler is not wrapped in
+    /// `WithSubscriptions`, or that names
+    /// itself apart from it.
     pub fn with_server_info(mut self, server_info: Implementation) -> Self {
-        self.server_info = Arc::new(server_info);
+        self.server_info = Some(Arc::new(server_info));
         self
     }
 
@@ -176,7 +195,14 @@ impl<S: Source + 'static> ListenService<S> {
 
     /// The server info the `complete` result carries.
     pub fn server_info(&self) -> &Implementation {
-        &self.server_info
+        self.shared_server_info()
+    }
+
+    fn shared_server_info(&self) -> &Arc<Implementation> {
+        self.server_info
+            .as_ref()
+            .or_else(|| self.declared.get().map(|declared| &declared.server_info))
+            .unwrap_or(&THIS_CRATE)
     }
 
     /// Validates a listen request made in process (no transport, no
@@ -274,7 +300,7 @@ impl<S: Source + 'static> ListenService<S> {
                     waiting,
                     id,
                     asked,
-                    self.server_info.clone(),
+                    self.shared_server_info().clone(),
                 ));
             }
         }
@@ -285,19 +311,24 @@ impl<S: Source + 'static> ListenService<S> {
             opened.handle,
             id,
             opened.granted,
-            self.server_info.clone(),
+            self.shared_server_info().clone(),
             lease,
         ))
     }
 
-    /// Records the capabilities the server declares (its handler's
-    /// `get_info`, before the subscription bits), for this service and
-    /// every clone of it: from then on a stream is granted no list whose
-    /// capability the server lacks, as the acknowledgement must never
-    /// carry more than the server advertises. The first declaration holds.
+    /// Records what the server declares (its handler's `get_info`: its
+    /// capabilities before the subscription bits, and its name), for this
+    /// service and every clone of it: from then on a stream is granted no
+    /// list whose capability the server lacks, as the acknowledgement must
+    /// never carry more than the server advertises, and its `complete`
+    /// result names the server as `initialize` does. The first declaration
+    /// holds.
     #[cfg(any(feature = "stdio", feature = "http"))]
-    pub(crate) fn declare(&self, base: ServerCapabilities) {
-        let _ = self.declared.set(base);
+    pub(crate) fn declare(&self, info: rmcp::model::ServerConfig) {
+        let _ = self.declared.set(Declared {
+            capabilities: info.capabilities,
+            server_info: Arc::new(info.server_info),
+        });
     }
 
     /// Holds `keys` against the demand hooks once each that no stream held
@@ -357,10 +388,9 @@ impl<S: Source + 'static> ListenService<S> {
         self.source
             .capabilities()
             .check_extensions(requested, |id| context.client_declares_extension(id))?;
-        let declared = self
-            .declared
-            .get()
-            .map(|base| requested.narrow(&self.source.capabilities().within(base)));
+        let declared = self.declared.get().map(|declared| {
+            requested.narrow(&self.source.capabilities().within(&declared.capabilities))
+        });
         let requested = declared.as_ref().unwrap_or(requested);
         let grant = self.authorize(context, requested)?;
         let expires_at = grant.expires_at();
@@ -375,13 +405,13 @@ impl<S: Source + 'static> ListenService<S> {
         #[allow(unused_mut, reason = "lifetimes need a transport's runtime")]
         let mut lease = Lease::new(slot, expires_at);
         #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-        {
-            lease.lifetime_ends = self.max_lifetime.map(|lifetime| {
-                // Within 10% either side.
-                let tenth = lifetime / 10;
+        if let Some(lifetime) = self.max_lifetime {
+            // Within 10% either side.
+            let tenth = lifetime / 10;
+            lease.end_lifetime_at(
                 std::time::Instant::now() + lifetime - tenth
-                    + crate::backoff::random_below(tenth * 2)
-            });
+                    + crate::backoff::random_below(tenth * 2),
+            );
         }
         Ok((grant.filter().clone(), lease))
     }

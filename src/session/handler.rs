@@ -112,7 +112,7 @@ impl<H: ServerHandler> WithSubscriptions<H> {
     /// a list the server lacks: the acknowledgement never carries more
     /// than the server advertises.
     pub fn new(listen: &ListenService<Hub>, inner: H) -> Self {
-        listen.declare(inner.get_info().capabilities);
+        listen.declare(inner.get_info());
         Self {
             inner,
             listen: listen.clone(),
@@ -130,7 +130,7 @@ impl<H: ServerHandler> WithSubscriptions<H> {
     ) -> impl Fn() -> Self + Send + Sync + 'static {
         // Declared now, not at the first session: a listen stream may come
         // first.
-        listen.declare(server().get_info().capabilities);
+        listen.declare(server().get_info());
         let listen = listen.clone();
         move || Self::new(&listen, server())
     }
@@ -499,5 +499,89 @@ impl<H: std::fmt::Debug> std::fmt::Debug for WithSubscriptions<H> {
             .field("inner", &self.inner)
             .field("session", &self.session.lock().is_some())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    /// Every method of rmcp's `ServerHandler` has a default, so one the
+    /// wrapper did not forward would be answered by rmcp's default instead
+    /// of the wrapped handler, silently. rmcp's HTTP service takes only a
+    /// `ServerHandler`, so the wrapper must be one and forward by hand:
+    /// this fails when rmcp gains a method the wrapper does not implement.
+    #[test]
+    fn the_wrapper_implements_every_method_of_rmcps_server_handler() {
+        let rmcp = std::fs::read_to_string(rmcp_source("src/handler/server.rs"))
+            .expect("rmcp's handler source reads");
+        let theirs = fn_names(block_after(&rmcp, "macro_rules! server_handler_methods"));
+        let ours = fn_names(block_after(
+            include_str!("handler.rs"),
+            "ServerHandler for WithSubscriptions<H>",
+        ));
+        assert!(
+            theirs.contains("call_tool") && theirs.contains("initialize"),
+            "rmcp's methods were read: {theirs:?}"
+        );
+        let missing: Vec<&String> = theirs.difference(&ours).collect();
+        assert!(
+            missing.is_empty(),
+            "rmcp's ServerHandler has methods WithSubscriptions does not forward: {missing:?}"
+        );
+    }
+
+    /// A file of the rmcp release in `Cargo.lock`, in cargo's registry.
+    fn rmcp_source(file: &str) -> PathBuf {
+        let lock = include_str!("../../Cargo.lock");
+        let version = lock
+            .split("[[package]]")
+            .find(|package| package.contains("\nname = \"rmcp\"\n"))
+            .and_then(|package| package.split("version = \"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .expect("Cargo.lock names rmcp's version");
+        let home = std::env::var_os("CARGO_HOME").map_or_else(
+            || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cargo"),
+            PathBuf::from,
+        );
+        let registry = home.join("registry/src");
+        std::fs::read_dir(&registry)
+            .unwrap_or_else(|err| panic!("{} cannot be read: {err}", registry.display()))
+            .filter_map(Result::ok)
+            .map(|index| index.path().join(format!("rmcp-{version}")).join(file))
+            .find(|path| path.exists())
+            .unwrap_or_else(|| panic!("no rmcp-{version} under {}", registry.display()))
+    }
+
+    /// The text of the braced block that follows `marker`.
+    fn block_after<'a>(text: &'a str, marker: &str) -> &'a str {
+        let start = text.find(marker).expect("the marker is in the text");
+        let open = start + text[start..].find('{').expect("a block follows");
+        let mut depth = 0;
+        for (at, c) in text[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 1 => return &text[open..=open + at],
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        panic!("the block after {marker:?} does not end")
+    }
+
+    /// The names of the functions declared in `block`.
+    fn fn_names(block: &str) -> BTreeSet<String> {
+        block
+            .split("fn ")
+            .skip(1)
+            .filter_map(|rest| {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                (!name.is_empty()).then_some(name)
+            })
+            .collect()
     }
 }

@@ -98,7 +98,8 @@ impl Session {
             return;
         }
         let (shared, stop) = (self.shared.clone(), self.stop.clone());
-        let expires_at = self.shared.lease.lock().expires_at;
+        // A session has no lifetime: its lease ends only when it expires.
+        let expires_at = self.shared.lease.lock().ends.map(|ends| ends.at);
         tokio::spawn(async move {
             let expiry = async {
                 match expires_at {

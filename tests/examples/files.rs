@@ -28,18 +28,15 @@ fn folder() -> PathBuf {
     std::fs::canonicalize(dir).unwrap()
 }
 
-/// The methods that arrive until the stream is quiet for a moment, with
-/// runs of the same one (a watcher may report one write twice) counted
-/// once.
+/// The methods that arrive until the stream is quiet for a moment, each
+/// as often as it came: the example gathers the watcher's reports of one
+/// write into one notification.
 async fn methods(stream: &mut Answer) -> Vec<String> {
     let mut methods: Vec<String> = Vec::new();
     while let Ok(Some(message)) =
         tokio::time::timeout(Duration::from_millis(700), stream.next()).await
     {
-        let method = message["method"].as_str().unwrap().to_owned();
-        if methods.last() != Some(&method) {
-            methods.push(method);
-        }
+        methods.push(message["method"].as_str().unwrap().to_owned());
     }
     methods
 }
@@ -94,6 +91,25 @@ async fn a_file_written_changed_and_removed_reaches_a_listener_as_its_notificati
         ["notifications/resources/list_changed"],
         "another file: the list, not an update of a URI not asked for"
     );
+    let renamed = dir.join("renamed.txt");
+    std::fs::rename(&file, &renamed).unwrap();
+    assert_eq!(
+        methods(&mut stream).await,
+        [
+            "notifications/resources/list_changed",
+            "notifications/resources/updated"
+        ],
+        "renamed away: the list and the file that went"
+    );
+    std::fs::rename(&renamed, &file).unwrap();
+    assert_eq!(
+        methods(&mut stream).await,
+        [
+            "notifications/resources/list_changed",
+            "notifications/resources/updated"
+        ],
+        "renamed back: the list and the file that came"
+    );
     std::fs::remove_file(&file).unwrap();
     assert_eq!(
         methods(&mut stream).await,
@@ -104,4 +120,24 @@ async fn a_file_written_changed_and_removed_reaches_a_listener_as_its_notificati
         "removed: the list and the file"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_readmes_watcher_is_the_examples() {
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../../examples/files.rs");
+    let block = readme
+        .split("```rust,no_run\n")
+        .map(|rest| rest.split("```").next().unwrap())
+        .find(|block| block.contains("fn watch("))
+        .expect("the README shows the watcher");
+    let shown: String = block
+        .lines()
+        .filter(|line| !line.starts_with("# "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(
+        example.contains(&shown),
+        "the README's watcher is not examples/files.rs's:\n{shown}"
+    );
 }

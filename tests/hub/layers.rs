@@ -98,8 +98,10 @@ fn references(module: &Module, code: &str) -> Vec<Module> {
                 .chars()
                 .next_back()
                 .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            // `pub(in crate::x)` says who may see an item, not what it uses.
+            let visibility = rest[..at].ends_with("pub(in ");
             rest = &rest[at + prefix.len()..];
-            if !boundary {
+            if !boundary || visibility {
                 continue;
             }
             let path: String = rest

@@ -15,7 +15,7 @@ use mcp_subscriptions::{
     WithSubscriptions,
 };
 use rmcp::ServiceExt;
-use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, RequestId, ServerCapabilities, ServerConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
@@ -372,6 +372,37 @@ async fn a_listen_stream_beside_is_granted_no_list_the_server_lacks() {
         json!({"toolsListChanged": true}),
         "no prompts, no resources: the server declares neither"
     );
+}
+
+#[tokio::test]
+async fn a_listen_result_names_the_server_its_handler_names() {
+    struct Notes;
+    impl rmcp::ServerHandler for Notes {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(resources_and_tools())
+                .with_server_info(Implementation::new("notes", "2.0.0"))
+        }
+    }
+    let hub = Hub::new();
+    let listen = ListenService::new(hub.clone());
+    let _sessions = WithSubscriptions::factory(&listen, || Notes);
+    // Named apart from the handler, the option wins.
+    let renamed = listen
+        .clone()
+        .with_server_info(Implementation::new("renamed", "1.0.0"));
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let streams =
+        [listen, renamed].map(|service| service.open(RequestId::Number(1), Some(&params)).unwrap());
+    hub.complete();
+    let mut named = Vec::new();
+    for mut stream in streams {
+        let mut last = Value::Null;
+        while let Some(bytes) = stream.next_message().await {
+            last = serde_json::from_slice(&bytes.to_vec()).unwrap();
+        }
+        named.push(last["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].clone());
+    }
+    assert_eq!(named, [json!("notes"), json!("renamed")]);
 }
 
 /// `-32003` with `data: {"reason": why}`, the end of a revoked or expired

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 use tokio::sync::watch;
 
-use super::entry::{Contents, Keyed};
+use super::entry::{CatalogKind, Contents, Keyed};
 use super::snapshot::Snapshot;
 
 /// One list's change from one generation to a later one.
@@ -88,6 +88,17 @@ pub enum Change {
 }
 
 impl Change {
+    /// The list it changed; `None` for watched contents.
+    pub fn kind(&self) -> Option<CatalogKind> {
+        match self {
+            Self::Tools(_) => Some(CatalogKind::Tools),
+            Self::Prompts(_) => Some(CatalogKind::Prompts),
+            Self::Resources(_) => Some(CatalogKind::Resources),
+            Self::Templates(_) => Some(CatalogKind::Templates),
+            Self::Contents(_) => None,
+        }
+    }
+
     /// The generation the change leads to.
     pub fn generation(&self) -> u64 {
         match self {

@@ -11,6 +11,8 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::event::ListKind;
+
 use super::super::error::{ProtocolError, SubscribeError};
 use super::super::options::SubscribeOptions;
 use super::super::request::Request;
@@ -42,6 +44,16 @@ impl CatalogKind {
             Self::Prompts => "prompts/list",
             Self::Resources => "resources/list",
             Self::Templates => "resources/templates/list",
+        }
+    }
+
+    /// The list-changed notification that tells of its changes: templates
+    /// have none of their own, so the resources' tells of theirs.
+    pub fn list_kind(self) -> ListKind {
+        match self {
+            Self::Tools => ListKind::Tools,
+            Self::Prompts => ListKind::Prompts,
+            Self::Resources | Self::Templates => ListKind::Resources,
         }
     }
 }

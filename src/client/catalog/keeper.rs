@@ -22,7 +22,7 @@ use super::fetcher::{Fetched, Fetcher};
 use super::health::{FetchHealth, Health, ListenState};
 use super::schedule::{Part, Schedule, Timing};
 use super::snapshot::{Snapshot, Stored};
-use crate::event::{EventKind, ListKind};
+use crate::event::EventKind;
 use crate::filter::Filter;
 
 /// What readers of a catalog share with its keeper.
@@ -76,19 +76,10 @@ pub(super) fn listen_filter(capabilities: &ServerCapabilities, watch: &[String])
 fn told_by(granted: &Filter, part: &Part) -> bool {
     match part {
         Part::Discovery => false,
-        Part::List(kind) => granted.list_changed(list_of(*kind)),
+        Part::List(kind) => granted.list_changed(kind.list_kind()),
         Part::Contents(uri) => granted
             .resource_subscriptions()
             .any(|watched| watched == uri),
-    }
-}
-
-/// The notification that tells of a kind's changes.
-fn list_of(kind: CatalogKind) -> ListKind {
-    match kind {
-        CatalogKind::Tools => ListKind::Tools,
-        CatalogKind::Prompts => ListKind::Prompts,
-        CatalogKind::Resources | CatalogKind::Templates => ListKind::Resources,
     }
 }
 
@@ -207,7 +198,7 @@ impl<R: Request> Keeper<R> {
             Item::Event(event) => match event.kind() {
                 EventKind::ListChanged(list) => {
                     for kind in CatalogKind::ALL {
-                        if list_of(kind) == *list {
+                        if kind.list_kind() == *list {
                             self.changed(&Part::List(kind), now);
                         }
                     }

@@ -1,4 +1,15 @@
-//! The default bound on waiting connections, from the open-file limit.
+//! The deadlines and the bound a server's connections keep, and the
+//! default bound from the open-file limit.
+
+use std::time::Duration;
+
+/// The deadlines and the bound every connection of a server keeps.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::http) struct Limits {
+    pub(in crate::http) request_deadline: Duration,
+    pub(in crate::http) idle_timeout: Duration,
+    pub(in crate::http) max_waiting: usize,
+}
 
 /// Where the open-file limit cannot be read (no `/proc`): a bound that a
 /// server with the usual limits raised for production stays under.

@@ -15,7 +15,7 @@ use axum::response::Response;
 use hyper::body::{Frame, Incoming, SizeHint};
 use tower_service::Service;
 
-use super::Ticket;
+use super::waiting::{Ticket, Tracked};
 
 /// The router as hyper's service, moving `ticket` through its phases:
 /// reading until the request's body ends, answering until the response's
@@ -26,9 +26,13 @@ pub(in crate::http) struct TrackedService {
     ticket: Arc<Ticket>,
 }
 
-impl TrackedService {
-    pub(super) fn new(router: Router, ticket: Arc<Ticket>) -> Self {
-        Self { router, ticket }
+impl Tracked {
+    /// The service hyper calls for the connection's requests.
+    pub(in crate::http) fn service(&self, router: Router) -> TrackedService {
+        TrackedService {
+            router,
+            ticket: Arc::clone(self.ticket()),
+        }
     }
 }
 

@@ -3,37 +3,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::time::{Instant, Sleep};
 
-use super::Closed;
-use super::ticket::{Fate, Ticket};
-
-/// A connection's hold on its [`Ticket`]: it waits no more once dropped.
-pub(in crate::http) struct Tracked(Arc<Ticket>);
-
-impl Tracked {
-    pub(super) fn new(ticket: Arc<Ticket>) -> Self {
-        Self(ticket)
-    }
-
-    pub(super) fn ticket(&self) -> &Arc<Ticket> {
-        &self.0
-    }
-
-    /// The service hyper calls for the connection's requests.
-    pub(in crate::http) fn service(&self, router: axum::Router) -> super::TrackedService {
-        super::TrackedService::new(router, Arc::clone(&self.0))
-    }
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.0.leave();
-    }
-}
+use super::waiting::{Closed, Fate, Tracked};
 
 /// Polls a connection's future, `inner`, and ends it early, with why, when
 /// its ticket says so. `inner` is polled first, so what it can finish now
@@ -99,30 +73,33 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::super::{Connections, Limits};
+    use super::super::limits::Limits;
+    use super::super::stats::Counters;
+    use super::super::waiting::Connections;
     use super::*;
 
     const DEADLINE: Duration = Duration::from_secs(30);
 
-    fn connections(max_waiting: usize) -> Arc<Connections> {
+    fn connections(max_waiting: usize) -> (Arc<Connections>, Arc<Counters>) {
         let limits = Limits {
             request_deadline: DEADLINE,
             idle_timeout: DEADLINE,
             max_waiting,
         };
-        Connections::new(limits, Arc::default())
+        let counters = Arc::new(Counters::default());
+        (Connections::new(limits, Arc::clone(&counters)), counters)
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_shed_connection_is_closed_at_once() {
-        let connections = connections(1);
+        let (connections, counters) = connections(1);
         let (_first_open, first) = connections.accepted();
         let started = Instant::now();
         let (_second_open, second) = connections.accepted();
         let closed = Watchdog::new(first, pending::<()>()).await;
         assert_eq!(closed, Err(Closed::Shed));
         assert_eq!(started.elapsed(), Duration::ZERO);
-        let stats = connections.counters.snapshot();
+        let stats = counters.snapshot();
         assert_eq!((stats.shed, stats.waiting), (1, 1));
         // The one that shed it waits on, to its own deadline.
         let closed = Watchdog::new(second, pending::<()>()).await;
@@ -132,15 +109,15 @@ mod tests {
             waited >= DEADLINE && waited < DEADLINE + Duration::from_millis(10),
             "{waited:?}"
         );
-        assert_eq!(connections.counters.snapshot().request_timeouts, 1);
+        assert_eq!(counters.snapshot().request_timeouts, 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn what_the_connection_finishes_by_its_deadline_is_not_cut() {
-        let connections = connections(8);
+        let (connections, counters) = connections(8);
         let (_open, tracked) = connections.accepted();
         let finished = Watchdog::new(tracked, Box::pin(tokio::time::sleep(DEADLINE / 2))).await;
         assert_eq!(finished, Ok(()));
-        assert_eq!(connections.counters.snapshot().waiting, 0);
+        assert_eq!(counters.snapshot().waiting, 0);
     }
 }

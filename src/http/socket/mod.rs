@@ -4,7 +4,7 @@
 //! A held stream lives for hours and writes a few events, so what its
 //! connection keeps is what it costs. Under hyper that is two 8 KiB
 //! buffers (its least) and its per-connection state for the stream's whole
-//! life; answered here, only the stream itself (2.6 KiB in all, against
+//! life; answered here, only the stream itself (2.4 KiB in all, against
 //! 23 KiB; `BENCHMARKS.md`, held streams).
 //!
 //! # What it takes
@@ -22,10 +22,10 @@
 //! - a method, path, header names and values that `http` accepts.
 //!
 //! Such a request goes to the router, as hyper would have passed it, and
-//! the router's response, refusals included, is written here ([`hold`]):
-//! HTTP/1.1 chunked (or with its `Content-Length`), `connection: close`, a
-//! `date` header, and the socket as its only buffer. The connection ends
-//! with the response.
+//! the router's response, refusals included, is written here ([`answer`],
+//! then [`write_held`]): HTTP/1.1 chunked (or with its `Content-Length`),
+//! `connection: close`, a `date` header, and the socket as its only
+//! buffer. The connection ends with the response.
 //!
 //! # What it leaves to hyper
 //!
@@ -53,24 +53,21 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use tokio::net::TcpStream;
 use tower_service::Service;
 
 pub(in crate::http) use first::{BUFFER, First, read as read_first};
 #[doc(hidden)]
 pub use first::{Classified, classify};
+pub(in crate::http) use held::write as write_held;
 pub(in crate::http) use rewind::Rewind;
 pub(in crate::http) use spare::Spare;
 
-/// Answers a request that holds a stream with `router`, and writes the
-/// response on `socket` until it ends or the client leaves.
-pub(in crate::http) async fn hold(socket: TcpStream, router: Router, request: Request<Body>) {
-    let response = Box::pin(answer(router, request)).await;
-    held::write(socket, response).await;
-}
-
-async fn answer(mut router: Router, request: Request<Body>) -> Response {
-    match router.call(request).await {
+/// Answers a request that holds a stream with `router`; its response is
+/// then written on the socket with [`write_held`] until it ends or the
+/// client leaves. Two steps, not one future: a held stream's task keeps
+/// room only for the writing.
+pub(in crate::http) async fn answer(mut router: Router, request: Box<Request<Body>>) -> Response {
+    match router.call(*request).await {
         Ok(response) => response,
         Err(never) => match never {},
     }

@@ -1,5 +1,7 @@
-//! One connection's phase, its deadline, and whether it was shed.
+//! The line of connections waiting on their client, and each one's
+//! ticket: its phase, its deadline, and whether it was shed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Waker;
@@ -8,7 +10,103 @@ use futures_util::task::AtomicWaker;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::{Closed, Connections};
+use super::limits::Limits;
+use super::stats::Counters;
+
+/// A running server's connections: the waiting ones in the order they
+/// began to wait, its limits and its counters.
+pub(in crate::http) struct Connections {
+    limits: Limits,
+    /// Waiting connections by the order they began to wait (a sequence
+    /// number): the first is the one to shed.
+    waiting: Mutex<Waiting>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    next: u64,
+    tickets: BTreeMap<u64, Arc<Ticket>>,
+}
+
+/// Why the watchdog closed a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::http) enum Closed {
+    RequestTimeout,
+    IdleTimeout,
+    Shed,
+}
+
+impl Connections {
+    pub(in crate::http) fn new(limits: Limits, counters: Arc<Counters>) -> Arc<Self> {
+        Arc::new(Self {
+            limits,
+            waiting: Mutex::default(),
+            counters,
+        })
+    }
+
+    /// A connection just accepted: it is open, and reading its first
+    /// request from now.
+    pub(in crate::http) fn accepted(self: &Arc<Self>) -> (Open, Tracked) {
+        self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+        (Open::new(self), Tracked::new(Ticket::reading(self)))
+    }
+
+    pub(in crate::http) fn turned_away(&self) {
+        self.counters.turned_away.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn closed(&self, why: Closed) {
+        let counter = match why {
+            Closed::RequestTimeout => &self.counters.request_timeouts,
+            Closed::IdleTimeout => &self.counters.idle_timeouts,
+            // Counted when it was decided, in `wait`.
+            Closed::Shed => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Puts `ticket` last among the waiting, and sheds the first while
+    /// more wait than the limit allows; returns its place.
+    fn wait(&self, ticket: &Arc<Ticket>) -> u64 {
+        let (place, shed) = {
+            let mut waiting = self.waiting.lock();
+            let place = waiting.next;
+            waiting.next += 1;
+            waiting.tickets.insert(place, Arc::clone(ticket));
+            let over = waiting
+                .tickets
+                .len()
+                .saturating_sub(self.limits.max_waiting);
+            let shed: Vec<Arc<Ticket>> = (0..over)
+                .filter_map(|_| waiting.tickets.pop_first().map(|(_, ticket)| ticket))
+                .collect();
+            self.counters
+                .waiting
+                .store(waiting.tickets.len() as u64, Ordering::Relaxed);
+            (place, shed)
+        };
+        self.counters
+            .shed
+            .fetch_add(shed.len() as u64, Ordering::Relaxed);
+        // Told outside the lock: telling wakes their tasks.
+        for ticket in &shed {
+            ticket.shed();
+        }
+        place
+    }
+
+    /// Takes the ticket at `place` out of the waiting, if it is still there
+    /// (not shed meanwhile).
+    fn stop_waiting(&self, place: u64) {
+        let mut waiting = self.waiting.lock();
+        waiting.tickets.remove(&place);
+        self.counters
+            .waiting
+            .store(waiting.tickets.len() as u64, Ordering::Relaxed);
+    }
+}
 
 /// A connection's place among its server's connections: counted open
 /// while it lives, held streams included.
@@ -155,5 +253,24 @@ impl Ticket {
         if let Some(place) = self.state.lock().place.take() {
             self.connections.stop_waiting(place);
         }
+    }
+}
+
+/// A connection's hold on its [`Ticket`]: it waits no more once dropped.
+pub(in crate::http) struct Tracked(Arc<Ticket>);
+
+impl Tracked {
+    pub(super) fn new(ticket: Arc<Ticket>) -> Self {
+        Self(ticket)
+    }
+
+    pub(super) fn ticket(&self) -> &Arc<Ticket> {
+        &self.0
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
