@@ -1,5 +1,5 @@
 //! The example server's command line: `--help`, clap's errors for bad
-//! values, options from the environment, and the README's options table,
+//! values, options from the environment, and `examples/README.md`'s options table,
 //! which must say what `--help` says.
 
 #![cfg(all(
@@ -120,11 +120,11 @@ fn bracketed<'a>(entry: &'a str, open: &str) -> Option<&'a str> {
     Some(&entry[start..start + len])
 }
 
-/// The rows of the README's "### Options" table, by option name.
+/// The rows of `examples/README.md`'s "## Options" table, by option name.
 fn from_readme(readme: &str) -> BTreeMap<String, Described> {
     let section = readme
-        .split_once("### Options\n")
-        .expect("the README has an Options section")
+        .split_once("## Options\n")
+        .expect("examples/README.md has an Options section")
         .1;
     let code = |cell: &str| cell.trim().trim_matches('`').to_owned();
     section
@@ -215,13 +215,14 @@ fn options_come_from_the_environment() {
 #[test]
 fn the_readme_options_table_matches_help() {
     let help = stdout(&server(&["--help"], &[]));
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("the README");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/README.md"))
+            .expect("the README");
     let from_help = from_help(&help);
     assert!(from_help.len() >= 6, "too few options parsed from\n{help}");
     assert_eq!(
         from_readme(&readme),
         from_help,
-        "the README's options table (left) and --help (right) differ"
+        "examples/README.md's options table (left) and --help (right) differ"
     );
 }
