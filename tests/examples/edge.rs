@@ -2,7 +2,8 @@
 //! connections: requests that never come whole and idle keep-alive
 //! connections are closed at their deadlines, silent sockets are shed
 //! before they keep a listen out, and a stream's lifetime ends it for its
-//! client to listen again.
+//! client to listen again: this crate's `watch`, and applications on the
+//! TypeScript and Python SDKs.
 
 #![cfg(all(
     feature = "stdio",
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use crate::support::example::{
     HttpServer, binary, call, http_request, listen_request, request_meta, send_raw,
 };
+use crate::support::interop::ListeningApp;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -286,4 +288,37 @@ async fn a_stream_ends_at_its_lifetime_and_watch_listens_again() {
     );
     let closed = &server.stats().await["listeners_closed"];
     assert_eq!(closed["lifetime"], 1, "{closed}");
+}
+
+/// The lifetime's end is an error, so that another SDK's client reads it
+/// as a lost stream (TypeScript: `closed` is `remote`; Python:
+/// `SubscriptionLost`, from `-32004`), which their docs answer with a new
+/// listen; `complete` would read as the server being done.
+#[tokio::test]
+async fn the_typescript_and_python_clients_read_a_lifetimes_end_as_lost_and_listen_again() {
+    let server = HttpServer::start(&["--max-stream-lifetime-secs", "2"]).await;
+    for (app, lost) in [
+        (ListeningApp::TypeScript, "closed 1 remote"),
+        (ListeningApp::Python, "lost 1 -32004"),
+    ] {
+        let (program, args) = app.command(&server.mcp_url());
+        let run = tokio::process::Command::new(&program)
+            .args(&args)
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .unwrap_or_else(|_| panic!("{app:?} ends within 60 s"))
+            .unwrap_or_else(|err| panic!("{app:?} runs ({program:?}): {err}"));
+        let printed = String::from_utf8_lossy(&output.stdout);
+        let lines: Vec<&str> = printed.lines().collect();
+        assert_eq!(
+            lines,
+            ["acknowledged 1", lost, "acknowledged 2"],
+            "{app:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let closed = &server.stats().await["listeners_closed"];
+    assert!(closed["lifetime"].as_u64().unwrap() >= 2, "{closed}");
 }

@@ -60,7 +60,7 @@ fn ensure_installed() {
 fn node_modules() -> PathBuf {
     ensure_installed();
     let modules = interop_dir().join("node").join("node_modules");
-    for package in ["server", "node", "sdk"] {
+    for package in ["server", "node", "client", "sdk"] {
         let manifest = modules
             .join("@modelcontextprotocol")
             .join(package)
@@ -92,6 +92,38 @@ fn python() -> PathBuf {
         python.display()
     );
     python
+}
+
+/// An application on another SDK's 2026-07-28 client that listens to a
+/// server and listens again when its stream is lost, as that SDK tells it
+/// to (`tests/interop/*_listen_again.*`): it prints `acknowledged N`, and
+/// how each stream ended.
+#[derive(Clone, Copy, Debug)]
+pub enum ListeningApp {
+    /// `@modelcontextprotocol/client` 2.x.
+    TypeScript,
+    /// PyPI `mcp` 2.x.
+    Python,
+}
+
+impl ListeningApp {
+    /// The program and arguments that listen to `url`.
+    pub fn command(self, url: &str) -> (OsString, Vec<OsString>) {
+        match self {
+            Self::TypeScript => (
+                "node".into(),
+                vec![
+                    script("typescript_listen_again.cjs"),
+                    node_modules().into(),
+                    url.into(),
+                ],
+            ),
+            Self::Python => (
+                python().into_os_string(),
+                vec![script("python_listen_again.py"), url.into()],
+            ),
+        }
+    }
 }
 
 /// A client of an older revision (2025-11-25), which plays one scenario
