@@ -109,8 +109,9 @@ impl<H: ServerHandler> WithSubscriptions<H> {
     ///
     /// It also tells `listen` (and every clone of it) what `inner`
     /// declares, so that no listen stream, over any transport, is granted
-    /// a list the server lacks: the acknowledgement never carries more
-    /// than the server advertises.
+    /// a list the server lacks (the acknowledgement never carries more
+    /// than the server advertises), and each stream's result names the
+    /// server `inner` names.
     pub fn new(listen: &ListenService<Hub>, inner: H) -> Self {
         listen.declare(inner.get_info());
         Self {
