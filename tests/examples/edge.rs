@@ -60,6 +60,19 @@ async fn read_until(socket: &mut TcpStream, text: &str, within: Duration) -> boo
     .unwrap_or(false)
 }
 
+/// Triggers a tools-list change on `server`; whether `stream` gets it
+/// within 5 s.
+async fn gets_the_next_change(server: &HttpServer, stream: &mut TcpStream) -> bool {
+    let tools = server.client().await;
+    call(&tools, "test_trigger_tool_change", json!({})).await;
+    read_until(
+        stream,
+        "notifications/tools/list_changed",
+        Duration::from_secs(5),
+    )
+    .await
+}
+
 /// When the server closed `socket`, counted from `since`; what it sends
 /// meanwhile is read and dropped, and a trickling client sends a byte of
 /// `trickle` each half second.
@@ -165,15 +178,8 @@ async fn unfinished_requests_and_idle_connections_are_closed_at_their_deadlines_
 
     // The stream opened first outlived both deadlines, and still gets
     // what changes.
-    let tools = server.client().await;
-    call(&tools, "test_trigger_tool_change", json!({})).await;
     assert!(
-        read_until(
-            &mut stream,
-            "notifications/tools/list_changed",
-            Duration::from_secs(5)
-        )
-        .await,
+        gets_the_next_change(&server, &mut stream).await,
         "the stream opened first got the change"
     );
 
@@ -217,15 +223,8 @@ async fn with_1100_silent_sockets_under_a_limit_of_1024_files_a_new_listen_is_se
         );
     };
     let acknowledged = asked.elapsed();
-    let tools = server.client().await;
-    call(&tools, "test_trigger_tool_change", json!({})).await;
     assert!(
-        read_until(
-            &mut stream,
-            "notifications/tools/list_changed",
-            Duration::from_secs(5)
-        )
-        .await,
+        gets_the_next_change(&server, &mut stream).await,
         "the new listen got the next change (acknowledged after {acknowledged:?})"
     );
     // The oldest were shed, the newest were not.
