@@ -15,17 +15,17 @@ use rand::RngExt;
 
 /// A bound doubling from `initial` up to `max`, per attempt (the client's
 /// and the relay's; a stream's lifetime needs only the random source).
-#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Backoff {
-    pub(crate) initial: Duration,
-    pub(crate) max: Duration,
+pub struct Backoff {
+    /// The bound of the first attempt.
+    pub initial: Duration,
+    /// The most any bound grows to.
+    pub max: Duration,
 }
 
-#[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
 impl Backoff {
     /// The bound of attempt `attempt` (1-based), at least a millisecond.
-    pub(crate) fn bound(&self, attempt: u32) -> Duration {
+    pub fn bound(&self, attempt: u32) -> Duration {
         let doublings = attempt.saturating_sub(1).min(31);
         self.initial
             .saturating_mul(1 << doublings)
@@ -35,7 +35,7 @@ impl Backoff {
 
     /// The wait before attempt `attempt` (1-based): uniformly random
     /// between half its bound and the bound.
-    pub(crate) fn delay(&self, attempt: u32) -> Duration {
+    pub fn delay(&self, attempt: u32) -> Duration {
         let bound = self.bound(attempt);
         let half = bound / 2;
         half + random_below(bound - half)
@@ -63,7 +63,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg(any(feature = "client", feature = "redis", feature = "nats"))]
     fn a_wait_lies_between_half_its_doubling_bound_and_the_bound() {
         let backoff = Backoff {
             initial: Duration::from_millis(100),

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-pub(crate) struct Hook<F: ?Sized>(pub(crate) Arc<F>);
+/// An application callback, shared.
+pub struct Hook<F: ?Sized>(pub Arc<F>);
 
 impl<F: ?Sized> Clone for Hook<F> {
     fn clone(&self) -> Self {

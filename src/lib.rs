@@ -5,9 +5,7 @@
         feature = "stdio",
         feature = "http",
         feature = "channel",
-        feature = "tasks",
-        feature = "client",
-        feature = "gateway"
+        feature = "tasks"
     ),
     doc = include_str!("../README.md")
 )]
@@ -16,9 +14,7 @@
         feature = "stdio",
         feature = "http",
         feature = "channel",
-        feature = "tasks",
-        feature = "client",
-        feature = "gateway"
+        feature = "tasks"
     )),
     doc = "The subscription engine for MCP servers; see the README (the crate docs with every feature) for the tour."
 )]
@@ -29,14 +25,6 @@
 //
 // The wire and the vocabulary: no transport, no runtime.
 mod audience;
-#[cfg(any(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "client",
-    feature = "redis",
-    feature = "nats"
-))]
 mod backoff;
 mod counts;
 pub mod error;
@@ -56,12 +44,6 @@ mod serve;
 // Transports, each behind its feature, and what they share.
 #[cfg(feature = "channel")]
 pub mod channel;
-// The client half, above the transports (it reads the channel's frames).
-#[cfg(feature = "client")]
-pub mod client;
-// Above the client: catalogs and listens upstream, a hub downstream.
-#[cfg(feature = "gateway")]
-pub mod gateway;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "stdio")]
@@ -93,3 +75,14 @@ pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use transport::{Drained, Streams};
 pub use wire::{Message, SUBSCRIPTION_ID_META_KEY, SubscriptionId};
+
+/// What this workspace's client and gateway crates use of the engine's
+/// insides: not part of the public API, and changed without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::backoff::Backoff;
+    pub use crate::hook::Hook;
+    pub use crate::hub::bounded::{Bounded, Pushed, Queued};
+    pub use crate::hub::reader::{Reader, Settings, Waiter};
+    pub use crate::sync::block_on_timeout;
+}

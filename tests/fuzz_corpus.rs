@@ -18,7 +18,7 @@ mod targets;
 /// replay nothing, silently).
 fn replay(target: &str, body: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("../fuzz/corpus")
         .join(target);
     let mut files: Vec<_> = fs::read_dir(&dir)
         .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))

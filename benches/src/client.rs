@@ -26,9 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::serve::ListenerExt;
-use mcp_subscriptions::client::{Item, SubscribeOptions, Subscription};
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Event, Filter, Hub, ListenService};
+use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
 use rmcp::model::{ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

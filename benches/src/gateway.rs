@@ -17,10 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use axum::response::{IntoResponse, Response};
-use mcp_subscriptions::client::{Item, SubscribeOptions, Subscription};
-use mcp_subscriptions::gateway::{Gateway, Upstream};
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService};
+use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
+use mcp_subscriptions_gateway::{Gateway, Upstream};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::client::{
+use mcp_subscriptions_client::{
     Catalog, CatalogKind, CatalogOptions, Item, ListenState, Relisten, SubscribeOptions,
     Subscription,
 };

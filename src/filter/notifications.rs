@@ -249,8 +249,8 @@ impl Filter {
     /// This filter as requests of at most `max_uris` URIs each (servers
     /// refuse more in one): the first keeps the list kinds and the
     /// extension fields, the others carry only URIs.
-    #[cfg(feature = "client")]
-    pub(crate) fn chunks(&self, max_uris: usize) -> Vec<Filter> {
+    #[doc(hidden)]
+    pub fn chunks(&self, max_uris: usize) -> Vec<Filter> {
         if self.resource_subscriptions.len() <= max_uris {
             return vec![self.clone()];
         }
@@ -276,8 +276,8 @@ impl Filter {
 
     /// What either filter asks for: the grant of several [chunks](Self::chunks)
     /// as one. An extension field both set keeps this filter's value.
-    #[cfg(feature = "client")]
-    pub(crate) fn union(mut self, other: &Filter) -> Filter {
+    #[doc(hidden)]
+    pub fn union(mut self, other: &Filter) -> Filter {
         for (index, asked) in other.lists.iter().enumerate() {
             self.lists[index] |= asked;
         }
@@ -470,7 +470,6 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "client")]
     #[test]
     fn chunks_of_many_uris_cover_the_filter_and_unite_back_into_it() {
         let mut filter = Filter::new()

@@ -34,7 +34,7 @@ use crate::sync::Arc;
 
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pushed {
+pub enum Pushed {
     /// Queued; nothing lost.
     Queued,
     /// Queued after evicting the oldest event.
@@ -77,7 +77,7 @@ impl Hash for Pending {
 
 /// What a bounded queue holds: events, and (in the client's buffer)
 /// markers between them.
-pub(crate) trait Queued: From<Event> {
+pub trait Queued: From<Event> {
     /// The event, if this is one rather than a marker.
     fn event(&self) -> Option<&Event>;
 }
@@ -92,7 +92,7 @@ impl Queued for Event {
 /// Every publish to the listener reads and writes this, so it is kept
 /// small; what only some queues need is boxed.
 #[derive(Debug)]
-pub(crate) struct Bounded<T = Event> {
+pub struct Bounded<T = Event> {
     /// Grows on demand up to `capacity` events, so an idle listener holds
     /// no buffer.
     queued: VecDeque<T>,
@@ -129,6 +129,11 @@ impl Storage for Bounded {
 }
 
 impl<T: Queued> Bounded<T> {
+    /// An empty queue under no hub-wide budget (the client's buffer).
+    pub fn alone(settings: Settings) -> Self {
+        Self::new(settings, None, VecDeque::new(), 0)
+    }
+
     /// Holding `queued` events to begin with, of `matched` offered so far.
     pub(crate) fn new(
         settings: Settings,
@@ -155,14 +160,14 @@ impl<T: Queued> Bounded<T> {
     }
 
     /// The events queued (markers aside).
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.queued.len() - self.markers
     }
 
     /// Takes the next event or marker off for the reader; `None` when
     /// there is none, or while the reader is owed lag.
     #[inline(always)]
-    pub(crate) fn pop(&mut self, reader: &mut Reader) -> Option<T> {
+    pub fn pop(&mut self, reader: &mut Reader) -> Option<T> {
         // Lag is owed from the push that evicted; it goes first.
         if reader.lag > 0 {
             return None;
@@ -175,10 +180,9 @@ impl<T: Queued> Bounded<T> {
         Some(entry)
     }
 
-    #[cfg(feature = "client")]
     /// Queues a marker after what is queued; `supersedes` says whether it
     /// replaces the last entry, if that is a marker too.
-    pub(crate) fn push_marker(&mut self, marker: T, supersedes: impl FnOnce(&T) -> bool) {
+    pub fn push_marker(&mut self, marker: T, supersedes: impl FnOnce(&T) -> bool) {
         debug_assert!(marker.event().is_none(), "a marker is no event");
         match self.queued.back() {
             Some(last) if last.event().is_none() && supersedes(last) => {
@@ -190,13 +194,13 @@ impl<T: Queued> Bounded<T> {
     }
 
     /// Every event offered to it.
-    pub(crate) fn matched(&self) -> u64 {
+    pub fn matched(&self) -> u64 {
         self.matched
     }
 
     /// The events absorbed by a pending one (a duplicate signal, or a
     /// superseded version).
-    pub(crate) fn coalesced(&self) -> u64 {
+    pub fn coalesced(&self) -> u64 {
         self.coalesced
     }
 
@@ -209,8 +213,9 @@ impl<T: Queued> Bounded<T> {
         self.settings
     }
 
+    /// Offers `event`: queued, coalesced, or left to the overflow policy.
     #[inline(always)]
-    pub(crate) fn push(&mut self, reader: &mut Reader, event: &Event) -> Pushed {
+    pub fn push(&mut self, reader: &mut Reader, event: &Event) -> Pushed {
         if !reader.is_open() {
             return Pushed::NotOpen;
         }
@@ -328,7 +333,7 @@ impl<T: Queued> Bounded<T> {
 
     /// Empties the queue, markers too (its bytes given back); how many
     /// events it held.
-    pub(crate) fn clear(&mut self) -> usize {
+    pub fn clear(&mut self) -> usize {
         let held = self.len();
         self.give_bytes(self.bytes);
         self.queued = VecDeque::new();

@@ -19,7 +19,7 @@ use crate::source::Next;
 
 /// Whom to wake when there is something new to read.
 #[derive(Debug)]
-pub(crate) enum Waiter {
+pub enum Waiter {
     /// An async reader.
     Task(Waker),
     /// A reader blocked in `next_timeout`.
@@ -27,7 +27,8 @@ pub(crate) enum Waiter {
 }
 
 impl Waiter {
-    pub(crate) fn wake(self) {
+    /// Wakes the reader.
+    pub fn wake(self) {
         match self {
             Self::Task(waker) => waker.wake(),
             Self::Thread(thread) => thread.unpark(),
@@ -55,12 +56,15 @@ pub(crate) enum Phase {
 
 /// A listener's queue settings: its bounds and its policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Settings {
-    pub(crate) capacity: usize,
+pub struct Settings {
+    /// The most events it holds.
+    pub capacity: usize,
     /// The most rendered bytes it holds.
-    pub(crate) max_bytes: usize,
-    pub(crate) overflow: Overflow,
-    pub(crate) coalesce: bool,
+    pub max_bytes: usize,
+    /// What a push into a full queue does.
+    pub overflow: Overflow,
+    /// Whether a pending idempotent signal absorbs its duplicates.
+    pub coalesce: bool,
 }
 
 #[cfg(test)]
@@ -117,21 +121,26 @@ pub(crate) struct Snapshot {
 /// storage does not know better: how many events were matched, coalesced
 /// (a policy of the storage) and queued are the storage's to say.
 #[derive(Debug)]
-pub(crate) struct Reader {
+pub struct Reader {
     pub(crate) phase: Phase,
     /// Disconnected by its overflow policy, whoever retires it.
     pub(crate) overflowed: bool,
     /// Events lost to drop-oldest that the reader has not been told about.
-    pub(crate) lag: u64,
-    pub(crate) waiter: Option<Waiter>,
-    pub(crate) delivered: u64,
-    pub(crate) dropped: u64,
-    pub(crate) discarded: u64,
+    pub lag: u64,
+    /// Whom the next push wakes.
+    pub waiter: Option<Waiter>,
+    /// Events handed to the reader.
+    pub delivered: u64,
+    /// Events lost to the overflow policy.
+    pub dropped: u64,
+    /// Events still queued when the reader went away.
+    pub discarded: u64,
     pub(crate) max_depth: u64,
 }
 
 impl Reader {
-    pub(crate) fn new() -> Self {
+    /// An open reader that has read nothing.
+    pub fn new() -> Self {
         Self {
             phase: Phase::Open,
             overflowed: false,
@@ -208,7 +217,7 @@ impl Reader {
 
     /// Ends it, with `discarded` events it had yet to read thrown away.
     /// Returns the waiter to wake once no lock is held.
-    pub(crate) fn end(&mut self, discarded: u64) -> Option<Waiter> {
+    pub fn end(&mut self, discarded: u64) -> Option<Waiter> {
         self.end_in(Phase::Ended, discarded)
     }
 

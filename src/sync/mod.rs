@@ -10,7 +10,8 @@
 
 mod park;
 
-pub(crate) use park::{block_on_timeout, park_until};
+pub use park::block_on_timeout;
+pub(crate) use park::park_until;
 
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {

@@ -27,7 +27,7 @@ pub(crate) fn park_until(deadline: Option<Instant>) -> bool {
 }
 
 /// Polls `future` on this thread until it is ready or `timeout` passes.
-pub(crate) fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
+pub fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
     struct Unpark(Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use crate::support::example::{HttpServer, binary, call};
-use mcp_subscriptions::client::{
+use mcp_subscriptions_client::{
     Catalog, CatalogKind, CatalogOptions, Change, Changes, ListenState, StdioClient,
 };
 use serde_json::json;

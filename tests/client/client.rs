@@ -17,11 +17,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::example::{HttpServer, binary, call};
-use mcp_subscriptions::client::{
+use mcp_subscriptions::{EventKind, Filter, Hub, ListKind, Overflow};
+use mcp_subscriptions_client::{
     BufferPolicy, Credentials, End, Item, Relisten, StdioClient, SubscribeError, SubscribeOptions,
     Subscription,
 };
-use mcp_subscriptions::{EventKind, Filter, Hub, ListKind, Overflow};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 

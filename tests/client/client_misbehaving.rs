@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::client::{
+use mcp_subscriptions_client::{
     End, Item, ProtocolError, StdioClient, SubscribeError, SubscribeOptions, Subscription,
 };
 use serde_json::Value;

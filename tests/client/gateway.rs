@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mcp_subscriptions::client::{Item, SubscribeError, SubscribeOptions, Subscription};
-use mcp_subscriptions::gateway::{Gateway, Upstream};
 use mcp_subscriptions::{EventKind, Filter, ListKind};
+use mcp_subscriptions_client::{Item, SubscribeError, SubscribeOptions, Subscription};
+use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rmcp::model::ErrorCode;

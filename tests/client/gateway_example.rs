@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_subscriptions::client::{Catalog, CatalogOptions, Item, SubscribeOptions, Subscription};
 use mcp_subscriptions::{EventKind, Filter, ListKind};
+use mcp_subscriptions_client::{Catalog, CatalogOptions, Item, SubscribeOptions, Subscription};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -221,11 +221,9 @@ async fn a_gateway_replica_killed_its_listeners_relisten_to_another_and_resync()
         .trim_end_matches("/mcp")
         .to_owned();
     // Opened while the first replica alone holds the port.
-    let options =
-        SubscribeOptions::default().with_relisten(mcp_subscriptions::client::Relisten::new(
-            Duration::from_millis(100),
-            Duration::from_secs(1),
-        ));
+    let options = SubscribeOptions::default().with_relisten(
+        mcp_subscriptions_client::Relisten::new(Duration::from_millis(100), Duration::from_secs(1)),
+    );
     let filter = Filter::new().with_resource("ex+file:///r");
     let mut listener = Subscription::http(url.as_str(), &filter, options)
         .await

@@ -16,11 +16,11 @@
 use std::time::Duration;
 
 use crate::support::interop::Server;
-use mcp_subscriptions::client::{
+use mcp_subscriptions::{EventKind, Filter, ListKind};
+use mcp_subscriptions_client::{
     Catalog, CatalogKind, CatalogOptions, DEFAULT_MAX_DELAY, Item, ListenState, StdioClient,
     SubscribeError, SubscribeOptions, Subscription,
 };
-use mcp_subscriptions::{EventKind, Filter, ListKind};
 
 const WAIT: Duration = Duration::from_secs(20);
 

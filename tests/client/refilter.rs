@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::http::{app, serve};
-use mcp_subscriptions::client::{Item, SubscribeError, SubscribeOptions, Subscription};
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListenService, Next,
     OpenContext, Opened, Selector, Source, SourceHandle,
 };
+use mcp_subscriptions_client::{Item, SubscribeError, SubscribeOptions, Subscription};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 

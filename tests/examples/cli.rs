@@ -215,9 +215,11 @@ fn options_come_from_the_environment() {
 #[test]
 fn the_readme_options_table_matches_help() {
     let help = stdout(&server(&["--help"], &[]));
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/README.md"))
-            .expect("the README");
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/README.md"
+    ))
+    .expect("the README");
     let from_help = from_help(&help);
     assert!(from_help.len() >= 6, "too few options parsed from\n{help}");
     assert_eq!(

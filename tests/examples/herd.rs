@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::support::example::{HttpServer, call};
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::client::{
+use mcp_subscriptions_client::{
     Catalog, CatalogKind, CatalogOptions, Item, ListenState, Relisten, SubscribeOptions,
     Subscription,
 };

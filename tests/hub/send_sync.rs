@@ -28,7 +28,7 @@ fn handles_and_futures_are_send_and_sync() {
 #[cfg(feature = "client")]
 #[tokio::test]
 async fn client_handles_and_futures_are_send_and_sync() {
-    use mcp_subscriptions::client::{
+    use mcp_subscriptions_client::{
         BufferPolicy, BufferStats, End, Item, ProtocolError, Relisten, Relistening, StdioClient,
         SubscribeError, SubscribeOptions, Subscription,
     };

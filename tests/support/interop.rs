@@ -31,12 +31,13 @@ pub enum Server {
     Python,
 }
 
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The workspace's root, above this crate's.
+fn root_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn interop_dir() -> PathBuf {
-    manifest_dir().join("target").join("interop")
+    root_dir().join("target").join("interop")
 }
 
 /// Runs `.ci/interop-install` once per test process when the packages are
@@ -50,7 +51,7 @@ fn ensure_installed() {
         if node.exists() && python.exists() && python_v1.exists() {
             return;
         }
-        let status = std::process::Command::new(manifest_dir().join(".ci/interop-install"))
+        let status = std::process::Command::new(root_dir().join(".ci/interop-install"))
             .status()
             .unwrap_or_else(|err| panic!("{INSTALL}: {err}"));
         assert!(status.success(), "`.ci/interop-install` failed: {INSTALL}");
@@ -174,7 +175,7 @@ fn rmcp_example() -> PathBuf {
 }
 
 fn script(name: &str) -> OsString {
-    manifest_dir()
+    root_dir()
         .join("tests")
         .join("interop")
         .join(name)

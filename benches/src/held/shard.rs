@@ -125,7 +125,7 @@ impl Done {
 /// `lost` for one that ended for good.
 pub(crate) fn relistening(addr: SocketAddr, from: IpAddr, count: usize) {
     use mcp_subscriptions::Filter;
-    use mcp_subscriptions::client::{Item, Relisten, SubscribeOptions, Subscription};
+    use mcp_subscriptions_client::{Item, Relisten, SubscribeOptions, Subscription};
 
     let url = format!("http://{addr}/mcp");
     let options = SubscribeOptions::default()

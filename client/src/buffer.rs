@@ -1,0 +1,370 @@
+//! The bounded buffer between a subscription's transport and its reader:
+//! the only state the pump task and the reader share.
+//!
+//! It is the hub's own bounded queue (`hub/bounded.rs`) and reader
+//! (`hub/reader.rs`), holding the client's items: the events, and the
+//! markers of a re-listen and a resync in their place among them. Under
+//! [`BufferPolicy::Wait`] the pump waits for room before it reads, so the
+//! queue itself is never full; the other policies are the hub's.
+
+use std::task::{Context, Poll};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::item::{End, Item};
+use crate::options::{BufferPolicy, SubscribeOptions};
+use mcp_subscriptions::__private::{Bounded, Pushed, Queued};
+use mcp_subscriptions::__private::{Reader, Settings, Waiter};
+use mcp_subscriptions::Event;
+use mcp_subscriptions::Filter;
+use mcp_subscriptions::Overflow;
+
+/// Where every event the transport delivered is now, for one subscription.
+/// `received = delivered + dropped + coalesced + buffered + discarded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BufferStats {
+    /// Events read from the transport.
+    pub received: u64,
+    /// Events handed to the reader.
+    pub delivered: u64,
+    /// Events evicted ([`BufferPolicy::DropOldest`]) or lost to an overflow
+    /// ([`BufferPolicy::Disconnect`]).
+    pub dropped: u64,
+    /// Duplicates of a pending idempotent signal, absorbed.
+    pub coalesced: u64,
+    /// Events waiting for the reader.
+    pub buffered: u64,
+    /// Events still buffered when the subscription was cancelled.
+    pub discarded: u64,
+    /// Times the client listened again and was acknowledged.
+    pub resyncs: u64,
+    /// Copies of an event that came on both the old stream and the new
+    /// one while the filter changed ([`Subscription::set_filter`](crate::Subscription::set_filter)),
+    /// dropped; not counted as received.
+    pub duplicates: u64,
+}
+
+struct State {
+    /// The buffer's counts, lag and the reader's waker.
+    reader: Reader,
+    items: Bounded<Item>,
+    end: Option<End>,
+    /// The end was handed to the reader: nothing more comes.
+    finished: bool,
+    granted: Filter,
+    resyncs: u64,
+    duplicates: u64,
+}
+
+/// What the pump and the reader share.
+pub(super) struct Shared {
+    state: Mutex<State>,
+    capacity: usize,
+    policy: BufferPolicy,
+    /// Woken when the reader takes an item: a pump waiting for room
+    /// ([`BufferPolicy::Wait`]) reads on.
+    room: Notify,
+    /// Cancelled by the reader (cancel or drop); the pump ends the stream.
+    pub(super) cancel: CancellationToken,
+}
+
+impl From<Event> for Item {
+    fn from(event: Event) -> Self {
+        Self::Event(event)
+    }
+}
+
+impl Queued for Item {
+    fn event(&self) -> Option<&Event> {
+        match self {
+            Self::Event(event) => Some(event),
+            _ => None,
+        }
+    }
+}
+
+impl Shared {
+    pub(super) fn new(options: &SubscribeOptions, granted: Filter) -> Self {
+        let capacity = options.capacity.get();
+        let settings = Settings {
+            // Under `Wait` the pump keeps the bound by waiting for room.
+            capacity: match options.policy {
+                BufferPolicy::Wait => usize::MAX,
+                _ => capacity,
+            },
+            max_bytes: usize::MAX,
+            overflow: match options.policy {
+                BufferPolicy::Disconnect => Overflow::Disconnect,
+                _ => Overflow::DropOldest,
+            },
+            coalesce: options.coalesce,
+        };
+        Self {
+            state: Mutex::new(State {
+                reader: Reader::new(),
+                items: Bounded::alone(settings),
+                end: None,
+                finished: false,
+                granted,
+                resyncs: 0,
+                duplicates: 0,
+            }),
+            capacity,
+            policy: options.policy,
+            room: Notify::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub(super) fn granted(&self) -> Filter {
+        self.state.lock().granted.clone()
+    }
+
+    pub(super) fn stats(&self) -> BufferStats {
+        let state = self.state.lock();
+        let (reader, items) = (&state.reader, &state.items);
+        BufferStats {
+            received: items.matched(),
+            delivered: reader.delivered,
+            dropped: reader.dropped,
+            coalesced: items.coalesced(),
+            buffered: items.len() as u64,
+            discarded: reader.discarded,
+            resyncs: state.resyncs,
+            duplicates: state.duplicates,
+        }
+    }
+
+    /// The grant of a changed filter's new stream.
+    pub(super) fn set_granted(&self, granted: Filter) {
+        self.state.lock().granted = granted;
+    }
+
+    /// One more copy of an event dropped while the filter changed.
+    pub(super) fn add_duplicate(&self) {
+        self.state.lock().duplicates += 1;
+    }
+
+    fn is_full(&self) -> bool {
+        self.policy == BufferPolicy::Wait && self.state.lock().items.len() >= self.capacity
+    }
+
+    /// Waits until the buffer has room (only [`BufferPolicy::Wait`] ever
+    /// waits).
+    pub(super) async fn room(&self) {
+        loop {
+            // Registered before the check, so a read between the check and
+            // the wait still wakes us.
+            let notified = self.room.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if !self.is_full() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Buffers `event` under the policy; the events lost when the policy
+    /// disconnected the subscription.
+    pub(super) fn push_event(&self, event: Event) -> Result<(), u64> {
+        let (outcome, waiter) = {
+            let mut state = self.state.lock();
+            let State {
+                reader, items, end, ..
+            } = &mut *state;
+            match items.push(reader, &event) {
+                Pushed::Coalesced | Pushed::NotOpen => return Ok(()),
+                Pushed::Disconnected => {
+                    let dropped = reader.dropped;
+                    *end = Some(End::Overflowed { dropped });
+                    (Err(dropped), reader.waiter.take())
+                }
+                Pushed::Queued | Pushed::DroppedOldest => (Ok(()), reader.waiter.take()),
+            }
+        };
+        // Woken after the lock is released, so the reader does not wake
+        // only to block on it.
+        waiter.into_iter().for_each(Waiter::wake);
+        outcome
+    }
+
+    /// Buffers a marker after what is buffered: a re-listen replaces a
+    /// re-listen still unread, and a resync takes its grant.
+    pub(super) fn push_marker(&self, item: Item) {
+        let waiter = {
+            let mut state = self.state.lock();
+            if let Item::Resynced(granted) = &item {
+                state.granted = granted.clone();
+                state.resyncs += 1;
+            }
+            let relistening = matches!(item, Item::Relistening(_));
+            state.items.push_marker(item, |last| {
+                relistening && matches!(last, Item::Relistening(_))
+            });
+            state.reader.waiter.take()
+        };
+        waiter.into_iter().for_each(Waiter::wake);
+    }
+
+    /// Events the source lost before they reached the buffer.
+    pub(super) fn add_lag(&self, lost: u64) {
+        let waiter = {
+            let mut state = self.state.lock();
+            state.reader.lag += lost;
+            state.reader.waiter.take()
+        };
+        waiter.into_iter().for_each(Waiter::wake);
+    }
+
+    /// Ends the subscription with `end` after what is buffered, or at once,
+    /// discarding it, when cancelled. The first end stays.
+    pub(super) fn finish(&self, end: End) {
+        let waiter = {
+            let mut state = self.state.lock();
+            let mut waiter = None;
+            if state.end.is_none() {
+                if end == End::Cancelled {
+                    let discarded = state.items.clear() as u64;
+                    waiter = state.reader.end(discarded);
+                }
+                state.end = Some(end);
+            }
+            waiter.or_else(|| state.reader.waiter.take())
+        };
+        waiter.into_iter().for_each(Waiter::wake);
+    }
+
+    pub(super) fn pop(&self, cx: Option<&Context<'_>>) -> Poll<Option<Item>> {
+        let item = {
+            let mut state = self.state.lock();
+            let State {
+                reader,
+                items,
+                end,
+                finished,
+                ..
+            } = &mut *state;
+            if *finished {
+                return Poll::Ready(None);
+            }
+            if reader.lag > 0 {
+                Some(Item::Lagged(std::mem::take(&mut reader.lag)))
+            } else if let Some(item) = items.pop(reader) {
+                if item.event().is_some() {
+                    reader.delivered += 1;
+                }
+                Some(item)
+            } else if let Some(end) = end.clone() {
+                *finished = true;
+                Some(Item::End(end))
+            } else {
+                if let Some(cx) = cx {
+                    match &reader.waiter {
+                        Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
+                        _ => reader.waiter = Some(Waiter::Task(cx.waker().clone())),
+                    }
+                }
+                None
+            }
+        };
+        match item {
+            Some(item) => {
+                // Room was made: a pump waiting under `Wait` reads on.
+                self.room.notify_one();
+                Poll::Ready(Some(item))
+            }
+            None => Poll::Pending,
+        }
+    }
+
+    pub(super) fn is_finished(&self) -> bool {
+        self.state.lock().finished
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::item::Relistening;
+
+    fn next(shared: &Shared) -> Option<Item> {
+        match shared.pop(None) {
+            Poll::Ready(item) => item,
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn markers_keep_their_place_take_no_room_and_a_relisten_replaces_an_unread_one() {
+        let options = SubscribeOptions::default()
+            .with_capacity(1)
+            .with_policy(BufferPolicy::DropOldest);
+        let shared = Shared::new(&options, Filter::new());
+        let relistening = |attempt| {
+            Item::Relistening(Relistening {
+                attempt,
+                delay: Duration::ZERO,
+                reason: String::new(),
+            })
+        };
+        let granted = Filter::new().with_tools_list_changed();
+        shared.push_event(Event::resource_updated("a")).unwrap();
+        shared.push_marker(relistening(1));
+        shared.push_marker(relistening(2));
+        shared.push_marker(Item::Resynced(granted.clone()));
+        // The buffer holds one event: the next evicts the first, not a
+        // marker.
+        shared.push_event(Event::resource_updated("b")).unwrap();
+        assert_eq!(next(&shared), Some(Item::Lagged(1)));
+        assert_eq!(next(&shared), Some(relistening(2)));
+        assert_eq!(next(&shared), Some(Item::Resynced(granted.clone())));
+        assert_eq!(next(&shared), Some(Event::resource_updated("b").into()));
+        assert_eq!(next(&shared), None);
+        assert_eq!(shared.granted(), granted);
+        let stats = shared.stats();
+        assert_eq!(
+            (
+                stats.received,
+                stats.delivered,
+                stats.dropped,
+                stats.resyncs
+            ),
+            (2, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn cancelling_discards_what_is_buffered_and_wakes_a_waiting_reader() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::task::Wake;
+
+        struct Flag(AtomicBool);
+        impl Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let waiting = Shared::new(&SubscribeOptions::default(), Filter::new());
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = std::task::Waker::from(flag.clone());
+        assert!(waiting.pop(Some(&Context::from_waker(&waker))).is_pending());
+        waiting.finish(End::Cancelled);
+        assert!(flag.0.load(Ordering::SeqCst), "the waiting reader is woken");
+        assert_eq!(next(&waiting), Some(Item::End(End::Cancelled)));
+
+        let holding = Shared::new(&SubscribeOptions::default(), Filter::new());
+        holding.push_event(Event::resource_updated("a")).unwrap();
+        holding.push_event(Event::resource_updated("b")).unwrap();
+        holding.finish(End::Cancelled);
+        assert_eq!(next(&holding), Some(Item::End(End::Cancelled)));
+        let stats = holding.stats();
+        assert_eq!((stats.received, stats.discarded, stats.buffered), (2, 2, 0));
+    }
+}

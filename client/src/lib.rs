@@ -1,0 +1,141 @@
+//! The client half (feature `client`): listen to any MCP server's
+//! `subscriptions/listen` streams over Streamable HTTP, stdio, the
+//! notification channel, or in process.
+//!
+//! A [`Subscription`] is the mirror image of a served stream. Opening one
+//! sends the listen request and returns once the acknowledgement arrived,
+//! with the filter the server granted ([`Subscription::granted`]). From
+//! then on a task reads the transport into a bounded buffer, and the
+//! application reads the buffer on demand: [`Subscription::next`]
+//! (cancel-safe), [`Subscription::try_next`], the [`Stream`](futures_core::Stream)
+//! impl, or a [`crossbeam_channel::Receiver`] for threads
+//! ([`Subscription::into_receiver`]).
+//!
+//! | transport | opened with | cancelled by |
+//! | --- | --- | --- |
+//! | Streamable HTTP | [`Subscription::http`] | closing the SSE response |
+//! | stdio | [`StdioClient::spawn`] or [`StdioClient::new`], then [`StdioClient::subscribe`] | `notifications/cancelled` |
+//! | notification channel | `Subscription::channel` (with the `channel` feature) | closing the WebSocket |
+//! | in process | [`Subscription::source`] | closing the source's handle |
+//!
+//! ## The buffer
+//!
+//! Between the transport and the reader sits a buffer of
+//! [`capacity`](SubscribeOptions::with_capacity) events with a
+//! [`BufferPolicy`]. Under [`BufferPolicy::Wait`] (the default) the task
+//! reads the transport only while the buffer has room, so a slow reader
+//! pushes back on the server, whose own queue and policy then take the
+//! excess, instead of growing memory here. [`BufferPolicy::DropOldest`]
+//! and [`BufferPolicy::Disconnect`] are the hub's policies: keep reading,
+//! and evict the oldest event (the reader sees the exact loss as
+//! [`Item::Lagged`]) or end with [`End::Overflowed`]. With
+//! [coalescing](SubscribeOptions::with_coalesce), a duplicate of a pending
+//! idempotent signal (a list changed, one URI updated) takes no slot.
+//! [`Subscription::stats`] accounts for every event.
+//!
+//! ## Ends
+//!
+//! The last item is always one [`End`]: the server's graceful completion,
+//! its JSON-RPC error (an overflow of the server's queue is
+//! [`End::is_server_overflow`]; a revoked or expired authorization,
+//! `-32003`, is [`End::Revoked`] or [`End::Expired`]), an abrupt close of
+//! the transport, an
+//! unserved channel, our own cancel, our own buffer's overflow, or a
+//! protocol error. A server that acknowledges more than was asked, sends a
+//! notification before its acknowledgement or stamped with another
+//! subscription's id, sends a core kind it did not grant, or sends
+//! garbage, ends the stream with [`End::Protocol`] (before the
+//! acknowledgement, opening fails with [`SubscribeError::Protocol`]); one
+//! that never acknowledges fails within
+//! [`ack_timeout`](SubscribeOptions::with_ack_timeout). Nothing panics and
+//! nothing hangs.
+//!
+//! ## Listening again
+//!
+//! Nothing is replayed in this protocol: a new listen starts from now.
+//! With [`SubscribeOptions::with_relisten`], an abrupt end or a server
+//! overflow is followed by new listen requests with exponential backoff and
+//! jitter, each reported as [`Item::Relistening`]; once one is
+//! acknowledged, [`Item::Resynced`] names what to refetch (the granted
+//! list kinds and URIs), and events flow again. A graceful end is final
+//! unless [`Relisten::with_after_complete`] asks otherwise. A stdio client
+//! that started its server starts it again if it is gone.
+//!
+//! A revoked or expired stream is never listened to again with the
+//! credentials the server ended: only when a [`Credentials`] hook
+//! ([`SubscribeOptions::with_credentials`]), asked before each re-listen,
+//! gives headers that differ from them (a refreshed token); otherwise the
+//! end is final.
+//!
+//! A graceful end is final by default because a server that completes
+//! its streams may mean it (it is going away for good); a catalog asks
+//! otherwise, since for it a completion is a restart.
+//!
+//! Re-listening also covers the first open: a server not up yet, or any
+//! failure [`SubscribeError::is_transient`] calls transient, is tried again
+//! after the same backoff before the open returns (up to
+//! [`Relisten::max_attempts`]; bound it with `tokio::time::timeout`
+//! otherwise). A listen refused for good while re-listening (a 401, a
+//! filter the server will never grant) ends the subscription with
+//! [`End::Refused`], unless the credentials hook gives new headers.
+//!
+//! ## Changing the filter
+//!
+//! [`Subscription::set_filter`] changes what a subscription listens to in
+//! place: the new streams are acknowledged before the old ones close, the
+//! old ones are read until they catch up (or the
+//! [overlap](SubscribeOptions::with_overlap) ends), and a copy of an event
+//! that came on both is dropped ([`BufferStats::duplicates`]). A filter
+//! past [`max_uris_per_stream`](SubscribeOptions::with_max_uris_per_stream)
+//! (1,000) URIs is listened to as several streams, read as one.
+//!
+//! ## The live catalog
+//!
+//! For a host that wants a server's lists rather than its notifications:
+//! [`Catalog`] keeps one server's tools, prompts, resources and templates
+//! fresh (one fetch per change, however many), with snapshots, typed diffs
+//! and health; [`CatalogSet`] keeps several, merged.
+//!
+//! ## Why not rmcp's `Peer::listen`
+//!
+//! rmcp 3.11 has a listen client, but its buffer ends the subscription at
+//! the first overflow (`SubscriptionEnd::Lagged`), its filter type drops
+//! extension fields such as `taskIds`, it has no in-process form, and it
+//! never listens again. This client speaks the wire itself (through the
+//! crate's own filter and event types, `reqwest` and `sse-stream` for
+//! HTTP, `tokio-tungstenite` and the crate's channel `Frame` codec for the
+//! channel) so that none of those is lost.
+
+mod buffer;
+mod catalog;
+#[cfg(feature = "channel")]
+mod channel;
+mod connect;
+mod error;
+mod group;
+mod http;
+mod item;
+mod options;
+mod overlap;
+mod protocol;
+mod pump;
+mod request;
+mod source;
+mod stdio;
+mod subscription;
+mod wire;
+
+pub use buffer::BufferStats;
+pub use catalog::{
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Changes, Contents, DEFAULT_DEBOUNCE,
+    DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES, DEFAULT_MIN_REFRESH,
+    DEFAULT_REQUEST_TIMEOUT, Diff, Edit, FetchHealth, Health, Keyed, ListenState, Merged, Snapshot,
+};
+pub use error::{ProtocolError, SubscribeError};
+pub use item::{End, Item, Relistening};
+pub use options::{
+    BufferPolicy, Credentials, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, DEFAULT_OVERLAP,
+    Headers, Relisten, SubscribeOptions,
+};
+pub use stdio::StdioClient;
+pub use subscription::{FilterHandle, Subscription};

@@ -1,0 +1,305 @@
+//! The gateway a server holds: opened over its upstreams, serving the
+//! merged lists, forwarding calls, and feeding its hub from shared
+//! upstream listens as demand says.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, ErrorData, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, Tool,
+};
+use tokio::task::JoinHandle;
+
+use crate::error::GatewayError;
+use crate::link::Link;
+use crate::lists;
+use crate::stats::UpstreamStats;
+use crate::upstream::Upstream;
+use mcp_subscriptions::Hub;
+use mcp_subscriptions::{Capabilities, hub::InterestKey};
+use mcp_subscriptions::{DEFAULT_GRACE, Demand, ListenService};
+use mcp_subscriptions_client::Catalog;
+
+/// Options of a [`Gateway`], then [`open`](Self::open).
+#[derive(Debug, Default)]
+#[must_use]
+pub struct GatewayBuilder {
+    hub: Option<Hub>,
+    grace: Option<Duration>,
+    upstreams: Vec<Upstream>,
+}
+
+impl GatewayBuilder {
+    /// Adds an upstream server.
+    pub fn upstream(mut self, upstream: Upstream) -> Self {
+        self.upstreams.push(upstream);
+        self
+    }
+
+    /// Publishes into `hub` (its capacity, overflow policy and limits)
+    /// instead of a hub advertising what the upstreams do.
+    pub fn hub(mut self, hub: Hub) -> Self {
+        self.hub = Some(hub);
+        self
+    }
+
+    /// How long an upstream URI stays listened to after its last
+    /// downstream listener left (default [`DEFAULT_GRACE`]), so that a
+    /// client re-listening finds it still there.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = Some(grace);
+        self
+    }
+
+    /// Opens every upstream's catalog (discovery, a listen for its list
+    /// changes, each list fetched once), all at once, and starts the
+    /// tasks that keep them.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError`]: no upstream, a name twice or one a namespace
+    /// cannot carry, or an upstream that cannot be discovered or listened
+    /// to (the first, by the order given).
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub async fn open(self) -> Result<Gateway, GatewayError> {
+        if self.upstreams.is_empty() {
+            return Err(GatewayError::NoUpstreams);
+        }
+        let mut names = HashSet::new();
+        for upstream in &self.upstreams {
+            if !Upstream::is_valid_name(&upstream.name) {
+                return Err(GatewayError::InvalidName(upstream.name.clone()));
+            }
+            if !names.insert(upstream.name.as_str()) {
+                return Err(GatewayError::DuplicateName(upstream.name.clone()));
+            }
+        }
+        let catalogs =
+            futures_util::future::join_all(self.upstreams.iter().map(Upstream::catalog)).await;
+        let mut links = Vec::with_capacity(catalogs.len());
+        for (upstream, catalog) in self.upstreams.into_iter().zip(catalogs) {
+            match catalog {
+                Ok(catalog) => links.push(Arc::new(Link::new(upstream, catalog))),
+                Err(error) => {
+                    return Err(GatewayError::Upstream {
+                        name: upstream.name,
+                        error,
+                    });
+                }
+            }
+        }
+        let hub = self.hub.unwrap_or_else(|| {
+            Hub::builder()
+                .capabilities(advertised(
+                    links
+                        .iter()
+                        .map(|link| link.catalog.snapshot().server().capabilities.clone()),
+                ))
+                .build()
+        });
+        let mut tasks = Vec::with_capacity(links.len() * 2);
+        for link in &links {
+            tasks.push(tokio::spawn(Arc::clone(link).run(hub.clone())));
+            tasks.push(tokio::spawn(lists::forward_changes(
+                Arc::clone(link),
+                hub.clone(),
+            )));
+        }
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                hub,
+                links,
+                grace: self.grace.unwrap_or(DEFAULT_GRACE),
+                tasks,
+            }),
+        })
+    }
+}
+
+/// What the downstream hub advertises: each list some upstream has
+/// (its catalog tells of its changes, listened to or refetched), and
+/// resource subscriptions when some upstream offers them.
+fn advertised(upstreams: impl Iterator<Item = ServerCapabilities>) -> Capabilities {
+    let mut capabilities = Capabilities::none();
+    for upstream in upstreams {
+        if upstream.tools.is_some() {
+            capabilities = capabilities.with_tools_list_changed();
+        }
+        if upstream.prompts.is_some() {
+            capabilities = capabilities.with_prompts_list_changed();
+        }
+        if let Some(resources) = upstream.resources {
+            capabilities = capabilities.with_resources_list_changed();
+            if resources.subscribe == Some(true) {
+                capabilities = capabilities.with_resources_subscribe();
+            }
+        }
+    }
+    capabilities
+}
+
+/// A gateway over several upstream MCP servers: one [`Catalog`] and at
+/// most one URI listen per upstream, shared by every downstream listen
+/// stream served from its [`hub`](Self::hub). See the
+/// [module docs](super).
+///
+/// Cloning it is cheap; the tasks stop when the last clone, and the last
+/// service its [demand](Self::demand) hooks were installed on, are dropped.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    hub: Hub,
+    links: Vec<Arc<Link>>,
+    grace: Duration,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Gateway {
+    /// Options, then [`GatewayBuilder::open`].
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::default()
+    }
+
+    /// The hub downstream listen streams are served from: the upstreams'
+    /// events, namespaced, are published into it.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// The demand hooks that open, widen, narrow and close the upstream
+    /// URI listens as downstream listeners come and go: install them on
+    /// the service that serves the hub (or take
+    /// [`listen_service`](Self::listen_service)).
+    ///
+    /// The hooks hold the gateway: its tasks go on while a service serves
+    /// them, even if every [`Gateway`] handle was dropped.
+    pub fn demand(&self) -> Demand {
+        let attaching = Arc::clone(&self.inner);
+        let detaching = Arc::clone(&self.inner);
+        Demand::new(move |key: InterestKey| {
+            let inner = Arc::clone(&attaching);
+            async move {
+                let InterestKey::Resource(uri) = key else {
+                    return Ok(());
+                };
+                match lists::by_uri(&inner.links, &uri) {
+                    Some((link, upstream_uri)) => link.attach(upstream_uri).await,
+                    None => Err(ErrorData::invalid_params(
+                        format!("no upstream serves {uri:?}"),
+                        None,
+                    )),
+                }
+            }
+        })
+        .on_detach(move |key| {
+            if let InterestKey::Resource(uri) = key
+                && let Some((link, upstream_uri)) = lists::by_uri(&detaching.links, &uri)
+            {
+                link.detach(&upstream_uri);
+            }
+        })
+        .with_grace(self.inner.grace)
+    }
+
+    /// A [`ListenService`] over the hub with the [demand](Self::demand)
+    /// hooks installed: what a transport serves.
+    pub fn listen_service(&self) -> ListenService<Hub> {
+        ListenService::new(self.inner.hub.clone()).with_demand(self.demand())
+    }
+
+    /// The upstreams' tools, named downstream.
+    pub fn tools(&self) -> Vec<Tool> {
+        lists::tools(&self.inner.links)
+    }
+
+    /// The upstreams' prompts, named downstream.
+    pub fn prompts(&self) -> Vec<Prompt> {
+        lists::prompts(&self.inner.links)
+    }
+
+    /// The upstreams' resources, their URIs downstream.
+    pub fn resources(&self) -> Vec<Resource> {
+        lists::resources(&self.inner.links)
+    }
+
+    /// The upstreams' resource templates, their URI templates downstream.
+    pub fn templates(&self) -> Vec<ResourceTemplate> {
+        lists::templates(&self.inner.links)
+    }
+
+    /// Calls the tool of that downstream name at its upstream.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` when no upstream's namespace claims the name; the
+    /// upstream's own JSON-RPC error; `-32603` when it cannot be reached
+    /// or answers with something that is not a tool result.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        lists::call_tool(&self.inner.links, name, arguments).await
+    }
+
+    /// Gets the prompt of that downstream name from its upstream.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        lists::get_prompt(&self.inner.links, name, arguments).await
+    }
+
+    /// Reads the resource of that downstream URI from its upstream; the
+    /// contents carry downstream URIs.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        lists::read_resource(&self.inner.links, uri).await
+    }
+
+    /// The catalog kept of the upstream so named.
+    pub fn catalog(&self, upstream: &str) -> Option<&Catalog> {
+        self.inner
+            .links
+            .iter()
+            .find(|link| link.upstream.name == upstream)
+            .map(|link| &link.catalog)
+    }
+
+    /// Each upstream's figures, in the order they were given.
+    pub fn stats(&self) -> Vec<UpstreamStats> {
+        self.inner.links.iter().map(|link| link.stats()).collect()
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("upstreams", &self.stats())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,98 @@
+//! A gateway's subscription engine: many downstream listen streams fed
+//! by one upstream listen per upstream server, opened, widened, narrowed
+//! and closed as downstream demand comes and goes (feature `gateway`).
+//!
+//! A gateway fronts several MCP servers for many clients. Opening one
+//! upstream listen for each downstream one (N clients over M servers, N x
+//! M held streams on servers that did not ask for them) is what a gateway
+//! without a hub does. A [`Gateway`] holds, per upstream:
+//!
+//! - a live [`Catalog`](mcp_subscriptions_client::Catalog): its lists, fetched once
+//!   per change and served merged and namespaced
+//!   ([`Gateway::tools`], ...), with its own listen for list changes. A
+//!   list change reaches downstream listeners only when the merged list
+//!   really changed: the catalog's diff decides, so a restarted upstream
+//!   whose lists came back the same is no change;
+//! - at most one URI listen (a group of streams past 1,000 URIs) over the
+//!   catalog's connection, asking for exactly the upstream URIs that
+//!   downstream listeners hold. Demand drives it: a URI's first
+//!   downstream listener widens it before that listen is acknowledged, its
+//!   last one lets it narrow after the [grace](GatewayBuilder::grace), and
+//!   with no URI left it is closed. A change of filter never opens a gap:
+//!   the new streams are acknowledged before the old ones close, and the
+//!   copies the overlap brings are dropped and counted.
+//!
+//! Every upstream event, named downstream by the upstream's
+//! [`Namespace`], is published into the gateway's [`Hub`](mcp_subscriptions::Hub),
+//! which gives each downstream listener exactly what it asked for, through
+//! its own bounded queue.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_subscriptions_gateway::{Gateway, Upstream};
+//!
+//! let gateway = Gateway::builder()
+//!     .upstream(Upstream::http("docs", "http://127.0.0.1:8801/mcp"))
+//!     .upstream(Upstream::http("code", "http://127.0.0.1:8802/mcp"))
+//!     .open()
+//!     .await?;
+//! // Downstream listen streams, served over HTTP from the gateway's hub.
+//! let listen = gateway.listen_service();
+//! # let _ = listen;
+//! // `docs/search` is `search` of upstream `docs`; `docs+file:///a.md`
+//! // its `file:///a.md`.
+//! let tools = gateway.tools();
+//! # let _ = tools;
+//! # Ok(()) }
+//! ```
+//!
+//! # Namespaces
+//!
+//! Each upstream's tool and prompt names and its resource URIs and
+//! templates are mapped to downstream ones by a [`Namespace`]: by default
+//! [`Prefix`], the upstream's name before each (`docs/search`,
+//! `docs+file:///a.md`). `resources/updated` for an upstream URI reaches
+//! the downstream listeners of its downstream URI; calls, prompt gets and
+//! reads go back to the upstream whose namespace claims the name or URI.
+//!
+//! # Upstream failures
+//!
+//! An upstream listen that ends abruptly is re-listened with backoff (the
+//! client's [`Relisten`](mcp_subscriptions_client::Relisten) policy, from the
+//! upstream's options). When it is back, its downstream listeners get a
+//! resync: each URI it covers is published as updated, and its lists are
+//! refetched (a list change follows if they changed). Downstream streams
+//! never end because an upstream failed, and the other upstreams are not
+//! touched. An upstream that refuses a filter, or leaves a URI out of its
+//! grant, refuses only the downstream listens that need that URI, with
+//! the upstream's own error; a URI no upstream's namespace claims is
+//! refused with `-32602`.
+//!
+//! # Replicas
+//!
+//! Each gateway replica listens upstream for its own downstream demand
+//! alone, and publishes into its own hub; upstream events are not relayed
+//! between replicas. A relay would only bring each replica a second copy
+//! of what its own upstream listen already brought: every replica with a
+//! downstream listener of a URI holds that URI upstream itself. The cost
+//! is one upstream listen per upstream per replica (a handful), not per
+//! client; the gain is that no replica depends on another: a replica that
+//! dies takes only its own upstream listens with it, its clients re-listen
+//! to another replica (which widens its own upstream listen before it
+//! acknowledges them) and get a resync from their client, and there is no
+//! owner to elect or hand over. A relay may still be attached to the hub
+//! for the application's own events (a revocation reaches every replica).
+
+mod error;
+mod handle;
+mod link;
+mod lists;
+mod namespace;
+mod stats;
+mod upstream;
+
+pub use error::GatewayError;
+pub use handle::{Gateway, GatewayBuilder};
+pub use namespace::{Namespace, Prefix};
+pub use stats::UpstreamStats;
+pub use upstream::Upstream;

@@ -1,0 +1,427 @@
+//! One upstream as the gateway holds it: its catalog, the upstream URIs
+//! downstream demand holds, and the task that keeps one upstream listen
+//! covering exactly them.
+//!
+//! # Wanted and listened
+//!
+//! The demand hooks change the *wanted* set: an attach adds a URI and
+//! waits until a listen that covers it was acknowledged upstream; a detach
+//! (after the grace) takes one away. Each change raises the wanted
+//! generation and wakes the task, which brings the upstream listen to the
+//! wanted set in one step however many changes came meanwhile (a thousand
+//! attaches arriving together make one filter change, not a thousand):
+//! the first URI opens the listen, a change of set goes through
+//! [`set_filter`](mcp_subscriptions_client::Subscription::set_filter) (the new streams
+//! acknowledged before the old ones close, copies dropped), and the last
+//! URI gone cancels it. It then publishes the generation it reached, with
+//! what the upstream granted, for the attaches waiting on it.
+//!
+//! # Refusals
+//!
+//! A URI the upstream leaves out of its grant, or a filter it refuses, is
+//! refused to the attach that asked for it, with the upstream's own error,
+//! and taken out of the wanted set. When a change adding several URIs is
+//! refused as a whole, each is tried alone, so that one bad URI refuses
+//! only the listens that need it. A failure to reach the upstream refuses
+//! only the URIs not yet attached: those already held stay wanted, and the
+//! listen is opened again with backoff.
+//!
+//! # Resync
+//!
+//! Whenever the upstream listen may have missed something (it re-listened
+//! after an abrupt end, its buffer lagged, or it was opened again after
+//! ending), each URI it covers is published downstream as updated, so that
+//! downstream listeners refetch: never silence.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rmcp::model::ErrorData;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+
+use crate::stats::UpstreamStats;
+use crate::upstream::Upstream;
+use mcp_subscriptions::__private::Backoff;
+use mcp_subscriptions::Filter;
+use mcp_subscriptions::Hub;
+use mcp_subscriptions::{Event, EventKind};
+use mcp_subscriptions_client::{
+    Catalog, FilterHandle, Item, ListenState, SubscribeError, Subscription,
+};
+
+/// How long the task waits before opening a listen that ended or failed
+/// again, doubling per failure: as the client re-listens.
+const REOPEN: Backoff = Backoff {
+    initial: Duration::from_millis(500),
+    max: Duration::from_secs(30),
+};
+
+/// The upstream URIs downstream demand holds (a key's hooks never
+/// overlap, so a set is enough).
+#[derive(Default)]
+struct Wanted {
+    uris: BTreeSet<String>,
+    /// Raised at each change of `uris`.
+    generation: u64,
+    /// Why a URI was refused, until its attach reads it.
+    refused: HashMap<String, ErrorData>,
+}
+
+/// What the task last brought the upstream listen to.
+#[derive(Default)]
+struct Applied {
+    /// The wanted generation it reached.
+    generation: u64,
+    /// What the upstream granted then.
+    listening: Arc<BTreeSet<String>>,
+}
+
+/// One upstream, shared by the demand hooks, the task and the gateway.
+pub(super) struct Link {
+    pub(super) upstream: Upstream,
+    pub(super) catalog: Catalog,
+    wanted: Mutex<Wanted>,
+    wake: Notify,
+    applied: watch::Sender<Applied>,
+    stats: Mutex<UpstreamStats>,
+}
+
+impl Link {
+    pub(super) fn new(upstream: Upstream, catalog: Catalog) -> Self {
+        let stats = UpstreamStats::new(&upstream.name);
+        Self {
+            upstream,
+            catalog,
+            wanted: Mutex::default(),
+            wake: Notify::new(),
+            applied: watch::Sender::new(Applied::default()),
+            stats: Mutex::new(stats),
+        }
+    }
+
+    /// Adds `uri` (an upstream URI) to the wanted set and waits until the
+    /// upstream listen covers it.
+    ///
+    /// # Errors
+    ///
+    /// The upstream's refusal, or that it left the URI out of its grant.
+    pub(super) async fn attach(&self, uri: String) -> Result<(), ErrorData> {
+        let generation = {
+            let mut wanted = self.wanted.lock();
+            wanted.refused.remove(&uri);
+            wanted.uris.insert(uri.clone());
+            wanted.generation += 1;
+            wanted.generation
+        };
+        self.wake.notify_one();
+        let mut applied = self.applied.subscribe();
+        let listening = Arc::clone(
+            &applied
+                .wait_for(|applied| applied.generation >= generation)
+                .await
+                .map_err(|_| ErrorData::internal_error("the gateway is closed", None))?
+                .listening,
+        );
+        if let Some(refused) = self.wanted.lock().refused.remove(&uri) {
+            return Err(refused);
+        }
+        if listening.contains(&uri) {
+            Ok(())
+        } else {
+            Err(not_granted(&self.upstream.name, &uri))
+        }
+    }
+
+    /// Takes `uri` out of the wanted set.
+    pub(super) fn detach(&self, uri: &str) {
+        {
+            let mut wanted = self.wanted.lock();
+            if !wanted.uris.remove(uri) {
+                return;
+            }
+            wanted.generation += 1;
+        }
+        self.wake.notify_one();
+    }
+
+    /// Its figures now.
+    pub(super) fn stats(&self) -> UpstreamStats {
+        let mut stats = self.stats.lock().clone();
+        stats.lists_live = matches!(self.catalog.health().listen, ListenState::Listening);
+        stats
+    }
+
+    /// Keeps the upstream listen covering the wanted set until the
+    /// gateway is dropped, publishing what it hears into `hub`.
+    pub(super) async fn run(self: Arc<Self>, hub: Hub) {
+        let mut listen = Listen {
+            link: self,
+            hub,
+            subscription: None,
+            listening: BTreeSet::new(),
+            attached: BTreeSet::new(),
+            failures: 0,
+            retry_at: None,
+            resync_when_open: false,
+        };
+        loop {
+            let retry_at = listen.retry_at;
+            tokio::select! {
+                Some(item) = next_item(&mut listen.subscription) => listen.heard(item),
+                () = listen.link.wake.notified() => listen.apply().await,
+                () = sleep_until(retry_at), if retry_at.is_some() => {
+                    listen.retry_at = None;
+                    listen.apply().await;
+                }
+            }
+        }
+    }
+}
+
+/// The task's own state: the upstream listen and what it covers.
+struct Listen {
+    link: Arc<Link>,
+    hub: Hub,
+    subscription: Option<(Subscription, FilterHandle)>,
+    /// What the upstream granted the listen (empty without one).
+    listening: BTreeSet<String>,
+    /// URIs whose attach was answered `Ok` and that are still wanted: a
+    /// failure never refuses them.
+    attached: BTreeSet<String>,
+    /// Opens failed in a row, for the backoff.
+    failures: u32,
+    retry_at: Option<Instant>,
+    /// The listen ended: once open again, what it covers is resynced.
+    resync_when_open: bool,
+}
+
+impl Listen {
+    /// Brings the upstream listen to the wanted set, and publishes the
+    /// generation reached.
+    async fn apply(&mut self) {
+        let (target, generation) = {
+            let wanted = self.link.wanted.lock();
+            (wanted.uris.clone(), wanted.generation)
+        };
+        self.attached.retain(|uri| target.contains(uri));
+        if target != self.listening || (self.subscription.is_none() && !target.is_empty()) {
+            match self.change_to(&target).await {
+                Ok(()) => self.failures = 0,
+                Err(error) => self.failed(&target, error).await,
+            }
+        }
+        self.attached
+            .extend(target.intersection(&self.listening).cloned());
+        self.refuse_ungranted(&target);
+        self.record();
+        self.link.applied.send_replace(Applied {
+            generation,
+            listening: Arc::new(self.listening.clone()),
+        });
+    }
+
+    /// Opens, changes or cancels the upstream listen so it asks for
+    /// `target`.
+    async fn change_to(&mut self, target: &BTreeSet<String>) -> Result<(), SubscribeError> {
+        if target.is_empty() {
+            if let Some((subscription, _)) = self.subscription.take() {
+                subscription.cancel().await;
+            }
+            self.listening.clear();
+            // No one is left to resync.
+            self.resync_when_open = false;
+            return Ok(());
+        }
+        let filter = uris_filter(target);
+        let Some((_, handle)) = &self.subscription else {
+            let subscription = self.link.catalog.subscribe(&filter).await?;
+            let handle = subscription.filter_handle();
+            self.listening = granted_uris(&subscription.granted());
+            self.subscription = Some((subscription, handle));
+            if std::mem::take(&mut self.resync_when_open) {
+                self.resync(&self.listening.clone());
+            }
+            return Ok(());
+        };
+        // The old streams are read meanwhile, so nothing they bring waits.
+        let handle = handle.clone();
+        let changing = handle.set_filter(&filter);
+        tokio::pin!(changing);
+        let granted = loop {
+            tokio::select! {
+                granted = &mut changing => break granted?,
+                Some(item) = next_item(&mut self.subscription) => self.heard(item),
+            }
+        };
+        self.listening = granted_uris(&granted);
+        Ok(())
+    }
+
+    /// `error` came of changing to `target`: refuse what it refuses.
+    async fn failed(&mut self, target: &BTreeSet<String>, error: SubscribeError) {
+        let new: Vec<String> = target.difference(&self.attached).cloned().collect();
+        let refusal = matches!(error, SubscribeError::Refused(_));
+        if refusal && new.len() > 1 {
+            // Refused as a whole: try each new URI alone beside what holds.
+            let mut holding: BTreeSet<String> =
+                self.listening.intersection(target).cloned().collect();
+            for uri in new {
+                let mut with = holding.clone();
+                with.insert(uri.clone());
+                match self.change_to(&with).await {
+                    Ok(()) => holding = with,
+                    Err(error) => {
+                        self.refuse(&uri, upstream_error(&self.link.upstream.name, &error));
+                    }
+                }
+            }
+            if self.listening != holding {
+                // What was let go meanwhile, with nothing new to carry it.
+                let _ = self.change_to(&holding).await;
+            }
+            return;
+        }
+        let refused = upstream_error(&self.link.upstream.name, &error);
+        for uri in &new {
+            self.refuse(uri, refused.clone());
+        }
+        if !refusal && !self.attached.is_empty() {
+            // The URIs held stay wanted: open again, with backoff.
+            self.failures += 1;
+            self.retry_at = Some(Instant::now() + REOPEN.delay(self.failures));
+            self.resync_when_open = true;
+        }
+        tracing::warn!(target: "mcp_subscriptions", upstream = %self.link.upstream.name, %error, "an upstream listen change failed");
+    }
+
+    /// Refuses the wanted URIs the upstream did not grant.
+    fn refuse_ungranted(&mut self, target: &BTreeSet<String>) {
+        if self.subscription.is_none() {
+            return;
+        }
+        let ungranted: Vec<String> = target
+            .iter()
+            .filter(|uri| !self.listening.contains(*uri) && !self.attached.contains(*uri))
+            .cloned()
+            .collect();
+        for uri in ungranted {
+            let error = not_granted(&self.link.upstream.name, &uri);
+            self.refuse(&uri, error);
+        }
+    }
+
+    /// Takes `uri` out of the wanted set, with why for its attach.
+    fn refuse(&mut self, uri: &str, error: ErrorData) {
+        // The attach refused is never detached: it goes now.
+        let mut wanted = self.link.wanted.lock();
+        if wanted.uris.remove(uri) {
+            wanted.refused.insert(uri.to_owned(), error);
+            self.link.stats.lock().refused += 1;
+        }
+    }
+
+    /// One item of the upstream listen.
+    fn heard(&mut self, item: Item) {
+        match item {
+            Item::Event(event) => {
+                if let EventKind::ResourceUpdated { uri } = event.kind() {
+                    let uri = self.link.upstream.namespace.uri_down(uri);
+                    self.hub.publish(Event::resource_updated(uri));
+                    self.link.stats.lock().events += 1;
+                }
+            }
+            // Lost upstream: whatever it covers may have changed.
+            Item::Lagged(_) => self.resync(&self.listening.clone()),
+            Item::Relistening(_) => self.link.stats.lock().relistens += 1,
+            Item::Resynced(granted) => {
+                self.listening = granted_uris(&granted);
+                self.resync(&self.listening.clone());
+            }
+            Item::End(end) => {
+                tracing::warn!(target: "mcp_subscriptions", upstream = %self.link.upstream.name, ?end, "an upstream listen ended");
+                self.subscription = None;
+                self.listening.clear();
+                self.failures += 1;
+                self.retry_at = Some(Instant::now() + REOPEN.delay(self.failures));
+                self.resync_when_open = true;
+            }
+            // An item of a later client: nothing the gateway acts on.
+            _ => {}
+        }
+        self.record();
+    }
+
+    /// Tells downstream that each of `uris` may have changed.
+    fn resync(&self, uris: &BTreeSet<String>) {
+        for uri in uris {
+            let uri = self.link.upstream.namespace.uri_down(uri);
+            self.hub.publish(Event::resource_updated(uri));
+        }
+        self.link.stats.lock().resyncs += 1;
+    }
+
+    fn record(&self) {
+        let max = self
+            .link
+            .upstream
+            .options
+            .subscribe
+            .max_uris_per_stream
+            .max(1);
+        let mut stats = self.link.stats.lock();
+        stats.uris = self.listening.iter().cloned().collect();
+        stats.uri_streams = match &self.subscription {
+            Some(_) => self.listening.len().div_ceil(max).max(1),
+            None => 0,
+        };
+        if let Some((subscription, _)) = &self.subscription {
+            stats.duplicates = subscription.stats().duplicates;
+        }
+    }
+}
+
+fn uris_filter(uris: &BTreeSet<String>) -> Filter {
+    uris.iter().fold(Filter::new(), |filter, uri| {
+        filter.with_resource(uri.as_str())
+    })
+}
+
+fn granted_uris(granted: &Filter) -> BTreeSet<String> {
+    granted
+        .resource_subscriptions()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn not_granted(upstream: &str, uri: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("upstream {upstream} does not serve updates of {uri}"),
+        None,
+    )
+}
+
+/// The error a downstream listen is refused with: the upstream's own, or
+/// why it could not be reached.
+pub(super) fn upstream_error(upstream: &str, error: &SubscribeError) -> ErrorData {
+    match error {
+        SubscribeError::Refused(error) => error.clone(),
+        other => ErrorData::internal_error(format!("upstream {upstream}: {other}"), None),
+    }
+}
+
+async fn next_item(subscription: &mut Option<(Subscription, FilterHandle)>) -> Option<Item> {
+    match subscription {
+        Some((subscription, _)) => subscription.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,115 @@
+//! What the gateway is told of one upstream server: its name, where it is,
+//! its namespace and how its catalog is kept.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::namespace::{Namespace, Prefix};
+use mcp_subscriptions_client::{Catalog, CatalogOptions, StdioClient, SubscribeError};
+
+/// One upstream MCP server of a [`Gateway`](crate::Gateway): a name, a
+/// Streamable HTTP URL or a stdio connection, a [`Namespace`] ([`Prefix`]
+/// by its name unless [`with_namespace`](Self::with_namespace) says
+/// otherwise), and the options of its catalog and listen streams
+/// (headers, credentials, re-listen backoff).
+///
+/// A name is what downstream clients see before each name and URI, so it
+/// starts with an ASCII letter and holds only letters, digits, `-` and
+/// `.` (which keeps `name+scheme:` a URI scheme).
+#[derive(Clone)]
+pub struct Upstream {
+    pub(super) name: String,
+    pub(super) target: Target,
+    pub(super) namespace: Arc<dyn Namespace>,
+    pub(super) options: CatalogOptions,
+}
+
+#[derive(Clone)]
+pub(super) enum Target {
+    Http(String),
+    Stdio(StdioClient),
+}
+
+impl Upstream {
+    /// The server at a Streamable HTTP `url` (`http://127.0.0.1:8801/mcp`).
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(name.into(), Target::Http(url.into()))
+    }
+
+    /// The server on the other end of `client` (one that
+    /// [`StdioClient::spawn`] started is started again when it dies).
+    pub fn stdio(name: impl Into<String>, client: StdioClient) -> Self {
+        Self::new(name.into(), Target::Stdio(client))
+    }
+
+    fn new(name: String, target: Target) -> Self {
+        Self {
+            namespace: Arc::new(Prefix::new(name.clone())),
+            name,
+            target,
+            options: CatalogOptions::default(),
+        }
+    }
+
+    /// Maps names and URIs with `namespace` instead of the prefix.
+    pub fn with_namespace(mut self, namespace: impl Namespace) -> Self {
+        self.namespace = Arc::new(namespace);
+        self
+    }
+
+    /// Keeps its catalog, and listens to it, with `options`.
+    pub fn with_options(mut self, options: CatalogOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether `name` may name an upstream.
+    pub(super) fn is_valid_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|first| first.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+    }
+
+    /// Opens its catalog.
+    pub(super) async fn catalog(&self) -> Result<Catalog, SubscribeError> {
+        match &self.target {
+            Target::Http(url) => Catalog::http(url.clone(), self.options.clone()).await,
+            Target::Stdio(client) => Catalog::stdio(client, self.options.clone()).await,
+        }
+    }
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match &self.target {
+            Target::Http(url) => url.as_str(),
+            Target::Stdio(_) => "stdio",
+        };
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("target", &target)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_starts_with_a_letter_and_keeps_to_a_scheme_s_characters() {
+        for good in ["a", "files", "git-hub", "v1.2"] {
+            assert!(Upstream::is_valid_name(good), "{good}");
+        }
+        for bad in ["", "1a", "a/b", "a_b", "a+b", "ä", "-a"] {
+            assert!(!Upstream::is_valid_name(bad), "{bad}");
+        }
+    }
+}
