@@ -1,4 +1,4 @@
-// The README's examples use every transport; with fewer features the crate
+// The tour's examples use every transport; with fewer features the crate
 // docs are a pointer to it rather than examples that cannot compile.
 #![cfg_attr(
     all(
@@ -7,7 +7,7 @@
         feature = "channel",
         feature = "tasks"
     ),
-    doc = include_str!("../README.md")
+    doc = include_str!("lib.md")
 )]
 #![cfg_attr(
     not(all(
@@ -16,7 +16,7 @@
         feature = "channel",
         feature = "tasks"
     )),
-    doc = "The subscription engine for MCP servers; see the README (the crate docs with every feature) for the tour."
+    doc = "The subscription engine for MCP servers; the crate docs with the default features are the tour."
 )]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -86,3 +86,8 @@ pub mod __private {
     pub use crate::hub::reader::{Reader, Settings, Waiter};
     pub use crate::sync::block_on_timeout;
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(all(doctest, feature = "http"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

@@ -24,7 +24,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService};
-use mcp_subscriptions_client::{Catalog, CatalogOptions, Item, SubscribeOptions, Subscription};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
+use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 

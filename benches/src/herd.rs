@@ -30,10 +30,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::Filter;
-use mcp_subscriptions_client::{
-    Catalog, CatalogKind, CatalogOptions, Item, ListenState, Relisten, SubscribeOptions,
-    Subscription,
-};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogOptions, ListenState};
+use mcp_subscriptions_client::{Item, Relisten, SubscribeOptions, Subscription};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc};

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions_client::{
-    Catalog, CatalogOptions, Change, Diff, End, Health, Item, Keyed, ListenState, Relisten,
-    StdioClient, SubscribeOptions, Subscription,
+use mcp_subscriptions_client::catalog::{
+    Catalog, CatalogOptions, Change, Diff, Health, Keyed, ListenState,
 };
+use mcp_subscriptions_client::{End, Item, Relisten, StdioClient, SubscribeOptions, Subscription};
 use serde::Serialize;
 
 #[derive(Parser)]

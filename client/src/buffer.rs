@@ -104,7 +104,7 @@ impl Shared {
         };
         Self {
             state: Mutex::new(State {
-                reader: Reader::new(),
+                reader: Reader::default(),
                 items: Bounded::alone(settings),
                 end: None,
                 finished: false,

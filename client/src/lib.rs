@@ -1,6 +1,47 @@
-//! The client half (feature `client`): listen to any MCP server's
+//! The client half of `mcp-subscriptions`: listen to any MCP server's
 //! `subscriptions/listen` streams over Streamable HTTP, stdio, the
-//! notification channel, or in process.
+//! notification channel, or in process, and keep a live [catalog] of its
+//! tools, prompts and resources.
+//!
+//! ```rust,no_run
+//! use mcp_subscriptions_client::{Item, Relisten, StdioClient, SubscribeOptions, Subscription};
+//! use mcp_subscriptions::{Filter, Hub};
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let tools = Filter::new().with_tools_list_changed();
+//! let options = SubscribeOptions::default()
+//!     .with_capacity(256)
+//!     .with_relisten(Relisten::new(Duration::from_millis(100), Duration::from_secs(10)));
+//!
+//! // Streamable HTTP.
+//! let mut over_http = Subscription::http("http://127.0.0.1:8808/mcp", &tools, options.clone()).await?;
+//! println!("granted {:?}", over_http.granted());
+//!
+//! // stdio: a server the client starts; many subscriptions share its pipes.
+//! let server = StdioClient::spawn("my-mcp-server", ["--stdio"])?;
+//! let over_stdio = server.subscribe(&tools, options.clone()).await?;
+//!
+//! // The notification channel of a provider proxy.
+//! let url = "ws://127.0.0.1:8808/mcp/notifications/main";
+//! let over_channel = Subscription::channel(url, &tools, options.clone()).await?;
+//!
+//! // In process, from any source.
+//! let in_process = Subscription::source(Hub::new(), &tools, options).await?;
+//!
+//! while let Some(item) = over_http.next().await {
+//!     match item {
+//!         Item::Event(event) => println!("{}", event.method()),
+//!         Item::Resynced(filter) => println!("refetch what {filter:?} names"),
+//!         Item::End(end) => println!("ended: {end:?}"),
+//!         _ => {}
+//!     }
+//! }
+//! // A thread can `select!` over subscriptions through crossbeam channels.
+//! let receiver = over_stdio.into_receiver();
+//! # drop((receiver, over_channel, in_process));
+//! # Ok(()) }
+//! ```
 //!
 //! A [`Subscription`] is the mirror image of a served stream. Opening one
 //! sends the listen request and returns once the acknowledgement arrived,
@@ -92,9 +133,37 @@
 //! ## The live catalog
 //!
 //! For a host that wants a server's lists rather than its notifications:
-//! [`Catalog`] keeps one server's tools, prompts, resources and templates
-//! fresh (one fetch per change, however many), with snapshots, typed diffs
-//! and health; [`CatalogSet`] keeps several, merged.
+//! [`Catalog`](catalog::Catalog) keeps one server's tools, prompts,
+//! resources and templates fresh (one fetch per change, however many),
+//! with snapshots, typed diffs and health;
+//! [`CatalogSet`](catalog::CatalogSet) keeps several, merged (the
+//! [`catalog`] module).
+//!
+//! ## Interop
+//!
+//! The client ([`Subscription`]) is tested against
+//! servers no one here wrote, each serving `subscriptions/listen` with its own
+//! SDK's handler (the workspace's `tests/client/interop.rs`; `.ci/interop-install` puts the npm and
+//! PyPI packages under `target/interop`):
+//!
+//! | server | Streamable HTTP | stdio |
+//! | --- | --- | --- |
+//! | rmcp 3.11 alone (`examples/rmcp_listen.rs`) | yes | yes |
+//! | TypeScript SDK v2, `@modelcontextprotocol/server` 2.4.0 | yes | yes |
+//! | Python SDK, `mcp` 2.3.0 | yes | yes |
+//! | TypeScript SDK v1, `@modelcontextprotocol/sdk` 1.32.2 | no listen: HTTP 400, `-32000` `Unsupported protocol version: 2026-07-28` | no listen: `-32601` `Method not found` |
+//!
+//! "yes": the grant is the request, notifications of both kinds arrive and
+//! only for the URI asked for, and on stdio a cancelled subscription leaves
+//! another on the same connection running. The live catalog
+//! ([`Catalog`](catalog::Catalog)) of each of the first three, over both transports,
+//! discovers it, lists its tools and keeps them with one fetch a second
+//! while the server announces a change every 50 ms; the TypeScript and
+//! Python servers also change their own tool lists at runtime (a tool added,
+//! described anew, removed), and the catalog converges after each, over HTTP
+//! and stdio, and across a killed stdio server started again. The v1 line predates the
+//! 2026-07-28 revision; the client reports its answer as
+//! `SubscribeError::Refused`.
 //!
 //! ## Why not rmcp's `Peer::listen`
 //!
@@ -107,7 +176,7 @@
 //! channel) so that none of those is lost.
 
 mod buffer;
-mod catalog;
+pub mod catalog;
 #[cfg(feature = "channel")]
 mod channel;
 mod connect;
@@ -126,11 +195,6 @@ mod subscription;
 mod wire;
 
 pub use buffer::BufferStats;
-pub use catalog::{
-    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Changes, Contents, DEFAULT_DEBOUNCE,
-    DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES, DEFAULT_MIN_REFRESH,
-    DEFAULT_REQUEST_TIMEOUT, Diff, Edit, FetchHealth, Health, Keyed, ListenState, Merged, Snapshot,
-};
 pub use error::{ProtocolError, SubscribeError};
 pub use item::{End, Item, Relistening};
 pub use options::{
@@ -139,3 +203,8 @@ pub use options::{
 };
 pub use stdio::StdioClient;
 pub use subscription::{FilterHandle, Subscription};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

@@ -20,7 +20,7 @@ use crate::upstream::Upstream;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{DEFAULT_GRACE, Demand, ListenService};
-use mcp_subscriptions_client::Catalog;
+use mcp_subscriptions_client::catalog::Catalog;
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]

@@ -1,13 +1,13 @@
 //! A gateway's subscription engine: many downstream listen streams fed
 //! by one upstream listen per upstream server, opened, widened, narrowed
-//! and closed as downstream demand comes and goes (feature `gateway`).
+//! and closed as downstream demand comes and goes.
 //!
 //! A gateway fronts several MCP servers for many clients. Opening one
 //! upstream listen for each downstream one (N clients over M servers, N x
 //! M held streams on servers that did not ask for them) is what a gateway
 //! without a hub does. A [`Gateway`] holds, per upstream:
 //!
-//! - a live [`Catalog`](mcp_subscriptions_client::Catalog): its lists, fetched once
+//! - a live [`Catalog`](mcp_subscriptions_client::catalog::Catalog): its lists, fetched once
 //!   per change and served merged and namespaced
 //!   ([`Gateway::tools`], ...), with its own listen for list changes. A
 //!   list change reaches downstream listeners only when the merged list
@@ -96,3 +96,8 @@ pub use handle::{Gateway, GatewayBuilder};
 pub use namespace::{Namespace, Prefix};
 pub use stats::UpstreamStats;
 pub use upstream::Upstream;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

@@ -48,9 +48,8 @@ use mcp_subscriptions::__private::Backoff;
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Event, EventKind};
-use mcp_subscriptions_client::{
-    Catalog, FilterHandle, Item, ListenState, SubscribeError, Subscription,
-};
+use mcp_subscriptions_client::catalog::{Catalog, ListenState};
+use mcp_subscriptions_client::{FilterHandle, Item, SubscribeError, Subscription};
 
 /// How long the task waits before opening a listen that ended or failed
 /// again, doubling per failure: as the client re-listens.

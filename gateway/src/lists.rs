@@ -32,7 +32,7 @@ pub(super) async fn forward_changes(link: Arc<Link>, hub: Hub) {
 /// Every upstream's entries of one list, each named as `rename` says.
 fn merged<T: Clone>(
     links: &[Arc<Link>],
-    list: impl Fn(&mcp_subscriptions_client::Snapshot) -> &[T],
+    list: impl Fn(&mcp_subscriptions_client::catalog::Snapshot) -> &[T],
     rename: impl Fn(&dyn Namespace, &mut T),
 ) -> Vec<T> {
     let mut all = Vec::new();

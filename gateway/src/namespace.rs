@@ -24,7 +24,7 @@ pub trait Namespace: Send + Sync + 'static {
 
 /// The default rule: the upstream's name before each name, joined by a
 /// separator (`a/search` for tool `search` of upstream `a`, the naming
-/// [`Merged`](mcp_subscriptions_client::Merged) uses), and before each URI's scheme
+/// [`Merged`](mcp_subscriptions_client::catalog::Merged) uses), and before each URI's scheme
 /// joined by `+` (`a+file:///notes.md`), which keeps a URI (and a URI
 /// template) a URI, since a scheme may hold `+`.
 ///

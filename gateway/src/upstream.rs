@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::namespace::{Namespace, Prefix};
-use mcp_subscriptions_client::{Catalog, CatalogOptions, StdioClient, SubscribeError};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
+use mcp_subscriptions_client::{StdioClient, SubscribeError};
 
 /// One upstream MCP server of a [`Gateway`](crate::Gateway): a name, a
 /// Streamable HTTP URL or a stdio connection, a [`Namespace`] ([`Prefix`]

@@ -160,6 +160,7 @@ impl<T: Queued> Bounded<T> {
     }
 
     /// The events queued (markers aside).
+    #[allow(clippy::len_without_is_empty)] // read only as a count
     pub fn len(&self) -> usize {
         self.queued.len() - self.markers
     }

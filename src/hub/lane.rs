@@ -212,7 +212,7 @@ impl Lane {
             block: state.blocks[index / SEATS_PER_BLOCK].clone(),
         };
         *seat.place() = Some(Place::Member(Member {
-            reader: Reader::new(),
+            reader: Reader::default(),
             cursor: Cursor::at(at),
             listed: false,
         }));
@@ -415,7 +415,7 @@ impl Lane {
             cursor.leave(&self.ring, &mut state.bounds, reader);
         }
         let matched = cursor.held(&self.ring).matched;
-        let reader = std::mem::replace(reader, Reader::new());
+        let reader = std::mem::take(reader);
         let queue = Arc::new(Queue::handed_over(
             id,
             self.settings,

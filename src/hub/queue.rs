@@ -38,7 +38,7 @@ impl Queue {
     /// `budget` when there is one.
     pub(crate) fn new(id: ListenerId, settings: Settings, budget: Option<Arc<Budget>>) -> Self {
         let events = Bounded::new(settings, budget, VecDeque::new(), 0);
-        Self::with(id, Reader::new(), events)
+        Self::with(id, Reader::default(), events)
     }
 
     /// A queue that goes on from where a lane's seat was when it moved out

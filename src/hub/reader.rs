@@ -37,9 +37,10 @@ impl Waiter {
 }
 
 /// Where a listener is in its life, in a byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Phase {
     /// Taking events.
+    #[default]
     Open,
     /// The hub completed: drain what is queued, then report `Complete`.
     Completing,
@@ -120,7 +121,7 @@ pub(crate) struct Snapshot {
 /// keeps one per member, so it is kept small. Its counts are those the
 /// storage does not know better: how many events were matched, coalesced
 /// (a policy of the storage) and queued are the storage's to say.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Reader {
     pub(crate) phase: Phase,
     /// Disconnected by its overflow policy, whoever retires it.
@@ -139,20 +140,6 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// An open reader that has read nothing.
-    pub fn new() -> Self {
-        Self {
-            phase: Phase::Open,
-            overflowed: false,
-            lag: 0,
-            waiter: None,
-            delivered: 0,
-            dropped: 0,
-            discarded: 0,
-            max_depth: 0,
-        }
-    }
-
     pub(crate) fn is_open(&self) -> bool {
         self.phase == Phase::Open
     }

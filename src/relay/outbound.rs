@@ -46,7 +46,7 @@ impl Outbound {
             coalesce: true,
         };
         Self {
-            reader: Reader::new(),
+            reader: Reader::default(),
             events: Bounded::new(settings, None, VecDeque::new(), 0),
             revocations: Vec::new(),
         }

@@ -158,7 +158,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// result: `complete` tells a client the server is done with it, and
     /// clients (this crate's, the TypeScript and Python SDKs') do not
     /// listen again after it, while after an error they do (this crate's
-    /// client at once, with `client::Item::Relistening`
+    /// client at once, with `Item::Relistening`
     /// and then a resync; an SDK application as after any lost stream).
     /// Nothing is replayed, so a client refetches what it lists.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use crate::support::catalog_server::{CatalogServer, Paging};
 use mcp_subscriptions::ListKind;
-use mcp_subscriptions_client::{
-    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Credentials, ListenState, Snapshot,
+use mcp_subscriptions_client::Credentials;
+use mcp_subscriptions_client::catalog::{
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, ListenState, Snapshot,
 };
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -290,7 +291,7 @@ async fn a_refused_fetch_waits_for_the_next_change() {
 }
 
 /// Waits until the tools list's last fetch failed; its health then.
-async fn stale_tools(catalog: &Catalog) -> mcp_subscriptions_client::FetchHealth {
+async fn stale_tools(catalog: &Catalog) -> mcp_subscriptions_client::catalog::FetchHealth {
     tokio::time::timeout(WAIT, async {
         loop {
             let health = catalog.health().list(CatalogKind::Tools).unwrap().clone();

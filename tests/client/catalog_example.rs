@@ -17,8 +17,9 @@
 use std::time::Duration;
 
 use crate::support::example::{HttpServer, binary, call};
-use mcp_subscriptions_client::{
-    Catalog, CatalogKind, CatalogOptions, Change, Changes, ListenState, StdioClient,
+use mcp_subscriptions_client::StdioClient;
+use mcp_subscriptions_client::catalog::{
+    Catalog, CatalogKind, CatalogOptions, Change, Changes, ListenState,
 };
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -8,7 +8,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_subscriptions::{EventKind, Filter, ListKind};
-use mcp_subscriptions_client::{Catalog, CatalogOptions, Item, SubscribeOptions, Subscription};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
+use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use crate::support::interop::Server;
 use mcp_subscriptions::{EventKind, Filter, ListKind};
-use mcp_subscriptions_client::{
-    Catalog, CatalogKind, CatalogOptions, DEFAULT_MAX_DELAY, Item, ListenState, StdioClient,
-    SubscribeError, SubscribeOptions, Subscription,
+use mcp_subscriptions_client::catalog::{
+    Catalog, CatalogKind, CatalogOptions, DEFAULT_MAX_DELAY, ListenState,
 };
+use mcp_subscriptions_client::{Item, StdioClient, SubscribeError, SubscribeOptions, Subscription};
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -11,10 +11,8 @@ use std::time::Duration;
 use crate::support::catalog_server::CatalogServer;
 use crate::support::tls;
 use mcp_subscriptions::{Filter, ListKind};
-use mcp_subscriptions_client::{
-    Catalog, CatalogOptions, Credentials, ListenState, SubscribeError, SubscribeOptions,
-    Subscription,
-};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions, ListenState};
+use mcp_subscriptions_client::{Credentials, SubscribeError, SubscribeOptions, Subscription};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -127,7 +127,7 @@ fn the_readmes_watcher_is_the_examples() {
     let readme = include_str!("../../README.md");
     let example = include_str!("../../examples/files.rs");
     let block = readme
-        .split("```rust,no_run\n")
+        .split("```rust,ignore\n")
         .map(|rest| rest.split("```").next().unwrap())
         .find(|block| block.contains("fn watch("))
         .expect("the README shows the watcher");

@@ -23,10 +23,8 @@ use std::time::Duration;
 
 use crate::support::example::{HttpServer, call};
 use mcp_subscriptions::Filter;
-use mcp_subscriptions_client::{
-    Catalog, CatalogKind, CatalogOptions, Item, ListenState, Relisten, SubscribeOptions,
-    Subscription,
-};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogOptions, ListenState};
+use mcp_subscriptions_client::{Item, Relisten, SubscribeOptions, Subscription};
 use serde_json::json;
 use tokio::sync::mpsc;
 

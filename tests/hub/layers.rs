@@ -1,15 +1,30 @@
-//! The crate's arrows point down: no file imports from a layer above its
+//! Each crate's arrows point down: no file imports from a layer above its
 //! own, transports never import one another, and no two files import each
 //! other, however indirectly. Read from the source text, so a new file is
-//! checked the day it lands (ARCHITECTURE.md draws the layers).
+//! checked the day it lands (ARCHITECTURE.md draws the layers). Between the
+//! crates, Cargo keeps the arrows down: the gateway uses the client and the
+//! engine, the client the engine, the engine neither.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Each top-level module's layer; a module may import only from a lower
-/// layer or from its own module. The bottom layer's modules may import one
-/// another, as long as no cycle forms.
-const LAYERS: &[(&str, u8)] = &[
+/// A crate of the workspace: where its sources are, and each top-level
+/// module's layer. A module may import only from a lower layer or from its
+/// own module. The bottom layer's modules may import one another, as long
+/// as no cycle forms.
+struct Crate {
+    src: &'static str,
+    layers: &'static [(&'static str, u8)],
+}
+
+const CRATES: [Crate; 3] = [ENGINE, CLIENT, GATEWAY];
+
+const ENGINE: Crate = Crate {
+    src: "src",
+    layers: ENGINE_LAYERS,
+};
+
+const ENGINE_LAYERS: &[(&str, u8)] = &[
     ("audience", 0),
     ("backoff", 0),
     ("counts", 0),
@@ -31,14 +46,49 @@ const LAYERS: &[(&str, u8)] = &[
     ("http", 5),
     ("session", 5),
     ("stdio", 5),
-    ("client", 6),
-    ("gateway", 7),
 ];
+
+const CLIENT: Crate = Crate {
+    src: "client/src",
+    layers: &[
+        ("error", 0),
+        ("overlap", 0),
+        ("item", 1),
+        ("options", 2),
+        ("buffer", 3),
+        ("connect", 3),
+        ("protocol", 3),
+        ("group", 4),
+        ("request", 4),
+        ("wire", 4),
+        ("pump", 5),
+        ("subscription", 6),
+        // The transports, and the in-process source.
+        ("channel", 7),
+        ("http", 7),
+        ("source", 7),
+        ("stdio", 7),
+        ("catalog", 8),
+    ],
+};
+
+const GATEWAY: Crate = Crate {
+    src: "gateway/src",
+    layers: &[
+        ("error", 0),
+        ("namespace", 0),
+        ("stats", 0),
+        ("upstream", 1),
+        ("link", 2),
+        ("lists", 3),
+        ("handle", 4),
+    ],
+};
 
 type Module = Vec<String>;
 
-/// Every source file of the crate, by module path.
-fn modules() -> BTreeMap<Module, PathBuf> {
+/// Every source file of `krate`, by module path.
+fn modules(krate: &Crate) -> BTreeMap<Module, PathBuf> {
     fn walk(dir: &Path, prefix: &Module, out: &mut BTreeMap<Module, PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -58,7 +108,9 @@ fn modules() -> BTreeMap<Module, PathBuf> {
     }
     let mut out = BTreeMap::new();
     walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(krate.src),
         &Vec::new(),
         &mut out,
     );
@@ -136,8 +188,8 @@ fn resolve(files: &BTreeMap<Module, PathBuf>, path: &Module) -> Module {
 
 /// File → the files it depends on: what it names, and, for a module file,
 /// the children it declares and re-exports.
-fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let files = modules();
+fn graph(krate: &Crate) -> BTreeMap<Module, BTreeSet<Module>> {
+    let files = modules(krate);
     let mut graph = BTreeMap::new();
     for (module, path) in &files {
         let is_dir_module = path
@@ -161,31 +213,40 @@ fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
     graph
 }
 
-fn layer(module: &Module) -> u8 {
+fn layer(krate: &Crate, module: &Module) -> u8 {
     let top = module.first().expect("the crate root is not layered");
-    LAYERS
+    krate
+        .layers
         .iter()
         .find(|(name, _)| name == top)
-        .unwrap_or_else(|| panic!("src/{top}: give it a layer in tests/layers.rs"))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}/{top}: give it a layer in tests/hub/layers.rs",
+                krate.src
+            )
+        })
         .1
 }
 
 #[test]
 fn every_module_has_a_layer_and_points_only_down() {
     let mut upward = Vec::new();
-    for (from, edges) in graph() {
-        if from.is_empty() {
-            continue;
-        }
-        for to in edges {
-            let same_module = from.first() == to.first();
-            let allowed = same_module
-                || (!to.is_empty() && {
-                    let (a, b) = (layer(&from), layer(&to));
-                    b < a || (a == 0 && b == 0)
-                });
-            if !allowed {
-                upward.push(format!("{} -> {}", from.join("::"), to.join("::")));
+    for krate in &CRATES {
+        for (from, edges) in graph(krate) {
+            if from.is_empty() {
+                continue;
+            }
+            for to in edges {
+                let same_module = from.first() == to.first();
+                let allowed = same_module
+                    || (!to.is_empty() && {
+                        let (a, b) = (layer(krate, &from), layer(krate, &to));
+                        b < a || (a == 0 && b == 0)
+                    });
+                if !allowed {
+                    let (from, to) = (from.join("::"), to.join("::"));
+                    upward.push(format!("{}: {from} -> {to}", krate.src));
+                }
             }
         }
     }
@@ -222,10 +283,13 @@ fn no_file_depends_on_itself_through_others() {
         done.insert(node.clone());
         None
     }
-    let graph = graph();
-    let mut done = BTreeSet::new();
-    for node in graph.keys() {
-        if let Some(cycle) = visit(node, &graph, &mut Vec::new(), &mut done) {
+    for krate in &CRATES {
+        let graph = graph(krate);
+        let mut done = BTreeSet::new();
+        for node in graph.keys() {
+            let Some(cycle) = visit(node, &graph, &mut Vec::new(), &mut done) else {
+                continue;
+            };
             let names: Vec<_> = cycle
                 .iter()
                 .map(|m| {
@@ -236,7 +300,7 @@ fn no_file_depends_on_itself_through_others() {
                     }
                 })
                 .collect();
-            panic!("import cycle: {}", names.join(" -> "));
+            panic!("import cycle in {}: {}", krate.src, names.join(" -> "));
         }
     }
 }
