@@ -24,7 +24,7 @@
 // (see ARCHITECTURE.md, and `tests/hub/layers.rs`, which checks it).
 //
 // The wire and the vocabulary: no transport, no runtime.
-mod audience;
+pub mod audience;
 mod backoff;
 mod counts;
 pub mod error;
@@ -60,21 +60,21 @@ mod transport;
 #[cfg(any(feature = "stdio", feature = "http"))]
 mod session;
 
-pub use audience::{Audience, Label, Principal};
+pub use audience::Audience;
 pub use context::{OpenContext, TransportKind};
 pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
-pub use hub::{Hub, HubBuilder, Listener, PublishReport};
+pub use hub::{Hub, Listener};
 pub use overflow::Overflow;
-pub use serve::{Authorize, Grant, ListenService, ListenStream};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-pub use serve::{DEFAULT_GRACE, Demand};
+pub use serve::Demand;
+pub use serve::{Authorize, Grant, ListenService, ListenStream};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use transport::{Drained, Streams};
-pub use wire::{Message, SUBSCRIPTION_ID_META_KEY, SubscriptionId};
+pub use wire::{Message, SubscriptionId};
 
 /// What this workspace's client and gateway crates use of the engine's
 /// insides: not part of the public API, and changed without notice.

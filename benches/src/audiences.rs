@@ -14,7 +14,9 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::error::StreamError;
-use mcp_subscriptions::{Audience, Event, Filter, Hub, Listener, Next, OpenContext, Principal};
+use mcp_subscriptions::{
+    Audience, Event, Filter, Hub, Listener, Next, OpenContext, audience::Principal,
+};
 use tokio::runtime::Runtime;
 
 use super::Scenario;

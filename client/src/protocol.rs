@@ -10,7 +10,6 @@ use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
 use crate::options::SubscribeOptions;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::SUBSCRIPTION_ID_META_KEY;
 use mcp_subscriptions::{Event, EventKind, ListKind};
 
 /// The protocol revision the client speaks.
@@ -189,7 +188,7 @@ fn take_stamp(params: &mut Map<String, Value>) -> Option<Value> {
     let Some(Value::Object(meta)) = params.get_mut("_meta") else {
         return None;
     };
-    let stamp = meta.remove(SUBSCRIPTION_ID_META_KEY);
+    let stamp = meta.remove(mcp_subscriptions::SubscriptionId::META_KEY);
     if meta.is_empty() {
         params.remove("_meta");
     }

@@ -25,7 +25,6 @@ use crate::subscription::Subscription;
 use crate::wire::{Received, Wire, WireStream};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Next;
-use mcp_subscriptions::SUBSCRIPTION_ID_META_KEY;
 
 /// A line from the server for one stream: a message, or the text of a line
 /// that was not JSON (every stream learns of it, since none can be named).
@@ -100,7 +99,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 let key = if message.get("method").is_some() {
                     message
                         .pointer("/params/_meta")
-                        .and_then(|meta| meta.get(SUBSCRIPTION_ID_META_KEY))
+                        .and_then(|meta| meta.get(mcp_subscriptions::SubscriptionId::META_KEY))
                 } else {
                     message.get("id")
                 };

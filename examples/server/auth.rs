@@ -15,7 +15,11 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use mcp_subscriptions::error::OpenError;
-use mcp_subscriptions::{Audience, Filter, Grant, Label, OpenContext, Principal, tasks};
+use mcp_subscriptions::{
+    Audience, Filter, Grant, OpenContext,
+    audience::{Label, Principal},
+    tasks,
+};
 use rmcp::model::ErrorData;
 use serde_json::Value;
 

@@ -61,8 +61,8 @@ use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{
-    Audience, Capabilities, Demand, Event, Hub, ListenService, Overflow, Principal,
-    WithSubscriptions,
+    Audience, Capabilities, Demand, Event, Hub, ListenService, Overflow, WithSubscriptions,
+    audience::Principal,
 };
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use replicas::Replica;

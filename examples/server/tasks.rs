@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use mcp_subscriptions::{Event, Principal, tasks};
+use mcp_subscriptions::{Event, audience::Principal, tasks};
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::json;
 

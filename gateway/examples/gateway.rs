@@ -54,7 +54,7 @@ struct Options {
     reuse_port: bool,
     /// Seconds an upstream URI stays listened to after its last
     /// downstream listener left
-    #[arg(long, value_name = "N", default_value_t = mcp_subscriptions::DEFAULT_GRACE.as_secs())]
+    #[arg(long, value_name = "N", default_value_t = mcp_subscriptions::Demand::DEFAULT_GRACE.as_secs())]
     grace_secs: u64,
 }
 

@@ -19,7 +19,7 @@ use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
-use mcp_subscriptions::{DEFAULT_GRACE, Demand, ListenService};
+use mcp_subscriptions::{Demand, ListenService};
 use mcp_subscriptions_client::catalog::Catalog;
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
@@ -46,7 +46,7 @@ impl GatewayBuilder {
     }
 
     /// How long an upstream URI stays listened to after its last
-    /// downstream listener left (default [`DEFAULT_GRACE`]), so that a
+    /// downstream listener left (default [`Demand::DEFAULT_GRACE`]), so that a
     /// client re-listening finds it still there.
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = Some(grace);
@@ -114,7 +114,7 @@ impl GatewayBuilder {
             inner: Arc::new(Inner {
                 hub,
                 links,
-                grace: self.grace.unwrap_or(DEFAULT_GRACE),
+                grace: self.grace.unwrap_or(Demand::DEFAULT_GRACE),
                 tasks,
             }),
         })

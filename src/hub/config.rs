@@ -48,11 +48,11 @@ pub(crate) struct Config {
     pub(crate) max_queued_bytes: usize,
     pub(crate) max_hub_queued_bytes: Option<usize>,
     /// Told of each revocation (see
-    /// [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)).
+    /// [`HubBuilder::on_revoke`](crate::hub::HubBuilder::on_revoke)).
     pub(crate) on_revoke: Option<OnRevoke>,
 }
 
-/// What [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke) calls.
+/// What [`HubBuilder::on_revoke`](crate::hub::HubBuilder::on_revoke) calls.
 pub(crate) type OnRevoke = Hook<dyn Fn(&Audience) + Send + Sync>;
 
 impl Default for Config {

@@ -45,7 +45,7 @@ use crate::sync::{Arc, Ordering};
 /// # Listeners alike share a lane
 ///
 /// Listeners granted the same filter, with the same capacity and byte bound,
-/// [`Overflow::DropOldest`] and no [coalescing](crate::HubBuilder::coalesce)
+/// [`Overflow::DropOldest`] and no [coalescing](crate::hub::HubBuilder::coalesce)
 /// (the defaults), would each hold the same events in the same order. From
 /// the second of them on, they share one ring of those events instead, each
 /// reading from its own position, as `tokio::sync::broadcast` receivers do:
@@ -60,7 +60,7 @@ use crate::sync::{Arc, Ordering};
 /// counts, and a [`PublishReport`] still counts every listener that lost an
 /// event to the push. These keep a queue of their own: a listener that
 /// disconnects on overflow, coalesces, counts against a
-/// [hub-wide byte bound](crate::HubBuilder::max_hub_queued_bytes), or asks
+/// [hub-wide byte bound](crate::hub::HubBuilder::max_hub_queued_bytes), or asks
 /// for extension events or everything; and every listener, once an event
 /// with a [`Succession`](crate::Succession) is about to reach a shared ring
 /// (the listeners sharing rings then move to queues of their own, holding
@@ -85,7 +85,7 @@ use crate::sync::{Arc, Ordering};
 ///
 /// Events published by one thread reach each listener in publish order: a
 /// publish has pushed into every matching queue before it returns. (A
-/// duplicate absorbed by a [coalescing](crate::HubBuilder::coalesce) queue is
+/// duplicate absorbed by a [coalescing](crate::hub::HubBuilder::coalesce) queue is
 /// delivered at the place of its pending copy.)
 ///
 /// # Closing and completing
@@ -259,7 +259,7 @@ impl Hub {
     /// credential is the authorizer's: the next listen with the same token
     /// is authorized as before unless the authorizer refuses it, so revoke
     /// the credential where it is checked (the identity provider, the token
-    /// table) too. [`HubBuilder::on_revoke`](crate::HubBuilder::on_revoke)
+    /// table) too. [`HubBuilder::on_revoke`](crate::hub::HubBuilder::on_revoke)
     /// tells each replica of every revocation, its own and the others'.
     ///
     /// ```

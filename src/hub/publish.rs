@@ -33,7 +33,7 @@ pub struct PublishReport {
     /// `queued`. Each evicted one event.
     pub evicted: usize,
     /// Listeners that already held the same idempotent signal and absorbed
-    /// it (see [`HubBuilder::coalesce`](crate::HubBuilder::coalesce)).
+    /// it (see [`HubBuilder::coalesce`](crate::hub::HubBuilder::coalesce)).
     pub coalesced: usize,
     /// Listeners disconnected because it did not fit
     /// ([`Disconnect`](crate::Overflow::Disconnect)); each lost everything

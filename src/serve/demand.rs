@@ -55,12 +55,6 @@ type Outcome = Result<(), ErrorData>;
 type Attach = dyn Fn(InterestKey) -> BoxFuture<'static, Outcome> + Send + Sync;
 type Detach = dyn Fn(InterestKey) + Send + Sync;
 
-/// The grace a key stays attached after its last stream left, unless
-/// [`Demand::with_grace`] says otherwise: long enough that a client
-/// re-listening after a dropped connection (the crate's client waits
-/// about a second at first) finds its keys still attached.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
-
 /// Hooks run as keys gain their first listen stream and lose their last:
 /// an attach, on a task of its own, that every listen needing the key
 /// waits for before its source is opened and its acknowledgement sent
@@ -90,6 +84,12 @@ pub struct Demand {
 }
 
 impl Demand {
+    /// The grace a key stays attached after its last stream left, unless
+    /// [`Demand::with_grace`] says otherwise: long enough that a client
+    /// re-listening after a dropped connection (the workspace's client
+    /// waits about a second at first) finds its keys still attached.
+    pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
     /// Runs `attach` for each key that gains its first stream; the streams
     /// that need it are acknowledged once it returns `Ok`, and refused with
     /// its error otherwise.
@@ -101,7 +101,7 @@ impl Demand {
         Self {
             attach: Arc::new(move |key| attach(key).boxed()),
             detach: Arc::new(|_| {}),
-            grace: DEFAULT_GRACE,
+            grace: Self::DEFAULT_GRACE,
         }
     }
 
@@ -113,7 +113,7 @@ impl Demand {
     }
 
     /// How long a key stays attached after its last stream left (default
-    /// [`DEFAULT_GRACE`]).
+    /// [`Demand::DEFAULT_GRACE`]).
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self

@@ -18,6 +18,6 @@ mod stream;
 
 pub use authorize::{Authorize, Grant};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-pub use demand::{DEFAULT_GRACE, Demand};
+pub use demand::Demand;
 pub use service::ListenService;
 pub use stream::ListenStream;

@@ -167,7 +167,7 @@ impl<S: Source + 'static> ListenService<S> {
         self
     }
 
-    /// Lets each [`Principal`](crate::Principal) hold at most `limit` open
+    /// Lets each [`Principal`](crate::audience::Principal) hold at most `limit` open
     /// streams (listen streams and channels together); one more is refused
     /// with `-32603` `Subscription limit reached`, and a slot is freed the
     /// moment a stream ends, however it ends (its terminal message, a

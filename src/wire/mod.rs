@@ -20,6 +20,5 @@ pub(crate) mod response;
 mod subscription_id;
 
 pub use message::Message;
-pub use meta::SUBSCRIPTION_ID as SUBSCRIPTION_ID_META_KEY;
 pub use subscription_id::SubscriptionId;
 pub(crate) use subscription_id::request_id_json;

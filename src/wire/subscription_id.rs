@@ -23,6 +23,10 @@ pub struct SubscriptionId {
 }
 
 impl SubscriptionId {
+    /// The `_meta` key a stream's notifications carry its id under:
+    /// `io.modelcontextprotocol/subscriptionId`.
+    pub const META_KEY: &'static str = super::meta::SUBSCRIPTION_ID;
+
     /// `id`, written verbatim: a string stays a string, a number a number.
     pub fn new(id: &RequestId) -> Self {
         Self {

@@ -9,7 +9,7 @@ use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::hub::ListenerStats;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListKind, Listener, Next,
-    OpenContext, Overflow, PublishReport, Selector,
+    OpenContext, Overflow, Selector, hub::PublishReport,
 };
 use proptest::prelude::*;
 use serde_json::json;

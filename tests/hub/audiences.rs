@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::{
-    Audience, Event, Filter, Hub, Label, Listener, Next, OpenContext, Overflow, Principal,
-    Succession,
+    Audience, Event, Filter, Hub, Listener, Next, OpenContext, Overflow, Succession,
+    audience::{Label, Principal},
 };
 use proptest::prelude::*;
 use serde_json::json;

@@ -26,7 +26,8 @@ use std::time::Duration;
 use mcp_subscriptions::error::{REVOKED_ERROR_CODE, StreamError};
 use mcp_subscriptions::relay::{Relay, RelayOptions};
 use mcp_subscriptions::{
-    Audience, Event, Filter, Hub, Label, Listener, Next, OpenContext, Principal,
+    Audience, Event, Filter, Hub, Listener, Next, OpenContext,
+    audience::{Label, Principal},
 };
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Audience, Filter, Grant, Hub, ListenService, OpenContext, Principal};
+use mcp_subscriptions::{
+    Audience, Filter, Grant, Hub, ListenService, OpenContext, audience::Principal,
+};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};

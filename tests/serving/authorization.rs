@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::support::http::{app, listen, post, serve, with_user_header};
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, Principal};
+use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, audience::Principal};
 use serde_json::{Value, json};
 
 /// Each principal may watch the tools list and its own resources,

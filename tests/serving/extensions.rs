@@ -15,7 +15,7 @@ use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::tasks::{self, TASK_IDS};
 use mcp_subscriptions::{
     Capabilities, Filter, Hub, ListenService, Listener, Next, OpenContext, Opened, Overflow,
-    Principal, Selector, Source, TransportKind,
+    Selector, Source, TransportKind, audience::Principal,
 };
 use rmcp::model::{DetailedTask, Task, TaskPayload, TaskStatus};
 use serde_json::{Value, json};

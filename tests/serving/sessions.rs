@@ -11,8 +11,8 @@ use std::time::Duration;
 use mcp_subscriptions::hub::InterestKey;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{
-    Audience, Demand, Filter, Grant, Hub, ListenService, OpenContext, Overflow, Principal,
-    WithSubscriptions,
+    Audience, Demand, Filter, Grant, Hub, ListenService, OpenContext, Overflow, WithSubscriptions,
+    audience::Principal,
 };
 use rmcp::ServiceExt;
 use rmcp::model::{Implementation, RequestId, ServerCapabilities, ServerConfig};

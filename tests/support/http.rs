@@ -133,7 +133,7 @@ pub fn listen(id: Value, notifications: Value, extensions: &[&str]) -> Value {
 }
 
 /// `app` behind a layer that makes the `x-user` header the request's
-/// [`Principal`](mcp_subscriptions::Principal), as an authentication layer
+/// [`Principal`](mcp_subscriptions::audience::Principal), as an authentication layer
 /// in front would; a request without the header has no principal.
 pub fn with_user_header(app: axum::Router) -> axum::Router {
     use axum::extract::Request;
@@ -143,7 +143,7 @@ pub fn with_user_header(app: axum::Router) -> axum::Router {
             .headers()
             .get("x-user")
             .and_then(|v| v.to_str().ok())
-            .map(mcp_subscriptions::Principal::new);
+            .map(mcp_subscriptions::audience::Principal::new);
         if let Some(user) = user {
             request.extensions_mut().insert(user);
         }

@@ -394,7 +394,7 @@ pub struct HerdSeen {
     /// Streams that ended for good.
     pub ended: usize,
     /// From the kill until the last lost stream was acknowledged again;
-    /// `None` if some were not within [`HERD_LIMIT`].
+    /// `None` if some were not within `HERD_LIMIT`.
     pub recovered: Option<Duration>,
     /// From the kill until half of them were.
     pub half_recovered: Option<Duration>,
