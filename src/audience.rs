@@ -135,7 +135,8 @@ impl Membership {
 /// principals, labels and listener ids names.
 ///
 /// ```
-/// use mcp_subscriptions::{Audience, Event, Filter, Hub, OpenContext, Principal};
+/// use mcp_subscriptions::audience::Principal;
+/// use mcp_subscriptions::{Audience, Event, Filter, Hub, OpenContext};
 ///
 /// let hub = Hub::new();
 /// let tools = Filter::new().with_tools_list_changed();

@@ -16,7 +16,8 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior, sleep, timeout};
 
 use super::broker::Broker;
-use super::envelope::{self, Body, Channels, Envelope, Stamp};
+use super::channels::{self, Channels};
+use super::envelope::{self, Body, Envelope, Stamp};
 use super::incoming::{BusMessage, LinkEvent};
 use super::link::Link;
 use super::options::RelayOptions;
@@ -483,7 +484,7 @@ impl Driver {
     /// An event as the message that carries it: on its key's channel, or
     /// on the catalog channel when it has no key.
     fn message(&mut self, event: &Event) -> BusMessage {
-        let (channel, catalog) = match envelope::route(event) {
+        let (channel, catalog) = match channels::route(event) {
             Some(key) => (self.channels.key(&key), false),
             None => (self.catalog.clone(), true),
         };

@@ -196,6 +196,7 @@
 //! handled as a lost broker: connect again, subscribe, resync.
 
 mod broker;
+mod channels;
 mod driver;
 mod envelope;
 mod error;

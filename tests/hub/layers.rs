@@ -97,7 +97,9 @@ fn modules(krate: &Crate) -> BTreeMap<Module, PathBuf> {
                 let mut module = prefix.clone();
                 module.push(name);
                 walk(&path, &module, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if path.extension().is_some_and(|e| e == "rs") && name != "tests" {
+                // A module's tests in a file of their own (`lane/tests.rs`)
+                // may reach anywhere, as inline test modules do.
                 let mut module = prefix.clone();
                 if name != "mod" && name != "lib" {
                     module.push(name);

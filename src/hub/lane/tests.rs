@@ -1,0 +1,205 @@
+use super::*;
+use crate::event::Succession;
+
+fn lane(capacity: usize) -> Lane {
+    let filter = Filter::new().with_resource("a");
+    Lane::new(
+        &LaneKey::of(
+            &filter,
+            &Membership::default(),
+            Settings::new(capacity, Overflow::DropOldest, false),
+            false,
+        )
+        .unwrap(),
+    )
+}
+
+/// Pushes `event`; the tally of outcomes, and the waiters it took.
+fn push(lane: &Lane, event: &Event) -> ([usize; Pushed::COUNT], usize) {
+    let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+    lane.push(event, &mut tally, &mut waiters);
+    (tally, waiters.len())
+}
+
+fn update(i: usize) -> Event {
+    Event::resource_updated(i.to_string())
+}
+
+fn pop(lane: &Lane, seat: &Seat) -> Option<Next> {
+    lane.pop_or_register(seat, |_| {})
+}
+
+fn uri(next: Option<Next>) -> String {
+    match next {
+        Some(Next::Event(event)) => event.to_plain_json(),
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+#[test]
+fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
+    let filter = Filter::new().with_tools_list_changed();
+    let key = |overflow, coalesce, budgeted, filter: &Filter| {
+        LaneKey::of(
+            filter,
+            &Membership::default(),
+            Settings::new(8, overflow, coalesce),
+            budgeted,
+        )
+    };
+    assert!(key(Overflow::DropOldest, false, false, &filter).is_some());
+    assert!(key(Overflow::Disconnect, false, false, &filter).is_none());
+    assert!(key(Overflow::DropOldest, true, false, &filter).is_none());
+    assert!(key(Overflow::DropOldest, false, true, &filter).is_none());
+    assert!(key(Overflow::DropOldest, false, false, &Filter::everything()).is_none());
+    let tasks = filter
+        .clone()
+        .with_extension("taskIds", serde_json::json!(["t"]));
+    assert!(key(Overflow::DropOldest, false, false, &tasks).is_none());
+    // The order a request names its URIs in does not matter.
+    let ab = Filter::new().with_resource("a").with_resource("b");
+    let ba = Filter::new().with_resource("b").with_resource("a");
+    assert_eq!(
+        key(Overflow::DropOldest, false, false, &ab),
+        key(Overflow::DropOldest, false, false, &ba)
+    );
+}
+
+#[test]
+fn members_read_at_their_own_pace_and_the_slow_one_finds_its_loss() {
+    let lane = lane(2);
+    let (slow, fast) = (lane.join(), lane.join());
+    for i in 0..3 {
+        let (tally, _) = push(&lane, &update(i));
+        assert_eq!(
+            tally[Pushed::DroppedOldest as usize],
+            usize::from(i == 2),
+            "the third event costs only the slow member its first"
+        );
+        assert_eq!(uri(pop(&lane, &fast)), update(i).to_plain_json());
+    }
+    assert_eq!(pop(&lane, &fast), None);
+    let snap = lane.snapshot(&slow);
+    assert_eq!(
+        (snap.counts.dropped, snap.lag, snap.counts.queued),
+        (1, 1, 2)
+    );
+    assert_eq!(pop(&lane, &slow), Some(Next::Lagged(1)));
+    assert_eq!(uri(pop(&lane, &slow)), update(1).to_plain_json());
+    assert_eq!(uri(pop(&lane, &slow)), update(2).to_plain_json());
+    for seat in [&slow, &fast] {
+        let counts = lane.snapshot(seat).counts;
+        assert!(counts.is_balanced(), "{counts:?}");
+        assert_eq!(counts.matched, 3);
+    }
+}
+
+#[test]
+fn a_registered_reader_is_woken_once_per_publish_and_not_after_forgetting() {
+    let lane = lane(4);
+    let seat = lane.join();
+    let waker = std::task::Waker::noop();
+    for _ in 0..2 {
+        // Registering twice lists the seat once.
+        assert!(
+            lane.pop_or_register(&seat, |slot| *slot = Some(Waiter::Task(waker.clone())))
+                .is_none()
+        );
+    }
+    assert_eq!(push(&lane, &update(0)).1, 1);
+    assert_eq!(push(&lane, &update(1)).1, 0, "nobody is waiting now");
+    uri(pop(&lane, &seat));
+    uri(pop(&lane, &seat));
+    lane.pop_or_register(&seat, |slot| *slot = Some(Waiter::Task(waker.clone())));
+    lane.forget_waiter(&seat);
+    assert_eq!(push(&lane, &update(2)).1, 0);
+}
+
+#[test]
+fn closing_discards_what_the_member_had_left_and_completing_drains_first() {
+    let lane = lane(8);
+    let (closing, completing) = (lane.join(), lane.join());
+    push(&lane, &update(0));
+    push(&lane, &update(1));
+    uri(pop(&lane, &closing));
+    lane.stop(&closing);
+    assert_eq!(pop(&lane, &closing), Some(Next::Closed));
+    let counts = lane.snapshot(&closing).counts;
+    assert_eq!((counts.delivered, counts.discarded), (1, 1));
+    assert!(counts.is_balanced());
+    // It left: a later event is not its own.
+    assert_eq!(push(&lane, &update(2)).0[Pushed::Queued as usize], 1);
+    assert_eq!(lane.snapshot(&closing).counts.matched, 2);
+
+    lane.complete(&completing);
+    for i in 0..3 {
+        assert_eq!(uri(pop(&lane, &completing)), update(i).to_plain_json());
+    }
+    assert_eq!(pop(&lane, &completing), Some(Next::Complete));
+    assert_eq!(pop(&lane, &completing), Some(Next::Closed));
+}
+
+#[test]
+fn a_member_moved_out_goes_on_with_its_own_queue_from_where_it_was() {
+    let lane = lane(2);
+    let (behind, current) = (lane.join(), lane.join());
+    for i in 0..3 {
+        push(&lane, &update(i));
+        uri(pop(&lane, &current));
+    }
+    let [behind_queue, current_queue] =
+        [(&behind, 0), (&current, 1)].map(|(seat, id)| lane.move_out(seat, ListenerId(id)));
+    assert_eq!(
+        lane.pop_or_register(&current, |_| {}),
+        None,
+        "read on its queue"
+    );
+    assert!(
+        lane.moved(&current)
+            .is_some_and(|queue| Arc::ptr_eq(&queue, &current_queue)),
+        "a moved seat points its reader to its queue"
+    );
+    let status =
+        |version| Event::resource_updated("s").with_succession(Succession::new("job", version));
+    // The behind member's queue is full and evicts its oldest; the
+    // current one's is empty. A newer version takes the pending one's
+    // place in each.
+    assert_eq!(behind_queue.push(&status(1)).0, Pushed::DroppedOldest);
+    assert_eq!(current_queue.push(&status(1)).0, Pushed::Queued);
+    for queue in [&behind_queue, &current_queue] {
+        assert_eq!(queue.push(&status(2)).0, Pushed::Queued);
+    }
+    let pop = |queue: &Queue| queue.pop_or_register(|_| {});
+    assert_eq!(pop(&behind_queue), Some(Next::Lagged(2)));
+    assert_eq!(uri(pop(&behind_queue)), update(2).to_plain_json());
+    assert_eq!(uri(pop(&behind_queue)), status(2).to_plain_json());
+    assert_eq!(uri(pop(&current_queue)), status(2).to_plain_json());
+    for queue in [&behind_queue, &current_queue] {
+        let counts = queue.snapshot().counts;
+        assert!(counts.is_balanced(), "{counts:?}");
+        assert_eq!((counts.matched, counts.coalesced), (5, 1));
+    }
+}
+
+#[test]
+fn a_released_seat_is_reused() {
+    let lane = lane(2);
+    let first = lane.join();
+    lane.stop(&first);
+    lane.release(&first);
+    assert_eq!(lane.join().index, first.index);
+}
+
+#[test]
+fn seats_past_a_block_take_a_new_one_and_read_on_their_own() {
+    let lane = lane(4);
+    let seats: Vec<Seat> = (0..SEATS_PER_BLOCK + 1).map(|_| lane.join()).collect();
+    assert_eq!(lane.state.lock().blocks.len(), 2);
+    let last = &seats[SEATS_PER_BLOCK];
+    assert!(!Arc::ptr_eq(&last.block, &seats[0].block));
+    push(&lane, &update(0));
+    for seat in &seats {
+        assert_eq!(uri(pop(&lane, seat)), update(0).to_plain_json());
+        assert_eq!(pop(&lane, seat), None);
+    }
+}
