@@ -7,7 +7,6 @@
 //! only state shared with publishers is the outbound queue (see
 //! `handle.rs`).
 
-use std::collections::{HashMap, HashSet};
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -24,6 +23,7 @@ use super::options::RelayOptions;
 use super::origins::{Heard, Origins};
 use super::shared::Inner;
 use super::stats::{add, bump};
+use super::subscriptions::Subscriptions;
 use crate::audience::Audience;
 use crate::backoff::{Backoff, random_below};
 use crate::event::Event;
@@ -54,22 +54,7 @@ struct Driver {
     broker: Broker,
     options: RelayOptions,
     watch: InterestWatch,
-    channels: Channels,
-    catalog: String,
-    /// The keys local listeners watch.
-    watched: HashSet<InterestKey>,
-    /// Keys watched since the last subscription flush and still watched
-    /// (so never more than `watched`), to catch up once their channels
-    /// are subscribed.
-    fresh: HashSet<InterestKey>,
-    /// Watched keys per channel (two keys may share a hashed channel).
-    refs: HashMap<String, usize>,
-    /// Channels no key needs any more, kept until their grace ends.
-    grace: HashMap<String, Instant>,
-    /// The channels subscribed on the current connection.
-    subscribed: HashSet<String>,
-    /// Whether `subscribed` may differ from what `refs` and `grace` want.
-    dirty: bool,
+    subscriptions: Subscriptions,
     /// This replica's catalog messages so far.
     seq: u64,
     /// This replica's messages so far, on every channel.
@@ -99,18 +84,11 @@ pub(crate) async fn run(
     // whoever waits in `Relay::close` is told.
     let _ended = EndedGuard(inner.clone());
     let mut driver = Driver {
-        catalog: channels.catalog(),
-        channels,
+        subscriptions: Subscriptions::new(channels, options.grace),
         inner,
         broker,
         options,
         watch,
-        watched: HashSet::new(),
-        fresh: HashSet::new(),
-        refs: HashMap::new(),
-        grace: HashMap::new(),
-        subscribed: HashSet::new(),
-        dirty: false,
         seq: 0,
         order: 0,
         origins: Origins::default(),
@@ -180,7 +158,7 @@ impl Driver {
                 .counters
                 .connected
                 .store(false, Ordering::Relaxed);
-            self.subscribed.clear();
+            self.subscriptions.connection_lost();
             self.inner
                 .counters
                 .subscribed_keys
@@ -237,7 +215,7 @@ impl Driver {
             }
             if !self.send_queued(link).await
                 || !self.send_resend_ask(link).await
-                || !self.flush_subscriptions(link).await
+                || !self.flush_subscriptions(link, false).await
             {
                 return Ended::Lost;
             }
@@ -311,72 +289,21 @@ impl Driver {
     }
 
     fn apply(&mut self, change: InterestChange) {
-        match change {
-            InterestChange::Watched(key) => {
-                let channel = self.channels.key(&key);
-                self.fresh.insert(key.clone());
-                self.watched.insert(key);
-                let refs = self.refs.entry(channel.clone()).or_default();
-                *refs += 1;
-                if *refs == 1 {
-                    self.grace.remove(&channel);
-                    self.dirty = true;
-                }
-            }
-            InterestChange::Unwatched(key) => {
-                let channel = self.channels.key(&key);
-                self.fresh.remove(&key);
-                self.watched.remove(&key);
-                if let Some(refs) = self.refs.get_mut(&channel) {
-                    *refs -= 1;
-                    if *refs == 0 {
-                        self.refs.remove(&channel);
-                        if self.subscribed.contains(&channel) {
-                            self.grace
-                                .insert(channel, Instant::now() + self.options.grace);
-                        } else {
-                            self.dirty = true;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn wanted(&self, channel: &String) -> bool {
-        channel == &self.catalog
-            || self.refs.contains_key(channel)
-            || self.grace.contains_key(channel)
+        self.subscriptions.apply(change);
     }
 
     async fn subscribe_all(&mut self, link: &mut Link) -> bool {
-        self.dirty = true;
-        self.flush_subscriptions(link).await
+        self.flush_subscriptions(link, true).await
     }
 
     /// Subscribes what is wanted and not subscribed, unsubscribes the
     /// reverse, in batches.
-    async fn flush_subscriptions(&mut self, link: &mut Link) -> bool {
+    async fn flush_subscriptions(&mut self, link: &mut Link, always: bool) -> bool {
         self.drain_interest();
-        if !self.dirty {
+        let Some(flush) = self.subscriptions.flush(always) else {
             return true;
-        }
-        self.dirty = false;
-        let mut add: Vec<String> = std::iter::once(&self.catalog)
-            .chain(self.refs.keys())
-            .chain(self.grace.keys())
-            .filter(|c| !self.subscribed.contains(*c))
-            .cloned()
-            .collect();
-        add.sort_unstable();
-        add.dedup();
-        let remove: Vec<String> = self
-            .subscribed
-            .iter()
-            .filter(|c| !self.wanted(c))
-            .cloned()
-            .collect();
-        for batch in remove.chunks(BATCH) {
+        };
+        for batch in flush.unsubscribe.chunks(BATCH) {
             let unsubscribing = link.unsubscribe(batch.to_vec());
             if !matches!(
                 timeout(self.options.timeout, unsubscribing).await,
@@ -384,25 +311,22 @@ impl Driver {
             ) {
                 return false;
             }
-            for channel in batch {
-                self.subscribed.remove(channel);
-            }
+            self.subscriptions.unsubscribed(batch);
         }
-        for batch in add.chunks(BATCH) {
+        for batch in flush.subscribe.chunks(BATCH) {
             let subscribing = link.subscribe(batch.to_vec());
             if !matches!(timeout(self.options.timeout, subscribing).await, Ok(Ok(()))) {
                 return false;
             }
-            self.subscribed.extend(batch.iter().cloned());
+            self.subscriptions.subscribed(batch);
         }
         // Caught up before the count shows the keys subscribed, so that
         // whoever sees the count finds the catch-up already delivered.
-        self.catch_up(&add);
-        let keys = self.subscribed.len().saturating_sub(1) as u64;
+        self.catch_up(&flush.subscribe);
         self.inner
             .counters
             .subscribed_keys
-            .store(keys, Ordering::Relaxed);
+            .store(self.subscriptions.subscribed_keys(), Ordering::Relaxed);
         true
     }
 
@@ -413,19 +337,10 @@ impl Driver {
     /// instead (after a reconnect). Task statuses are not resent: a new
     /// listener of a task gets its next status.
     fn catch_up(&mut self, subscribed: &[String]) {
-        let fresh = std::mem::take(&mut self.fresh);
-        if self.resync_at.is_some() || subscribed.is_empty() {
+        let uris = self.subscriptions.take_fresh(subscribed);
+        if self.resync_at.is_some() {
             return;
         }
-        let subscribed: HashSet<&String> = subscribed.iter().collect();
-        let uris: Vec<String> = fresh
-            .into_iter()
-            .filter(|key| subscribed.contains(&self.channels.key(key)))
-            .filter_map(|key| match key {
-                InterestKey::Resource(uri) => Some(uri),
-                InterestKey::Extension { .. } => None,
-            })
-            .collect();
         // Counted first, as a resync is.
         add(&self.inner.counters.keys_caught_up, uris.len() as u64);
         for uri in uris {
@@ -476,7 +391,7 @@ impl Driver {
     fn on_catalog(&mut self, encode: impl FnOnce(&str, Stamp) -> Vec<u8>) -> BusMessage {
         let stamp = self.stamp(true);
         BusMessage {
-            channel: self.catalog.clone(),
+            channel: self.subscriptions.catalog().to_owned(),
             payload: encode(&self.inner.origin, stamp),
         }
     }
@@ -485,8 +400,8 @@ impl Driver {
     /// on the catalog channel when it has no key.
     fn message(&mut self, event: &Event) -> BusMessage {
         let (channel, catalog) = match channels::route(event) {
-            Some(key) => (self.channels.key(&key), false),
-            None => (self.catalog.clone(), true),
+            Some(key) => (self.subscriptions.channel(&key), false),
+            None => (self.subscriptions.catalog().to_owned(), true),
         };
         let stamp = self.stamp(catalog);
         BusMessage {
@@ -533,7 +448,7 @@ impl Driver {
             bump(&self.inner.counters.echo_skipped);
             return;
         }
-        if channel == self.catalog {
+        if channel == self.subscriptions.catalog() {
             self.heard(&envelope);
         }
         match envelope.body {
@@ -604,16 +519,7 @@ impl Driver {
 
     async fn on_tick(&mut self, link: &mut Link) -> bool {
         let now = Instant::now();
-        let expired: Vec<String> = self
-            .grace
-            .iter()
-            .filter(|(_, until)| **until <= now)
-            .map(|(channel, _)| channel.clone())
-            .collect();
-        for channel in expired {
-            self.grace.remove(&channel);
-            self.dirty = true;
-        }
+        self.subscriptions.expire(now);
         // While the link is down no one can be heard; the clocks start
         // again when it is back.
         let silent = 3 * self.options.heartbeat;
@@ -663,7 +569,7 @@ impl Driver {
         hub.publish_here(Event::tools_list_changed());
         hub.publish_here(Event::prompts_list_changed());
         hub.publish_here(Event::resources_list_changed());
-        for key in &self.watched {
+        for key in self.subscriptions.watched() {
             if let InterestKey::Resource(uri) = key {
                 hub.publish_here(Event::resource_updated(uri.clone()));
             }

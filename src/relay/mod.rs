@@ -214,6 +214,7 @@ mod redis;
 mod redis_cluster;
 mod shared;
 mod stats;
+mod subscriptions;
 
 pub use broker::Broker;
 pub use error::RelayError;
