@@ -20,7 +20,7 @@ use crate::upstream::Upstream;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{Demand, ListenService};
-use mcp_subscriptions_client::catalog::Catalog;
+use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, Prefix};
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]
@@ -72,33 +72,43 @@ impl GatewayBuilder {
         }
         let mut names = HashSet::new();
         for upstream in &self.upstreams {
-            if !Upstream::is_valid_name(&upstream.name) {
+            if !Prefix::is_valid_name(&upstream.name) {
                 return Err(GatewayError::InvalidName(upstream.name.clone()));
             }
             if !names.insert(upstream.name.as_str()) {
                 return Err(GatewayError::DuplicateName(upstream.name.clone()));
             }
         }
-        let catalogs =
+        let opened =
             futures_util::future::join_all(self.upstreams.iter().map(Upstream::catalog)).await;
-        let mut links = Vec::with_capacity(catalogs.len());
-        for (upstream, catalog) in self.upstreams.into_iter().zip(catalogs) {
+        let mut catalogs = CatalogSet::new();
+        for (upstream, catalog) in self.upstreams.iter().zip(opened) {
             match catalog {
-                Ok(catalog) => links.push(Arc::new(Link::new(upstream, catalog))),
+                Ok(catalog) => {
+                    let namespace = Arc::clone(&upstream.namespace);
+                    catalogs.insert_with(upstream.name.clone(), catalog, namespace);
+                }
                 Err(error) => {
                     return Err(GatewayError::Upstream {
-                        name: upstream.name,
+                        name: upstream.name.clone(),
                         error,
                     });
                 }
             }
         }
+        let catalogs = Arc::new(catalogs);
+        let links: Vec<Arc<Link>> = self
+            .upstreams
+            .into_iter()
+            .map(|upstream| Arc::new(Link::new(upstream, Arc::clone(&catalogs))))
+            .collect();
         let hub = self.hub.unwrap_or_else(|| {
             Hub::builder()
                 .capabilities(advertised(
-                    links
-                        .iter()
-                        .map(|link| link.catalog.snapshot().server().capabilities.clone()),
+                    catalogs
+                        .snapshot()
+                        .servers()
+                        .map(|(_, snapshot)| snapshot.server().capabilities.clone()),
                 ))
                 .build()
         });
@@ -113,6 +123,7 @@ impl GatewayBuilder {
         Ok(Gateway {
             inner: Arc::new(Inner {
                 hub,
+                catalogs,
                 links,
                 grace: self.grace.unwrap_or(Demand::DEFAULT_GRACE),
                 tasks,
@@ -157,6 +168,8 @@ pub struct Gateway {
 
 struct Inner {
     hub: Hub,
+    /// Each upstream's catalog and namespace, merged.
+    catalogs: Arc<CatalogSet>,
     links: Vec<Arc<Link>>,
     grace: Duration,
     tasks: Vec<JoinHandle<()>>,
@@ -198,7 +211,7 @@ impl Gateway {
                 let InterestKey::Resource(uri) = key else {
                     return Ok(());
                 };
-                match lists::by_uri(&inner.links, &uri) {
+                match lists::by_uri(&inner.catalogs, &inner.links, &uri) {
                     Some((link, upstream_uri)) => link.attach(upstream_uri).await,
                     None => Err(ErrorData::invalid_params(
                         format!("no upstream serves {uri:?}"),
@@ -209,7 +222,8 @@ impl Gateway {
         })
         .on_detach(move |key| {
             if let InterestKey::Resource(uri) = key
-                && let Some((link, upstream_uri)) = lists::by_uri(&detaching.links, &uri)
+                && let Some((link, upstream_uri)) =
+                    lists::by_uri(&detaching.catalogs, &detaching.links, &uri)
             {
                 link.detach(&upstream_uri);
             }
@@ -225,22 +239,22 @@ impl Gateway {
 
     /// The upstreams' tools, named downstream.
     pub fn tools(&self) -> Vec<Tool> {
-        lists::tools(&self.inner.links)
+        lists::tools(&self.inner.catalogs)
     }
 
     /// The upstreams' prompts, named downstream.
     pub fn prompts(&self) -> Vec<Prompt> {
-        lists::prompts(&self.inner.links)
+        lists::prompts(&self.inner.catalogs)
     }
 
     /// The upstreams' resources, their URIs downstream.
     pub fn resources(&self) -> Vec<Resource> {
-        lists::resources(&self.inner.links)
+        lists::resources(&self.inner.catalogs)
     }
 
     /// The upstreams' resource templates, their URI templates downstream.
     pub fn templates(&self) -> Vec<ResourceTemplate> {
-        lists::templates(&self.inner.links)
+        lists::templates(&self.inner.catalogs)
     }
 
     /// Calls the tool of that downstream name at its upstream.
@@ -255,7 +269,7 @@ impl Gateway {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, ErrorData> {
-        lists::call_tool(&self.inner.links, name, arguments).await
+        lists::call_tool(&self.inner.catalogs, &self.inner.links, name, arguments).await
     }
 
     /// Gets the prompt of that downstream name from its upstream.
@@ -268,7 +282,7 @@ impl Gateway {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, ErrorData> {
-        lists::get_prompt(&self.inner.links, name, arguments).await
+        lists::get_prompt(&self.inner.catalogs, &self.inner.links, name, arguments).await
     }
 
     /// Reads the resource of that downstream URI from its upstream; the
@@ -278,16 +292,18 @@ impl Gateway {
     ///
     /// As [`call_tool`](Self::call_tool).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-        lists::read_resource(&self.inner.links, uri).await
+        lists::read_resource(&self.inner.catalogs, &self.inner.links, uri).await
     }
 
     /// The catalog kept of the upstream so named.
     pub fn catalog(&self, upstream: &str) -> Option<&Catalog> {
-        self.inner
-            .links
-            .iter()
-            .find(|link| link.upstream.name == upstream)
-            .map(|link| &link.catalog)
+        self.inner.catalogs.get(upstream)
+    }
+
+    /// Every upstream's catalog under its name and namespace: the lists
+    /// the gateway serves are this set's merged view.
+    pub fn catalogs(&self) -> &CatalogSet {
+        &self.inner.catalogs
     }
 
     /// Each upstream's figures, in the order they were given.

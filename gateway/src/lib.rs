@@ -87,13 +87,12 @@ mod error;
 mod handle;
 mod link;
 mod lists;
-mod namespace;
 mod stats;
 mod upstream;
 
 pub use error::GatewayError;
 pub use handle::{Gateway, GatewayBuilder};
-pub use namespace::{Namespace, Prefix};
+pub use mcp_subscriptions_client::catalog::{Namespace, Prefix};
 pub use stats::UpstreamStats;
 pub use upstream::Upstream;
 

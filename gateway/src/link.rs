@@ -48,7 +48,7 @@ use mcp_subscriptions::__private::Backoff;
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Event, EventKind};
-use mcp_subscriptions_client::catalog::{Catalog, ListenState};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState};
 use mcp_subscriptions_client::{FilterHandle, Item, SubscribeError, Subscription};
 
 /// How long the task waits before opening a listen that ended or failed
@@ -81,7 +81,8 @@ struct Applied {
 /// One upstream, shared by the demand hooks, the task and the gateway.
 pub(super) struct Link {
     pub(super) upstream: Upstream,
-    pub(super) catalog: Catalog,
+    /// The gateway's catalogs, this upstream's under its name.
+    catalogs: Arc<CatalogSet>,
     wanted: Mutex<Wanted>,
     wake: Notify,
     applied: watch::Sender<Applied>,
@@ -89,16 +90,23 @@ pub(super) struct Link {
 }
 
 impl Link {
-    pub(super) fn new(upstream: Upstream, catalog: Catalog) -> Self {
+    pub(super) fn new(upstream: Upstream, catalogs: Arc<CatalogSet>) -> Self {
         let stats = UpstreamStats::new(&upstream.name);
         Self {
             upstream,
-            catalog,
+            catalogs,
             wanted: Mutex::default(),
             wake: Notify::new(),
             applied: watch::Sender::new(Applied::default()),
             stats: Mutex::new(stats),
         }
+    }
+
+    /// The upstream's catalog.
+    pub(super) fn catalog(&self) -> &Catalog {
+        self.catalogs
+            .get(&self.upstream.name)
+            .expect("each upstream's catalog is in the gateway's set")
     }
 
     /// Adds `uri` (an upstream URI) to the wanted set and waits until the
@@ -149,7 +157,7 @@ impl Link {
     /// Its figures now.
     pub(super) fn stats(&self) -> UpstreamStats {
         let mut stats = self.stats.lock().clone();
-        stats.lists_live = matches!(self.catalog.health().listen, ListenState::Listening);
+        stats.lists_live = matches!(self.catalog().health().listen, ListenState::Listening);
         stats
     }
 
@@ -236,7 +244,7 @@ impl Listen {
         }
         let filter = uris_filter(target);
         let Some((_, handle)) = &self.subscription else {
-            let subscription = self.link.catalog.subscribe(&filter).await?;
+            let subscription = self.link.catalog().subscribe(&filter).await?;
             let handle = subscription.filter_handle();
             self.listening = granted_uris(&subscription.granted());
             self.subscription = Some((subscription, handle));

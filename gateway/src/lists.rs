@@ -11,16 +11,16 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::link::{Link, upstream_error};
-use crate::namespace::Namespace;
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions_client::SubscribeError;
+use mcp_subscriptions_client::catalog::CatalogSet;
 
 /// Publishes a list change downstream each time one upstream's list
 /// really changed: its catalog's diff decides, so a refetch that found
 /// the same list (after a restart, say) is no change.
 pub(super) async fn forward_changes(link: Arc<Link>, hub: Hub) {
-    let mut changes = link.catalog.changes();
+    let mut changes = link.catalog().changes();
     while let Some(change) = changes.next().await {
         // Watched contents come by the link's URI listen, not here.
         if let Some(kind) = change.kind() {
@@ -29,88 +29,72 @@ pub(super) async fn forward_changes(link: Arc<Link>, hub: Hub) {
     }
 }
 
-/// Every upstream's entries of one list, each named as `rename` says.
-fn merged<T: Clone>(
-    links: &[Arc<Link>],
-    list: impl Fn(&mcp_subscriptions_client::catalog::Snapshot) -> &[T],
-    rename: impl Fn(&dyn Namespace, &mut T),
+/// Each entry of one merged list, named as the merged view names it.
+fn renamed<'a, T: Clone + 'a>(
+    merged: impl Iterator<Item = (String, &'a T)>,
+    rename: impl Fn(&mut T, String),
 ) -> Vec<T> {
-    let mut all = Vec::new();
-    for link in links {
-        let snapshot = link.catalog.snapshot();
-        all.extend(list(&snapshot).iter().map(|entry| {
+    merged
+        .map(|(name, entry)| {
             let mut entry = entry.clone();
-            rename(&*link.upstream.namespace, &mut entry);
+            rename(&mut entry, name);
             entry
-        }));
-    }
-    all
+        })
+        .collect()
 }
 
-pub(super) fn tools(links: &[Arc<Link>]) -> Vec<Tool> {
-    merged(
-        links,
-        |s| s.tools(),
-        |ns, tool: &mut Tool| {
-            tool.name = ns.name_down(&tool.name).into();
-        },
-    )
-}
-
-pub(super) fn prompts(links: &[Arc<Link>]) -> Vec<Prompt> {
-    merged(
-        links,
-        |s| s.prompts(),
-        |ns, prompt: &mut Prompt| {
-            prompt.name = ns.name_down(&prompt.name);
-        },
-    )
-}
-
-pub(super) fn resources(links: &[Arc<Link>]) -> Vec<Resource> {
-    merged(
-        links,
-        |s| s.resources(),
-        |ns, resource: &mut Resource| {
-            resource.uri = ns.uri_down(&resource.uri);
-        },
-    )
-}
-
-pub(super) fn templates(links: &[Arc<Link>]) -> Vec<ResourceTemplate> {
-    merged(
-        links,
-        |s| s.templates(),
-        |ns, template: &mut ResourceTemplate| {
-            template.uri_template = ns.uri_down(&template.uri_template);
-        },
-    )
-}
-
-/// The upstream a downstream name is for, and its name there.
-fn by_name<'a>(links: &'a [Arc<Link>], name: &str) -> Option<(&'a Link, String)> {
-    links.iter().find_map(|link| {
-        let upstream = link.upstream.namespace.name_up(name)?;
-        Some((&**link, upstream))
+pub(super) fn tools(catalogs: &CatalogSet) -> Vec<Tool> {
+    renamed(catalogs.snapshot().tools(), |tool, name| {
+        tool.name = name.into();
     })
+}
+
+pub(super) fn prompts(catalogs: &CatalogSet) -> Vec<Prompt> {
+    renamed(catalogs.snapshot().prompts(), |prompt, name| {
+        prompt.name = name;
+    })
+}
+
+pub(super) fn resources(catalogs: &CatalogSet) -> Vec<Resource> {
+    renamed(catalogs.snapshot().resources(), |resource, uri| {
+        resource.uri = uri;
+    })
+}
+
+pub(super) fn templates(catalogs: &CatalogSet) -> Vec<ResourceTemplate> {
+    renamed(catalogs.snapshot().templates(), |template, uri| {
+        template.uri_template = uri;
+    })
+}
+
+/// The link of the upstream `claim` names, and the name or URI there.
+fn link_of<'a>(
+    links: &'a [Arc<Link>],
+    claim: Option<(&str, String)>,
+) -> Option<(&'a Link, String)> {
+    let (upstream, there) = claim?;
+    let link = links.iter().find(|link| link.upstream.name == upstream)?;
+    Some((&**link, there))
 }
 
 /// The upstream a downstream URI is for, and its URI there.
-pub(super) fn by_uri<'a>(links: &'a [Arc<Link>], uri: &str) -> Option<(&'a Link, String)> {
-    links.iter().find_map(|link| {
-        let upstream = link.upstream.namespace.uri_up(uri)?;
-        Some((&**link, upstream))
-    })
+pub(super) fn by_uri<'a>(
+    catalogs: &CatalogSet,
+    links: &'a [Arc<Link>],
+    uri: &str,
+) -> Option<(&'a Link, String)> {
+    link_of(links, catalogs.claim_uri(uri))
 }
 
 /// `tools/call` or `prompts/get` of a downstream name, at its upstream.
-pub(super) async fn call<T: DeserializeOwned>(
+async fn call<T: DeserializeOwned>(
+    catalogs: &CatalogSet,
     links: &[Arc<Link>],
     method: &str,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<T, ErrorData> {
-    let Some((link, upstream_name)) = by_name(links, name) else {
+    let Some((link, upstream_name)) = link_of(links, catalogs.claim_name(name)) else {
         return Err(ErrorData::invalid_params(
             format!("no upstream has {name:?}"),
             None,
@@ -121,33 +105,36 @@ pub(super) async fn call<T: DeserializeOwned>(
     if let Some(arguments) = arguments {
         params.insert("arguments".into(), Value::Object(arguments));
     }
-    let result = link.catalog.request(method, params).await;
+    let result = link.catalog().request(method, params).await;
     decode(link, method, result)
 }
 
 pub(super) async fn call_tool(
+    catalogs: &CatalogSet,
     links: &[Arc<Link>],
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<CallToolResult, ErrorData> {
-    call(links, "tools/call", name, arguments).await
+    call(catalogs, links, "tools/call", name, arguments).await
 }
 
 pub(super) async fn get_prompt(
+    catalogs: &CatalogSet,
     links: &[Arc<Link>],
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<GetPromptResult, ErrorData> {
-    call(links, "prompts/get", name, arguments).await
+    call(catalogs, links, "prompts/get", name, arguments).await
 }
 
 /// `resources/read` of a downstream URI at its upstream, the contents'
 /// URIs named downstream.
 pub(super) async fn read_resource(
+    catalogs: &CatalogSet,
     links: &[Arc<Link>],
     uri: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
-    let Some((link, upstream_uri)) = by_uri(links, uri) else {
+    let Some((link, upstream_uri)) = by_uri(catalogs, links, uri) else {
         return Err(ErrorData::invalid_params(
             format!("no upstream serves {uri:?}"),
             None,
@@ -155,7 +142,7 @@ pub(super) async fn read_resource(
     };
     let mut params = Map::new();
     params.insert("uri".into(), Value::String(upstream_uri));
-    let mut result = link.catalog.request("resources/read", params).await;
+    let mut result = link.catalog().request("resources/read", params).await;
     if let Ok(Value::Object(result)) = &mut result
         && let Some(Value::Array(contents)) = result.get_mut("contents")
     {

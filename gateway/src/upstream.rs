@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::namespace::{Namespace, Prefix};
 use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
+use mcp_subscriptions_client::catalog::{Namespace, Prefix};
 use mcp_subscriptions_client::{StdioClient, SubscribeError};
 
 /// One upstream MCP server of a [`Gateway`](crate::Gateway): a name, a
@@ -69,15 +69,6 @@ impl Upstream {
         &self.name
     }
 
-    /// Whether `name` may name an upstream.
-    pub(super) fn is_valid_name(name: &str) -> bool {
-        let mut chars = name.chars();
-        chars
-            .next()
-            .is_some_and(|first| first.is_ascii_alphabetic())
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-    }
-
     /// Opens its catalog.
     pub(super) async fn catalog(&self) -> Result<Catalog, SubscribeError> {
         match &self.target {
@@ -97,20 +88,5 @@ impl fmt::Debug for Upstream {
             .field("name", &self.name)
             .field("target", &target)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_name_starts_with_a_letter_and_keeps_to_a_scheme_s_characters() {
-        for good in ["a", "files", "git-hub", "v1.2"] {
-            assert!(Upstream::is_valid_name(good), "{good}");
-        }
-        for bad in ["", "1a", "a/b", "a_b", "a+b", "ä", "-a"] {
-            assert!(!Upstream::is_valid_name(bad), "{bad}");
-        }
     }
 }

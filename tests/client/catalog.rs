@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use crate::support::catalog_server::{CatalogServer, Paging};
 use mcp_subscriptions::ListKind;
-use mcp_subscriptions_client::Credentials;
 use mcp_subscriptions_client::catalog::{
-    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, ListenState, Snapshot,
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, ListenState, Namespace, Snapshot,
 };
+use mcp_subscriptions_client::{Credentials, SubscribeError};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -520,6 +520,90 @@ async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
         set.get("a").unwrap().health().listen,
         ListenState::Relistening { .. }
     ));
+}
+
+/// Keeps a server's names and URIs as they are (a set of one server, or
+/// servers that never overlap).
+struct AsTheyAre;
+
+impl Namespace for AsTheyAre {
+    fn name_down(&self, name: &str) -> String {
+        name.to_owned()
+    }
+    fn name_up(&self, name: &str) -> Option<String> {
+        Some(name.to_owned())
+    }
+    fn uri_down(&self, uri: &str) -> String {
+        uri.to_owned()
+    }
+    fn uri_up(&self, uri: &str) -> Option<String> {
+        Some(uri.to_owned())
+    }
+}
+
+#[tokio::test]
+async fn a_set_names_each_servers_entries_and_uris_by_its_namespace() {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    a.set_tool("search", "a's");
+    a.add_resource("file:///a.md");
+    a.add_template("file:///{name}");
+    b.set_tool("fetch", "b's");
+    b.add_resource("file:///b.md");
+    let (mut set, failed) = CatalogSet::open([
+        (
+            "a".to_owned(),
+            Catalog::http(a.url(), CatalogOptions::default()),
+        ),
+        // A name the prefix cannot carry fails alone, without a panic.
+        (
+            "not/a name".to_owned(),
+            Catalog::http(a.url(), CatalogOptions::default()),
+        ),
+    ])
+    .await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].0, "not/a name");
+    assert!(matches!(failed[0].1, SubscribeError::Invalid(_)));
+    let b_catalog = Catalog::http(b.url(), CatalogOptions::default())
+        .await
+        .unwrap();
+    assert!(matches!(
+        set.insert(
+            "b/x",
+            Catalog::http(b.url(), CatalogOptions::default())
+                .await
+                .unwrap()
+        ),
+        Err(SubscribeError::Invalid(_))
+    ));
+    assert!(set.insert_with("b", b_catalog, AsTheyAre).is_none());
+
+    let merged = set.snapshot();
+    let tools: Vec<String> = merged.tools().map(|(name, _)| name).collect();
+    assert_eq!(
+        tools,
+        ["a/search", "fetch"],
+        "in the order added, each by its namespace"
+    );
+    let resources: Vec<String> = merged.resources().map(|(uri, _)| uri).collect();
+    assert_eq!(resources, ["a+file:///a.md", "file:///b.md"]);
+    let templates: Vec<String> = merged.templates().map(|(uri, _)| uri).collect();
+    assert_eq!(templates, ["a+file:///{name}"]);
+    assert_eq!(merged.tool("fetch").map(|(server, _)| server), Some("b"));
+
+    // A merged name or URI finds its server, the first whose namespace
+    // claims it.
+    assert_eq!(set.claim_name("a/search"), Some(("a", "search".to_owned())));
+    assert_eq!(
+        set.claim_uri("a+file:///a.md"),
+        Some(("a", "file:///a.md".to_owned()))
+    );
+    assert_eq!(
+        set.claim_uri("file:///b.md"),
+        Some(("b", "file:///b.md".to_owned()))
+    );
+    assert!(set.namespace("b").is_some() && set.namespace("c").is_none());
 }
 
 #[tokio::test]

@@ -76,7 +76,6 @@ const GATEWAY: Crate = Crate {
     src: "gateway/src",
     layers: &[
         ("error", 0),
-        ("namespace", 0),
         ("stats", 0),
         ("upstream", 1),
         ("link", 2),

@@ -74,6 +74,7 @@ mod fetcher;
 mod health;
 mod keeper;
 mod live;
+mod namespace;
 mod options;
 mod schedule;
 mod set;
@@ -83,6 +84,7 @@ pub use diff::{Change, Changes, Diff, Edit};
 pub use entry::{CatalogKind, Contents, Keyed};
 pub use health::{FetchHealth, Health, ListenState};
 pub use live::Catalog;
+pub use namespace::{Namespace, Prefix};
 pub use options::{
     CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES,
     DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT,
