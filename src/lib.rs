@@ -30,6 +30,7 @@ mod counts;
 pub mod error;
 mod event;
 mod filter;
+mod holds;
 mod hook;
 mod overflow;
 mod sync;

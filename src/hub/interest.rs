@@ -36,12 +36,13 @@
 //! notification channel) and one that takes a whole extension field
 //! (`"taskIds": true`) name no key, so they add no interest.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::task::{Context, Poll, Waker};
 
 use super::entry::Entry;
 use crate::filter::{Filter, InterestKey};
+use crate::holds::{Arrival, Holds, Leaving};
 use crate::sync::{Arc, Mutex};
 
 /// A change in the set of watched keys.
@@ -92,7 +93,8 @@ impl Pending {
 /// some watch is alive) and each watch's queue.
 #[derive(Debug, Default)]
 pub(crate) struct Interest {
-    counts: HashMap<InterestKey, usize>,
+    /// The listeners that name each key.
+    counts: Holds<InterestKey>,
     watches: Vec<Arc<Mutex<Pending>>>,
     /// Readers to wake once the registry's lock is released.
     wake: Vec<Waker>,
@@ -112,7 +114,7 @@ impl Interest {
             self.counts.clear();
             for entry in entries {
                 for key in entry.filter.interest_keys() {
-                    *self.counts.entry(key).or_default() += 1;
+                    self.counts.hold(key, || ());
                 }
             }
         }
@@ -132,9 +134,7 @@ impl Interest {
             return;
         }
         for key in filter.interest_keys() {
-            let count = self.counts.entry(key.clone()).or_default();
-            *count += 1;
-            if *count == 1 {
+            if self.counts.hold(key.clone(), || ()).0 == Arrival::First {
                 self.tell(InterestChange::Watched(key));
             }
         }
@@ -146,11 +146,7 @@ impl Interest {
             return;
         }
         for key in filter.interest_keys() {
-            let Some(count) = self.counts.get_mut(&key) else {
-                continue;
-            };
-            *count -= 1;
-            if *count == 0 {
+            if self.counts.release(&key, None) == Leaving::Last {
                 self.counts.remove(&key);
                 self.tell(InterestChange::Unwatched(key));
             }
@@ -278,6 +274,6 @@ mod tests {
     fn nothing_is_counted_without_a_watch() {
         let mut interest = Interest::default();
         interest.admit(&Filter::new().with_resource("a"));
-        assert!(interest.counts.is_empty());
+        assert_eq!(interest.counts.len(), 0);
     }
 }

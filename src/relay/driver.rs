@@ -519,7 +519,7 @@ impl Driver {
 
     async fn on_tick(&mut self, link: &mut Link) -> bool {
         let now = Instant::now();
-        self.subscriptions.expire(now);
+        self.subscriptions.expire(now.into_std());
         // While the link is down no one can be heard; the clocks start
         // again when it is back.
         let silent = 3 * self.options.heartbeat;

@@ -9,12 +9,11 @@
 //! flush, so that once their channels are subscribed their listeners are
 //! caught up (see `Driver::catch_up`).
 
-use std::collections::{HashMap, HashSet};
-use std::time::Duration;
-
-use tokio::time::Instant;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use super::channels::Channels;
+use crate::holds::{Arrival, Holds, Leaving};
 use crate::hub::{InterestChange, InterestKey};
 
 pub(super) struct Subscriptions {
@@ -26,10 +25,9 @@ pub(super) struct Subscriptions {
     /// Keys watched since the last flush and still watched (so never more
     /// than `watched`), to catch up once their channels are subscribed.
     fresh: HashSet<InterestKey>,
-    /// Watched keys per channel.
-    refs: HashMap<String, usize>,
-    /// Channels no key needs any more, kept until their grace ends.
-    lingering: HashMap<String, Instant>,
+    /// The channels of watched keys, each held by its keys; one no key
+    /// needs any more lingers until its grace ends.
+    wanted: Holds<String>,
     /// The channels subscribed on the current connection.
     subscribed: HashSet<String>,
     /// Whether `subscribed` may differ from what is wanted.
@@ -50,8 +48,7 @@ impl Subscriptions {
             grace,
             watched: HashSet::new(),
             fresh: HashSet::new(),
-            refs: HashMap::new(),
-            lingering: HashMap::new(),
+            wanted: Holds::default(),
             subscribed: HashSet::new(),
             dirty: false,
         }
@@ -78,10 +75,7 @@ impl Subscriptions {
                 let channel = self.channels.key(&key);
                 self.fresh.insert(key.clone());
                 self.watched.insert(key);
-                let refs = self.refs.entry(channel.clone()).or_default();
-                *refs += 1;
-                if *refs == 1 {
-                    self.lingering.remove(&channel);
+                if self.wanted.hold(channel, || ()).0 != Arrival::Another {
                     self.dirty = true;
                 }
             }
@@ -89,15 +83,12 @@ impl Subscriptions {
                 let channel = self.channels.key(&key);
                 self.fresh.remove(&key);
                 self.watched.remove(&key);
-                if let Some(refs) = self.refs.get_mut(&channel) {
-                    *refs -= 1;
-                    if *refs == 0 {
-                        self.refs.remove(&channel);
-                        if self.subscribed.contains(&channel) {
-                            self.lingering.insert(channel, Instant::now() + self.grace);
-                        } else {
-                            self.dirty = true;
-                        }
+                if self.wanted.release(&channel, None) == Leaving::Last {
+                    if self.subscribed.contains(&channel) {
+                        self.wanted.idle(&channel, Instant::now() + self.grace);
+                    } else {
+                        self.wanted.remove(&channel);
+                        self.dirty = true;
                     }
                 }
             }
@@ -111,9 +102,7 @@ impl Subscriptions {
 
     /// Ends the graces that are over by `now`.
     pub(super) fn expire(&mut self, now: Instant) {
-        let before = self.lingering.len();
-        self.lingering.retain(|_, until| *until > now);
-        self.dirty |= self.lingering.len() != before;
+        self.dirty |= !self.wanted.lapsed(now).is_empty();
     }
 
     /// What to unsubscribe and subscribe, when anything may have changed
@@ -124,8 +113,7 @@ impl Subscriptions {
         }
         self.dirty = false;
         let mut subscribe: Vec<String> = std::iter::once(&self.catalog)
-            .chain(self.refs.keys())
-            .chain(self.lingering.keys())
+            .chain(self.wanted.keys())
             .filter(|c| !self.subscribed.contains(*c))
             .cloned()
             .collect();
@@ -144,9 +132,7 @@ impl Subscriptions {
     }
 
     fn wanted(&self, channel: &String) -> bool {
-        channel == &self.catalog
-            || self.refs.contains_key(channel)
-            || self.lingering.contains_key(channel)
+        channel == &self.catalog || self.wanted.contains(channel)
     }
 
     /// The broker confirmed these unsubscribed.

@@ -29,12 +29,12 @@
 //!
 //! # State
 //!
-//! One short lock over a map from key to its holders and phase; never
-//! held across an `.await` or a hook call. Each time a key goes from no
-//! entry to an entry it gets a new generation, so that a late attach
-//! outcome, grace timer or release of an older generation changes nothing.
+//! One short lock over the keys' holds (`holds.rs`: holders, generation,
+//! idle spells), each with its phase; never held across an `.await` or a
+//! hook call. Each time a key goes from no entry to an entry it gets a new
+//! generation, so that a late attach outcome, grace timer or release of an
+//! older generation changes nothing.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -47,6 +47,7 @@ use rmcp::model::{ErrorCode, ErrorData};
 use tokio::sync::watch;
 
 use crate::filter::InterestKey;
+use crate::holds::{Holds, Leaving};
 
 /// What an attach settles to: `Ok`, or the error that refuses the listens
 /// waiting for it.
@@ -138,34 +139,26 @@ enum Phase {
     Detaching(Option<watch::Sender<Option<Outcome>>>),
 }
 
-struct Key {
-    generation: u64,
-    /// Streams holding it, admitted or waiting.
-    holders: usize,
-    phase: Phase,
-    /// Times it has been left idle: a grace detaches only after the idle
-    /// spell it was started for, never after a later one.
-    idle_spells: u64,
-}
-
-impl Key {
-    /// A new idle spell, when an attached key has just lost its last
-    /// holder: the spell's number, for its grace.
-    fn idle_spell(&mut self) -> Option<u64> {
-        if self.holders > 0 || !matches!(self.phase, Phase::Attached) {
-            return None;
-        }
-        self.idle_spells += 1;
-        Some(self.idle_spells)
-    }
-}
-
-/// The keys of one service's streams, and the hooks.
+/// The keys of one service's streams (held by the streams admitted or
+/// waiting), each in its phase, and the hooks.
 pub(crate) struct Keys {
     hooks: Demand,
-    keys: Mutex<HashMap<InterestKey, Key>>,
-    /// Generations handed out, across keys.
-    generations: Mutex<u64>,
+    keys: Mutex<Holds<InterestKey, Phase>>,
+}
+
+/// A new idle spell of `key`, when it is attached and has just lost its
+/// last holder: the spell's number, for its grace (which detaches only
+/// after the spell it was started for, never after a later one).
+fn idle_spell(
+    keys: &mut Holds<InterestKey, Phase>,
+    key: &InterestKey,
+    grace: Duration,
+) -> Option<u64> {
+    let held = keys.get_mut(key, None)?;
+    if held.holders() > 0 || !matches!(held.state, Phase::Attached) {
+        return None;
+    }
+    keys.idle(key, std::time::Instant::now() + grace)
 }
 
 /// One stream's hold on its keys, released when dropped.
@@ -178,8 +171,7 @@ impl Keys {
     pub(crate) fn new(hooks: Demand) -> Arc<Self> {
         Arc::new(Self {
             hooks,
-            keys: Mutex::new(HashMap::new()),
-            generations: Mutex::new(0),
+            keys: Mutex::new(Holds::default()),
         })
     }
 
@@ -196,20 +188,17 @@ impl Keys {
         {
             let mut keys = self.keys.lock();
             for key in wanted {
-                let entry = keys.entry(key.clone()).or_insert_with(|| {
-                    let generation = self.next_generation();
-                    let (sender, receiver) = watch::channel(None);
-                    starts.push((key.clone(), generation, sender));
-                    Key {
-                        generation,
-                        holders: 0,
-                        idle_spells: 0,
-                        phase: Phase::Attaching(receiver),
-                    }
+                let mut sender = None;
+                let (_, entry) = keys.hold(key.clone(), || {
+                    let (attach, receiver) = watch::channel(None);
+                    sender = Some(attach);
+                    Phase::Attaching(receiver)
                 });
-                entry.holders += 1;
-                held.push((key, entry.generation));
-                match &mut entry.phase {
+                if let Some(sender) = sender {
+                    starts.push((key.clone(), entry.generation(), sender));
+                }
+                held.push((key, entry.generation()));
+                match &mut entry.state {
                     Phase::Attaching(receiver) => waits.push(receiver.clone()),
                     Phase::Attached => {}
                     // Attached again once the detach has returned.
@@ -246,12 +235,6 @@ impl Keys {
         (hold, Some(all.boxed()))
     }
 
-    fn next_generation(&self) -> u64 {
-        let mut generations = self.generations.lock();
-        *generations += 1;
-        *generations
-    }
-
     /// Runs the attach of `key` on a task of its own, then settles it.
     fn start(
         self: &Arc<Self>,
@@ -278,15 +261,15 @@ impl Keys {
     fn settle(self: &Arc<Self>, key: &InterestKey, generation: u64, attached: bool) {
         let spell = {
             let mut keys = self.keys.lock();
-            let Some(entry) = keys.get_mut(key).filter(|e| e.generation == generation) else {
+            let Some(entry) = keys.get_mut(key, Some(generation)) else {
                 return;
             };
             if !attached {
                 keys.remove(key);
                 return;
             }
-            entry.phase = Phase::Attached;
-            entry.idle_spell()
+            entry.state = Phase::Attached;
+            idle_spell(&mut keys, key, self.hooks.grace)
         };
         if let Some(spell) = spell {
             self.linger(key.clone(), generation, spell);
@@ -298,11 +281,10 @@ impl Keys {
     fn release(self: &Arc<Self>, key: InterestKey, generation: u64) {
         let spell = {
             let mut keys = self.keys.lock();
-            let Some(entry) = keys.get_mut(&key).filter(|e| e.generation == generation) else {
+            if keys.release(&key, Some(generation)) != Leaving::Last {
                 return;
-            };
-            entry.holders -= 1;
-            entry.idle_spell()
+            }
+            idle_spell(&mut keys, &key, self.hooks.grace)
         };
         if let Some(spell) = spell {
             self.linger(key, generation, spell);
@@ -314,18 +296,12 @@ impl Keys {
     fn linger(self: &Arc<Self>, key: InterestKey, generation: u64, spell: u64) {
         let keys = self.clone();
         let detach = move || {
-            let idle = {
-                let mut map = keys.keys.lock();
-                let entry = map.get_mut(&key).filter(|e| {
-                    e.generation == generation && e.idle_spells == spell && e.holders == 0
-                });
-                match entry {
-                    Some(entry) => {
-                        entry.phase = Phase::Detaching(None);
-                        true
-                    }
-                    None => false,
+            let idle = match keys.keys.lock().lapse(&key, generation, spell) {
+                Some(entry) => {
+                    entry.state = Phase::Detaching(None);
+                    true
                 }
+                None => false,
             };
             if idle {
                 tracing::debug!(target: "mcp_subscriptions", ?key, "demand detach");
@@ -352,16 +328,16 @@ impl Keys {
     fn detached(self: &Arc<Self>, key: InterestKey, generation: u64) {
         let attach = {
             let mut map = self.keys.lock();
-            let Some(entry) = map.get_mut(&key).filter(|e| e.generation == generation) else {
+            let Some(entry) = map.get_mut(&key, Some(generation)) else {
                 return;
             };
-            let next = match &mut entry.phase {
+            let next = match &mut entry.state {
                 Phase::Detaching(next) => next.take(),
                 _ => unreachable!("only the detach leaves its phase"),
             };
             match next {
-                Some(sender) if entry.holders > 0 => {
-                    entry.phase = Phase::Attaching(sender.subscribe());
+                Some(sender) if entry.holders() > 0 => {
+                    entry.state = Phase::Attaching(sender.subscribe());
                     Some(sender)
                 }
                 // No one waits (those who came left again): the key goes,

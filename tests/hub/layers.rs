@@ -31,6 +31,7 @@ const ENGINE_LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("event", 0),
     ("filter", 0),
+    ("holds", 0),
     ("hook", 0),
     ("overflow", 0),
     ("sync", 0),
