@@ -20,7 +20,7 @@ use crate::upstream::Upstream;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{Demand, ListenService};
-use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, Prefix};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, Prefix, ServerHealth};
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]
@@ -55,13 +55,16 @@ impl GatewayBuilder {
 
     /// Opens every upstream's catalog (discovery, a listen for its list
     /// changes, each list fetched once), all at once, and starts the
-    /// tasks that keep them.
+    /// tasks that keep them. It returns once each upstream has answered or
+    /// failed a first attempt: one that is down *joins* when it comes up
+    /// (see [`CatalogSet`]), and the others are served meanwhile.
     ///
     /// # Errors
     ///
     /// [`GatewayError`]: no upstream, a name twice or one a namespace
-    /// cannot carry, or an upstream that cannot be discovered or listened
-    /// to (the first, by the order given).
+    /// cannot carry, or an upstream refused in a way trying again cannot
+    /// cure (a URL that is not one, a certificate refused, a 401; the
+    /// first, by the order given).
     ///
     /// # Panics
     ///
@@ -79,47 +82,39 @@ impl GatewayBuilder {
                 return Err(GatewayError::DuplicateName(upstream.name.clone()));
             }
         }
-        let opened =
-            futures_util::future::join_all(self.upstreams.iter().map(Upstream::catalog)).await;
-        let mut catalogs = CatalogSet::new();
-        for (upstream, catalog) in self.upstreams.iter().zip(opened) {
-            match catalog {
-                Ok(catalog) => {
-                    let namespace = Arc::clone(&upstream.namespace);
-                    catalogs.insert_with(upstream.name.clone(), catalog, namespace);
-                }
-                Err(error) => {
-                    return Err(GatewayError::Upstream {
-                        name: upstream.name.clone(),
-                        error,
-                    });
-                }
+        let catalogs = CatalogSet::new();
+        for upstream in &self.upstreams {
+            catalogs.add_with(
+                upstream.name.clone(),
+                upstream.endpoint.clone(),
+                upstream.options.clone(),
+                Arc::clone(&upstream.namespace),
+            );
+        }
+        // Those that are down go on joining; those refused for good fail
+        // the gateway, as a mistake in its configuration.
+        catalogs.settled().await;
+        for (name, health) in catalogs.health() {
+            if let ServerHealth::Failed(error) = health {
+                return Err(GatewayError::Upstream { name, error });
             }
         }
-        let catalogs = Arc::new(catalogs);
         let links: Vec<Arc<Link>> = self
             .upstreams
             .into_iter()
-            .map(|upstream| Arc::new(Link::new(upstream, Arc::clone(&catalogs))))
+            .map(|upstream| Arc::new(Link::new(upstream, catalogs.clone())))
             .collect();
-        let hub = self.hub.unwrap_or_else(|| {
-            Hub::builder()
-                .capabilities(advertised(
-                    catalogs
-                        .snapshot()
-                        .servers()
-                        .map(|(_, snapshot)| snapshot.server().capabilities.clone()),
-                ))
-                .build()
-        });
-        let mut tasks = Vec::with_capacity(links.len() * 2);
+        let hub = self
+            .hub
+            .unwrap_or_else(|| Hub::builder().capabilities(advertised(&catalogs)).build());
+        let mut tasks = Vec::with_capacity(links.len() + 1);
         for link in &links {
             tasks.push(tokio::spawn(Arc::clone(link).run(hub.clone())));
-            tasks.push(tokio::spawn(lists::forward_changes(
-                Arc::clone(link),
-                hub.clone(),
-            )));
         }
+        tasks.push(tokio::spawn(lists::forward_changes(
+            catalogs.changes(),
+            hub.clone(),
+        )));
         Ok(Gateway {
             inner: Arc::new(Inner {
                 hub,
@@ -134,8 +129,25 @@ impl GatewayBuilder {
 
 /// What the downstream hub advertises: each list some upstream has
 /// (its catalog tells of its changes, listened to or refetched), and
-/// resource subscriptions when some upstream offers them.
-fn advertised(upstreams: impl Iterator<Item = ServerCapabilities>) -> Capabilities {
+/// resource subscriptions when some upstream offers them. An upstream
+/// still joining may bring any of them, so it counts as having all.
+fn advertised(catalogs: &CatalogSet) -> Capabilities {
+    let joining = catalogs
+        .health()
+        .into_iter()
+        .any(|(_, health)| matches!(health, ServerHealth::Joining { .. }));
+    if joining {
+        return Capabilities::none()
+            .with_tools_list_changed()
+            .with_prompts_list_changed()
+            .with_resources_list_changed()
+            .with_resources_subscribe();
+    }
+    let upstreams = catalogs
+        .snapshot()
+        .servers()
+        .map(|(_, snapshot)| snapshot.server().capabilities.clone())
+        .collect::<Vec<ServerCapabilities>>();
     let mut capabilities = Capabilities::none();
     for upstream in upstreams {
         if upstream.tools.is_some() {
@@ -169,7 +181,7 @@ pub struct Gateway {
 struct Inner {
     hub: Hub,
     /// Each upstream's catalog and namespace, merged.
-    catalogs: Arc<CatalogSet>,
+    catalogs: CatalogSet,
     links: Vec<Arc<Link>>,
     grace: Duration,
     tasks: Vec<JoinHandle<()>>,
@@ -295,8 +307,8 @@ impl Gateway {
         lists::read_resource(&self.inner.catalogs, &self.inner.links, uri).await
     }
 
-    /// The catalog kept of the upstream so named.
-    pub fn catalog(&self, upstream: &str) -> Option<&Catalog> {
+    /// The catalog kept of the upstream so named, once it has joined.
+    pub fn catalog(&self, upstream: &str) -> Option<Arc<Catalog>> {
         self.inner.catalogs.get(upstream)
     }
 

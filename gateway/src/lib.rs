@@ -57,6 +57,11 @@
 //!
 //! # Upstream failures
 //!
+//! An upstream that is down when the gateway opens joins when it comes up
+//! (it is tried again at least every few seconds): meanwhile the others
+//! are served, its URIs are refused as not up, and once it joins its lists
+//! are merged in and a list change of each kind tells downstream.
+//!
 //! An upstream listen that ends abruptly is re-listened with backoff (the
 //! client's [`Relisten`](mcp_subscriptions_client::Relisten) policy, from the
 //! upstream's options). When it is back, its downstream listeners get a

@@ -82,7 +82,7 @@ struct Applied {
 pub(super) struct Link {
     pub(super) upstream: Upstream,
     /// The gateway's catalogs, this upstream's under its name.
-    catalogs: Arc<CatalogSet>,
+    catalogs: CatalogSet,
     wanted: Mutex<Wanted>,
     wake: Notify,
     applied: watch::Sender<Applied>,
@@ -90,7 +90,7 @@ pub(super) struct Link {
 }
 
 impl Link {
-    pub(super) fn new(upstream: Upstream, catalogs: Arc<CatalogSet>) -> Self {
+    pub(super) fn new(upstream: Upstream, catalogs: CatalogSet) -> Self {
         let stats = UpstreamStats::new(&upstream.name);
         Self {
             upstream,
@@ -102,11 +102,11 @@ impl Link {
         }
     }
 
-    /// The upstream's catalog.
-    pub(super) fn catalog(&self) -> &Catalog {
-        self.catalogs
-            .get(&self.upstream.name)
-            .expect("each upstream's catalog is in the gateway's set")
+    /// The upstream's catalog, once it has joined.
+    pub(super) fn catalog(&self) -> Result<Arc<Catalog>, SubscribeError> {
+        self.catalogs.get(&self.upstream.name).ok_or_else(|| {
+            SubscribeError::Connect(format!("upstream {} is not up yet", self.upstream.name))
+        })
     }
 
     /// Adds `uri` (an upstream URI) to the wanted set and waits until the
@@ -157,7 +157,9 @@ impl Link {
     /// Its figures now.
     pub(super) fn stats(&self) -> UpstreamStats {
         let mut stats = self.stats.lock().clone();
-        stats.lists_live = matches!(self.catalog().health().listen, ListenState::Listening);
+        stats.lists_live = self
+            .catalog()
+            .is_ok_and(|catalog| matches!(catalog.health().listen, ListenState::Listening));
         stats
     }
 
@@ -244,7 +246,7 @@ impl Listen {
         }
         let filter = uris_filter(target);
         let Some((_, handle)) = &self.subscription else {
-            let subscription = self.link.catalog().subscribe(&filter).await?;
+            let subscription = self.link.catalog()?.subscribe(&filter).await?;
             let handle = subscription.filter_handle();
             self.listening = granted_uris(&subscription.granted());
             self.subscription = Some((subscription, handle));

@@ -14,17 +14,27 @@ use crate::link::{Link, upstream_error};
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions_client::SubscribeError;
-use mcp_subscriptions_client::catalog::CatalogSet;
+use mcp_subscriptions_client::catalog::{CatalogKind, CatalogSet, SetChange, SetChanges};
 
-/// Publishes a list change downstream each time one upstream's list
-/// really changed: its catalog's diff decides, so a refetch that found
-/// the same list (after a restart, say) is no change.
-pub(super) async fn forward_changes(link: Arc<Link>, hub: Hub) {
-    let mut changes = link.catalog().changes();
+/// Publishes a list change downstream each time an upstream's list
+/// really changed (its catalog's diff decides, so a refetch that found the
+/// same list, after a restart say, is no change), and each list's when an
+/// upstream joins or leaves.
+pub(super) async fn forward_changes(mut changes: SetChanges, hub: Hub) {
     while let Some(change) = changes.next().await {
-        // Watched contents come by the link's URI listen, not here.
-        if let Some(kind) = change.kind() {
-            hub.publish(Event::list_changed(kind.list_kind()));
+        match change {
+            // Watched contents come by the links' URI listens, not here.
+            SetChange::Changed(_, change) => {
+                if let Some(kind) = change.kind() {
+                    hub.publish(Event::list_changed(kind.list_kind()));
+                }
+            }
+            SetChange::Joined(_) | SetChange::Left(_) | SetChange::Missed(_) => {
+                for kind in CatalogKind::ALL {
+                    hub.publish(Event::list_changed(kind.list_kind()));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -68,10 +78,7 @@ pub(super) fn templates(catalogs: &CatalogSet) -> Vec<ResourceTemplate> {
 }
 
 /// The link of the upstream `claim` names, and the name or URI there.
-fn link_of<'a>(
-    links: &'a [Arc<Link>],
-    claim: Option<(&str, String)>,
-) -> Option<(&'a Link, String)> {
+fn link_of(links: &[Arc<Link>], claim: Option<(String, String)>) -> Option<(&Link, String)> {
     let (upstream, there) = claim?;
     let link = links.iter().find(|link| link.upstream.name == upstream)?;
     Some((&**link, there))
@@ -105,7 +112,10 @@ async fn call<T: DeserializeOwned>(
     if let Some(arguments) = arguments {
         params.insert("arguments".into(), Value::Object(arguments));
     }
-    let result = link.catalog().request(method, params).await;
+    let result = match link.catalog() {
+        Ok(catalog) => catalog.request(method, params).await,
+        Err(error) => Err(error),
+    };
     decode(link, method, result)
 }
 
@@ -142,7 +152,10 @@ pub(super) async fn read_resource(
     };
     let mut params = Map::new();
     params.insert("uri".into(), Value::String(upstream_uri));
-    let mut result = link.catalog().request("resources/read", params).await;
+    let mut result = match link.catalog() {
+        Ok(catalog) => catalog.request("resources/read", params).await,
+        Err(error) => Err(error),
+    };
     if let Ok(Value::Object(result)) = &mut result
         && let Some(Value::Array(contents)) = result.get_mut("contents")
     {

@@ -4,9 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
+use mcp_subscriptions_client::StdioClient;
+use mcp_subscriptions_client::catalog::{CatalogOptions, Endpoint};
 use mcp_subscriptions_client::catalog::{Namespace, Prefix};
-use mcp_subscriptions_client::{StdioClient, SubscribeError};
 
 /// One upstream MCP server of a [`Gateway`](crate::Gateway): a name, a
 /// Streamable HTTP URL or a stdio connection, a [`Namespace`] ([`Prefix`]
@@ -20,34 +20,28 @@ use mcp_subscriptions_client::{StdioClient, SubscribeError};
 #[derive(Clone)]
 pub struct Upstream {
     pub(super) name: String,
-    pub(super) target: Target,
+    pub(super) endpoint: Endpoint,
     pub(super) namespace: Arc<dyn Namespace>,
     pub(super) options: CatalogOptions,
-}
-
-#[derive(Clone)]
-pub(super) enum Target {
-    Http(String),
-    Stdio(StdioClient),
 }
 
 impl Upstream {
     /// The server at a Streamable HTTP `url` (`http://127.0.0.1:8801/mcp`).
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(name.into(), Target::Http(url.into()))
+        Self::new(name.into(), Endpoint::http(url))
     }
 
     /// The server on the other end of `client` (one that
     /// [`StdioClient::spawn`] started is started again when it dies).
     pub fn stdio(name: impl Into<String>, client: StdioClient) -> Self {
-        Self::new(name.into(), Target::Stdio(client))
+        Self::new(name.into(), Endpoint::stdio(client))
     }
 
-    fn new(name: String, target: Target) -> Self {
+    fn new(name: String, endpoint: Endpoint) -> Self {
         Self {
             namespace: Arc::new(Prefix::new(name.clone())),
             name,
-            target,
+            endpoint,
             options: CatalogOptions::default(),
         }
     }
@@ -68,25 +62,13 @@ impl Upstream {
     pub fn name(&self) -> &str {
         &self.name
     }
-
-    /// Opens its catalog.
-    pub(super) async fn catalog(&self) -> Result<Catalog, SubscribeError> {
-        match &self.target {
-            Target::Http(url) => Catalog::http(url.clone(), self.options.clone()).await,
-            Target::Stdio(client) => Catalog::stdio(client, self.options.clone()).await,
-        }
-    }
 }
 
 impl fmt::Debug for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let target = match &self.target {
-            Target::Http(url) => url.as_str(),
-            Target::Stdio(_) => "stdio",
-        };
         f.debug_struct("Upstream")
             .field("name", &self.name)
-            .field("target", &target)
+            .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
 }

@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::catalog_server::{CatalogServer, Paging};
+use crate::support::example::binary;
 use mcp_subscriptions::ListKind;
 use mcp_subscriptions_client::catalog::{
-    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, ListenState, Namespace, Snapshot,
+    Catalog, CatalogKind, CatalogOptions, CatalogSet, Change, Endpoint, ListenState, Namespace,
+    ServerHealth, SetChange, Snapshot,
 };
-use mcp_subscriptions_client::{Credentials, SubscribeError};
+use mcp_subscriptions_client::{Credentials, StdioClient, SubscribeError};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -464,31 +466,25 @@ async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
     a.set_tool("search", "a's");
     b.set_tool("search", "b's");
     c.set_tool("search", "c's");
-    let (set, failed) = CatalogSet::open([
-        (
-            "a".to_owned(),
-            Catalog::http(a.url(), CatalogOptions::default()),
-        ),
-        (
-            "b".to_owned(),
-            Catalog::http(b.url(), CatalogOptions::default()),
-        ),
-        (
-            "c".to_owned(),
-            Catalog::http(c.url(), CatalogOptions::default()),
-        ),
-        (
-            "gone".to_owned(),
-            Catalog::http(
-                "http://127.0.0.1:9/mcp".to_owned(),
-                CatalogOptions::default().with_subscribe(Default::default()),
-            ),
-        ),
-    ])
+    let set = CatalogSet::open(
+        [
+            ("a".to_owned(), Endpoint::http(a.url())),
+            ("b".to_owned(), Endpoint::http(b.url())),
+            ("c".to_owned(), Endpoint::http(c.url())),
+            ("gone".to_owned(), Endpoint::http("http://127.0.0.1:9/mcp")),
+        ],
+        CatalogOptions::default(),
+    )
     .await;
-    assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].0, "gone");
-    assert!(failed[0].1.is_transient());
+    // The one that is down is tried again, and said to be.
+    let gone = set.health().into_iter().find(|(name, _)| name == "gone");
+    assert!(
+        matches!(
+            gone,
+            Some((_, ServerHealth::Joining { attempts, last_error: Some(_) })) if attempts >= 1
+        ),
+        "{gone:?}"
+    );
 
     let merged = set.snapshot();
     let tools: Vec<String> = merged.tools().map(|(name, _)| name).collect();
@@ -550,34 +546,31 @@ async fn a_set_names_each_servers_entries_and_uris_by_its_namespace() {
     a.add_template("file:///{name}");
     b.set_tool("fetch", "b's");
     b.add_resource("file:///b.md");
-    let (mut set, failed) = CatalogSet::open([
-        (
-            "a".to_owned(),
-            Catalog::http(a.url(), CatalogOptions::default()),
-        ),
-        // A name the prefix cannot carry fails alone, without a panic.
-        (
-            "not/a name".to_owned(),
-            Catalog::http(a.url(), CatalogOptions::default()),
-        ),
-    ])
+    let set = CatalogSet::open(
+        [
+            ("a".to_owned(), Endpoint::http(a.url())),
+            // A name the prefix cannot carry fails alone, without a panic.
+            ("not/a name".to_owned(), Endpoint::http(a.url())),
+        ],
+        CatalogOptions::default(),
+    )
     .await;
-    assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].0, "not/a name");
-    assert!(matches!(failed[0].1, SubscribeError::Invalid(_)));
+    let health = set.health();
+    assert!(
+        matches!(&health[1], (name, ServerHealth::Failed(SubscribeError::Invalid(_))) if name == "not/a name"),
+        "{health:?}"
+    );
     let b_catalog = Catalog::http(b.url(), CatalogOptions::default())
         .await
         .unwrap();
+    let again = Catalog::http(b.url(), CatalogOptions::default())
+        .await
+        .unwrap();
     assert!(matches!(
-        set.insert(
-            "b/x",
-            Catalog::http(b.url(), CatalogOptions::default())
-                .await
-                .unwrap()
-        ),
+        set.insert("b/x", again),
         Err(SubscribeError::Invalid(_))
     ));
-    assert!(set.insert_with("b", b_catalog, AsTheyAre).is_none());
+    set.insert_with("b", b_catalog, AsTheyAre);
 
     let merged = set.snapshot();
     let tools: Vec<String> = merged.tools().map(|(name, _)| name).collect();
@@ -594,16 +587,89 @@ async fn a_set_names_each_servers_entries_and_uris_by_its_namespace() {
 
     // A merged name or URI finds its server, the first whose namespace
     // claims it.
-    assert_eq!(set.claim_name("a/search"), Some(("a", "search".to_owned())));
+    assert_eq!(
+        set.claim_name("a/search"),
+        Some(("a".to_owned(), "search".to_owned()))
+    );
     assert_eq!(
         set.claim_uri("a+file:///a.md"),
-        Some(("a", "file:///a.md".to_owned()))
+        Some(("a".to_owned(), "file:///a.md".to_owned()))
     );
     assert_eq!(
         set.claim_uri("file:///b.md"),
-        Some(("b", "file:///b.md".to_owned()))
+        Some(("b".to_owned(), "file:///b.md".to_owned()))
     );
     assert!(set.namespace("b").is_some() && set.namespace("c").is_none());
+}
+
+#[tokio::test]
+async fn a_server_down_at_open_joins_when_it_comes_up_beside_a_stdio_one() {
+    let down = CatalogServer::start(100).await;
+    down.set_tool("late", "joins");
+    down.stop().await;
+    let stdio = StdioClient::spawn(binary(), ["--stdio"]).unwrap();
+    let set = CatalogSet::open(
+        [
+            ("down".to_owned(), Endpoint::http(down.url())),
+            ("local".to_owned(), Endpoint::stdio(stdio)),
+        ],
+        CatalogOptions::default(),
+    )
+    .await;
+    // The stdio server is served at once; the one that is down is not
+    // in the merged view, and the set says it is joining.
+    let merged = set.snapshot();
+    assert!(
+        merged
+            .tools()
+            .any(|(name, _)| name == "local/test_add_tool")
+    );
+    assert!(merged.server("down").is_none());
+    assert!(set.get("down").is_none());
+    let joining = set.health().into_iter().find(|(name, _)| name == "down");
+    assert!(
+        matches!(joining, Some((_, ServerHealth::Joining { .. }))),
+        "{joining:?}"
+    );
+
+    let mut changes = set.changes();
+    let came_up = std::time::Instant::now();
+    down.restart().await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(change) = changes.next().await {
+            if change == SetChange::Joined("down".to_owned()) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the server joins within 5 s of coming up");
+    println!("joined {:?} after coming up", came_up.elapsed());
+    assert!(set.snapshot().tool("down/late").is_some());
+    assert!(matches!(
+        set.health().into_iter().find(|(name, _)| name == "down"),
+        Some((_, ServerHealth::Live(_)))
+    ));
+
+    // Its changes come on the set's one stream, by server; a server
+    // removed leaves it.
+    down.set_tool("later", "x");
+    down.publish(ListKind::Tools);
+    tokio::time::timeout(WAIT, async {
+        while let Some(change) = changes.next().await {
+            if matches!(&change, SetChange::Changed(server, Change::Tools(_)) if server == "down") {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the change comes on the set's stream");
+    assert!(set.remove("down"));
+    assert_eq!(
+        tokio::time::timeout(WAIT, changes.next()).await.unwrap(),
+        Some(SetChange::Left("down".to_owned()))
+    );
+    assert!(set.snapshot().server("down").is_none());
 }
 
 #[tokio::test]

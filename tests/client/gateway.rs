@@ -284,6 +284,64 @@ async fn an_upstream_restarted_resyncs_exactly_its_listeners_and_ends_no_downstr
     assert!(stats[0].resyncs >= 1 && stats[1].resyncs == 0, "{stats:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_down_at_open_joins_within_five_seconds_of_coming_up() {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    for (server, tool) in [(&a, "search"), (&b, "fetch")] {
+        server.set_tool(tool, "a tool");
+        server.add_resource("file:///x");
+    }
+    b.stop().await;
+    let gateway = Gateway::builder()
+        .upstream(Upstream::http("a", a.url()))
+        .upstream(Upstream::http("b", b.url()))
+        .open()
+        .await
+        .expect("a gateway opens with the upstreams that answer");
+    let app = crate::support::http::app(gateway.listen_service());
+    let url = format!("{}/mcp", crate::support::http::serve(app).await);
+    let listen = |filter: Filter| {
+        let url = url.clone();
+        async move { Subscription::http(url.as_str(), &filter, SubscribeOptions::default()).await }
+    };
+    let names = || -> BTreeSet<String> {
+        gateway
+            .tools()
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    };
+
+    // Meanwhile a is served, and b's URIs are refused as not up.
+    let mut tools = listen(Filter::new().with_tools_list_changed())
+        .await
+        .unwrap();
+    let mut on_a = listen(uris(&["a+file:///x"])).await.unwrap();
+    assert!(listen(uris(&["b+file:///x"])).await.is_err());
+    assert_eq!(names(), BTreeSet::from(["a/search".into()]));
+    a.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut on_a).await, updated("a+file:///x"));
+    assert!(gateway.catalog("b").is_none());
+
+    let came_up = std::time::Instant::now();
+    b.restart().await;
+    let joined = tokio::time::timeout(Duration::from_secs(5), next_kind(&mut tools)).await;
+    assert_eq!(
+        joined.expect("b joins within 5 s of coming up"),
+        EventKind::ListChanged(ListKind::Tools)
+    );
+    println!("b joined {:?} after coming up", came_up.elapsed());
+    assert_eq!(
+        names(),
+        BTreeSet::from(["a/search".into(), "b/fetch".into()])
+    );
+    let mut on_b = listen(uris(&["b+file:///x"])).await.unwrap();
+    b.publish_updated("file:///x");
+    assert_eq!(next_kind(&mut on_b).await, updated("b+file:///x"));
+    quiet(&mut on_a, Duration::from_millis(300)).await;
+}
+
 /// Listeners arrive and leave at random while both upstreams publish, and
 /// the upstream filters widen and narrow under them: every listener gets
 /// an event for each URI it held across the publish, and the filters end

@@ -14,7 +14,8 @@
 //! credentials hook.
 //!
 //! ```rust,no_run
-//! use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions, CatalogSet, Change};
+//! use mcp_subscriptions_client::StdioClient;
+//! use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions, CatalogSet, Change, Endpoint};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let options = CatalogOptions::default().with_header("authorization", "Bearer token");
@@ -35,16 +36,19 @@
 //!     println!("tools health: {:?}", catalog.health().list(mcp_subscriptions_client::catalog::CatalogKind::Tools));
 //! }
 //!
-//! // Several servers, each failing alone, merged as `server/tool`.
-//! let (set, failed) = CatalogSet::open([
-//!     ("a".to_owned(), Catalog::http("http://127.0.0.1:8801/mcp", CatalogOptions::default())),
-//!     ("b".to_owned(), Catalog::http("http://127.0.0.1:8802/mcp", CatalogOptions::default())),
-//! ])
+//! // Several servers, HTTP and stdio, each failing alone (one that is
+//! // down joins when it comes up), merged as `server/tool`.
+//! let set = CatalogSet::open(
+//!     [
+//!         ("a".to_owned(), Endpoint::http("http://127.0.0.1:8801/mcp")),
+//!         ("b".to_owned(), Endpoint::stdio(StdioClient::spawn("b-server", ["--stdio"])?)),
+//!     ],
+//!     CatalogOptions::default(),
+//! )
 //! .await;
 //! for (name, _tool) in set.snapshot().tools() {
 //!     println!("{name}"); // a/search, b/search, ...
 //! }
-//! # drop(failed);
 //! # Ok(()) }
 //! ```
 //!
@@ -69,11 +73,13 @@
 
 mod connection;
 mod diff;
+mod endpoint;
 mod entry;
 mod fetcher;
 mod health;
 mod keeper;
 mod live;
+mod merged;
 mod namespace;
 mod options;
 mod schedule;
@@ -81,13 +87,15 @@ mod set;
 mod snapshot;
 
 pub use diff::{Change, Changes, Diff, Edit};
+pub use endpoint::Endpoint;
 pub use entry::{CatalogKind, Contents, Keyed};
 pub use health::{FetchHealth, Health, ListenState};
 pub use live::Catalog;
+pub use merged::Merged;
 pub use namespace::{Namespace, Prefix};
 pub use options::{
     CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES,
     DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT,
 };
-pub use set::{CatalogSet, Merged};
+pub use set::{CatalogSet, JOIN_EVERY, ServerHealth, SetChange, SetChanges};
 pub use snapshot::Snapshot;

@@ -1,41 +1,154 @@
 //! Several servers' catalogs under one roof, each named, with a merged view
 //! in which each server's [`Namespace`] tells its names and URIs apart
-//! (`server/tool`, `server+file:///a.md` under the default [`Prefix`]).
+//! (`server/tool`, `server+file:///a.md` under the default [`Prefix`]), and
+//! servers that join when they come up.
 
-use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::{join_all, select_all};
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 
+use super::diff::Change;
+use super::endpoint::Endpoint;
+use super::health::Health;
 use super::live::Catalog;
+use super::merged::Merged;
 use super::namespace::{Namespace, Prefix};
-use super::snapshot::Snapshot;
+use super::options::CatalogOptions;
 use crate::error::SubscribeError;
 
-/// Named catalogs of several servers, in the order they were added. Each
-/// is kept by its own task, so one server failing (unreachable,
+/// How many changes a [`SetChanges`] reader may fall behind before it is
+/// told it missed some.
+const CHANGES: usize = 1024;
+
+/// The longest a set waits between two tries of a server (its re-listen
+/// backoff is capped here), so that one that comes up joins within about
+/// that.
+pub const JOIN_EVERY: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// Named catalogs of several servers, in the order they were added.
+///
+/// Each is kept by its own task, so one server failing (unreachable,
 /// restarting, refusing) leaves the others untouched: its last snapshot
-/// stays in the merged view, and its [`health`](Catalog::health) says
-/// what is wrong.
-#[derive(Debug, Default)]
+/// stays in the merged view, and its [`health`](Catalog::health) says what
+/// is wrong. A server added by its [`Endpoint`] that is not up yet
+/// *joins*: the set tries it in the background with the catalog's
+/// re-listen backoff (capped at [`JOIN_EVERY`], for its whole life in the
+/// set), serves the others meanwhile, and brings it into the merged view
+/// when it comes up ([`ServerHealth::Joining`] until then).
+///
+/// Cloning it is cheap: the clones are one set. Servers are added and
+/// removed at any time, from any clone; the catalogs stop when the last
+/// clone is dropped.
+#[derive(Clone, Default)]
 pub struct CatalogSet {
-    members: Vec<Member>,
+    shared: Arc<Shared>,
 }
+
+#[derive(Default)]
+struct Shared {
+    members: Mutex<Vec<Member>>,
+    /// Rises with every change of a catalog or of who is in the set, so
+    /// that [`CatalogSet::changed`] has one thing to wait for.
+    version: watch::Sender<u64>,
+    changes: Changes,
+    /// Tells one joining apart from a later one under the same name.
+    joins: AtomicU64,
+}
+
+/// Where the set's changes go: created with the first reader.
+#[derive(Default)]
+struct Changes(Mutex<Option<broadcast::Sender<SetChange>>>);
 
 struct Member {
     name: String,
-    catalog: Catalog,
     namespace: Arc<dyn Namespace>,
+    state: State,
 }
 
-impl std::fmt::Debug for Member {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Member")
-            .field("name", &self.name)
-            .field("catalog", &self.catalog)
-            .finish_non_exhaustive()
+enum State {
+    /// Being opened in the background.
+    Joining {
+        join: u64,
+        attempts: u32,
+        last_error: Option<String>,
+        task: Aborting,
+    },
+    /// Open, and its changes forwarded to the set's.
+    Live {
+        catalog: Arc<Catalog>,
+        _forward: Aborting,
+    },
+    /// Opening failed in a way trying again cannot cure.
+    Failed(SubscribeError),
+}
+
+/// A task stopped with its owner.
+struct Aborting(Option<JoinHandle<()>>);
+
+impl Aborting {
+    fn new(task: JoinHandle<()>) -> Self {
+        Self(Some(task))
     }
+
+    /// Lets the task run to its end.
+    fn detach(mut self) {
+        self.0.take();
+    }
+}
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Where one server of a set stands ([`CatalogSet::health`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerHealth {
+    /// Not up yet: being tried again with backoff.
+    Joining {
+        /// Attempts that failed so far.
+        attempts: u32,
+        /// Why the last one failed.
+        last_error: Option<String>,
+    },
+    /// Open: its catalog's own health.
+    Live(Box<Health>),
+    /// Refused in a way trying again cannot cure ([`SubscribeError::is_transient`]);
+    /// not tried again.
+    Failed(SubscribeError),
+}
+
+/// One change of a [`CatalogSet`], by server name ([`CatalogSet::changes`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SetChange {
+    /// A server's catalog is open and in the merged view.
+    Joined(String),
+    /// A joining server's attempt failed; it is tried again.
+    Retrying {
+        /// The server.
+        server: String,
+        /// Attempts that failed so far.
+        attempts: u32,
+        /// Why this one failed.
+        reason: String,
+    },
+    /// A server failed in a way trying again cannot cure.
+    Failed(String, SubscribeError),
+    /// A server was removed (or replaced).
+    Left(String),
+    /// One of a server's lists, or a watched resource, changed.
+    Changed(String, Change),
+    /// The reader fell this many changes behind and missed them: read the
+    /// [snapshot](CatalogSet::snapshot) again.
+    Missed(u64),
 }
 
 impl CatalogSet {
@@ -44,259 +157,430 @@ impl CatalogSet {
         Self::default()
     }
 
-    /// Opens every catalog at once, each under the [`Prefix`] of its name;
-    /// those that open make the set, and those that fail are returned with
-    /// their errors, by name: a name the prefix cannot carry
-    /// ([`Prefix::is_valid_name`]) with [`SubscribeError::Invalid`].
-    pub async fn open<I, F>(servers: I) -> (Self, Vec<(String, SubscribeError)>)
-    where
-        I: IntoIterator<Item = (String, F)>,
-        F: Future<Output = Result<Catalog, SubscribeError>>,
-    {
-        let mut failed = Vec::new();
-        let (names, opening): (Vec<String>, Vec<F>) = servers
-            .into_iter()
-            .filter(|(name, _)| {
-                let valid = Prefix::is_valid_name(name);
-                if !valid {
-                    failed.push((name.clone(), invalid_name(name)));
-                }
-                valid
-            })
-            .unzip();
-        let mut set = Self::new();
-        for (name, opened) in names.into_iter().zip(join_all(opening).await) {
-            match opened {
-                Ok(catalog) => {
-                    set.insert_with(name.clone(), catalog, Prefix::new(name));
-                }
-                Err(error) => failed.push((name, error)),
+    /// A set of `servers`, each under the [`Prefix`] of its name and kept
+    /// with `options`, HTTP and stdio alike. Returns once each server has
+    /// joined, has failed, or has failed a first attempt (it goes on
+    /// joining): one server down delays the others by at most its first
+    /// attempt. [`health`](Self::health) tells which is where; a name the
+    /// prefix cannot carry is [`ServerHealth::Failed`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub async fn open(
+        servers: impl IntoIterator<Item = (String, Endpoint)>,
+        options: CatalogOptions,
+    ) -> Self {
+        let set = Self::new();
+        for (name, endpoint) in servers {
+            if let Err(error) = set.add(name.clone(), endpoint, options.clone()) {
+                set.fail(name, error);
             }
         }
-        (set, failed)
+        set.settled().await;
+        set
     }
 
-    /// Adds `catalog` as `name`, under the [`Prefix`] of its name; the
-    /// catalog it replaces, if any.
+    /// Waits until no server is on its first attempt: each has joined, has
+    /// failed, or has failed once and goes on joining.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe.
+    pub async fn settled(&self) {
+        let mut version = self.shared.version.subscribe();
+        let first_attempt = |members: &[Member]| {
+            members
+                .iter()
+                .any(|m| matches!(m.state, State::Joining { attempts: 0, .. }))
+        };
+        // The set holds the sender: waiting cannot fail.
+        let _ = version
+            .wait_for(|_| !first_attempt(&self.shared.members.lock()))
+            .await;
+    }
+
+    /// Adds the server at `endpoint` as `name`, under the [`Prefix`] of its
+    /// name, kept with `options`; it joins the merged view once its catalog
+    /// is open ([`ServerHealth::Joining`] until then). A server of that
+    /// name is replaced.
     ///
     /// # Errors
     ///
     /// [`SubscribeError::Invalid`] for a name the prefix cannot carry
     /// ([`Prefix::is_valid_name`]).
-    pub fn insert(
-        &mut self,
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn add(
+        &self,
         name: impl Into<String>,
-        catalog: Catalog,
-    ) -> Result<Option<Catalog>, SubscribeError> {
-        let name = name.into();
-        if !Prefix::is_valid_name(&name) {
-            return Err(invalid_name(&name));
-        }
-        Ok(self.insert_with(name.clone(), catalog, Prefix::new(name)))
+        endpoint: Endpoint,
+        options: CatalogOptions,
+    ) -> Result<(), SubscribeError> {
+        let name = valid(name.into())?;
+        self.add_with(name.clone(), endpoint, options, Prefix::new(name));
+        Ok(())
     }
 
-    /// Adds `catalog` as `name`, its names and URIs mapped by `namespace`;
-    /// the catalog it replaces, if any.
+    /// [`add`](Self::add), its names and URIs mapped by `namespace`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn add_with(
+        &self,
+        name: impl Into<String>,
+        endpoint: Endpoint,
+        mut options: CatalogOptions,
+        namespace: impl Namespace,
+    ) {
+        let name = name.into();
+        let join = self.shared.joins.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::downgrade(&self.shared);
+        if let Some(relisten) = &mut options.subscribe.relisten {
+            relisten.max = relisten.max.min(JOIN_EVERY);
+        }
+        let told = options.subscribe.on_retry.take();
+        let (retried_name, retried) = (name.clone(), shared.clone());
+        options.subscribe = options.subscribe.with_on_retry(move |relistening| {
+            if let Some(hook) = &told {
+                (hook.0)(relistening);
+            }
+            if let Some(shared) = retried.upgrade() {
+                shared.retried(&retried_name, join, &relistening.reason);
+            }
+        });
+        let opened_name = name.clone();
+        let task = tokio::spawn(async move {
+            let opened = endpoint.catalog(options).await;
+            if let Some(shared) = shared.upgrade() {
+                shared.opened(&opened_name, join, opened);
+            }
+        });
+        self.shared.put(Member {
+            name,
+            namespace: Arc::new(namespace),
+            state: State::Joining {
+                join,
+                attempts: 0,
+                last_error: None,
+                task: Aborting::new(task),
+            },
+        });
+    }
+
+    /// Adds an open `catalog` as `name`, under the [`Prefix`] of its name;
+    /// a server of that name is replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`SubscribeError::Invalid`] for a name the prefix cannot carry
+    /// ([`Prefix::is_valid_name`]).
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub fn insert(&self, name: impl Into<String>, catalog: Catalog) -> Result<(), SubscribeError> {
+        let name = valid(name.into())?;
+        self.insert_with(name.clone(), catalog, Prefix::new(name));
+        Ok(())
+    }
+
+    /// [`insert`](Self::insert), its names and URIs mapped by `namespace`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime.
     pub fn insert_with(
-        &mut self,
+        &self,
         name: impl Into<String>,
         catalog: Catalog,
         namespace: impl Namespace,
-    ) -> Option<Catalog> {
-        let member = Member {
-            name: name.into(),
-            catalog,
+    ) {
+        let name = name.into();
+        let state = self.shared.live(&name, catalog);
+        self.shared.put(Member {
+            name: name.clone(),
             namespace: Arc::new(namespace),
+            state,
+        });
+        self.shared.tell(SetChange::Joined(name));
+    }
+
+    /// Removes the server called `name`; its catalog stops once no one
+    /// holds it. Whether there was one.
+    pub fn remove(&self, name: &str) -> bool {
+        let removed = {
+            let mut members = self.shared.members.lock();
+            let at = members.iter().position(|m| m.name == name);
+            at.map(|at| members.remove(at))
         };
-        match self.members.iter_mut().find(|m| m.name == member.name) {
-            Some(old) => Some(std::mem::replace(old, member).catalog),
-            None => {
-                self.members.push(member);
-                None
-            }
+        if removed.is_some() {
+            self.shared.tell(SetChange::Left(name.to_owned()));
+        }
+        removed.is_some()
+    }
+
+    /// The open catalog of the server called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Catalog>> {
+        let members = self.shared.members.lock();
+        match &members.iter().find(|m| m.name == name)?.state {
+            State::Live { catalog, .. } => Some(Arc::clone(catalog)),
+            _ => None,
         }
     }
 
-    /// Removes the catalog called `name`, and stops keeping it when it is
-    /// dropped.
-    pub fn remove(&mut self, name: &str) -> Option<Catalog> {
-        let at = self.members.iter().position(|m| m.name == name)?;
-        Some(self.members.remove(at).catalog)
+    /// The namespace of the server called `name`.
+    pub fn namespace(&self, name: &str) -> Option<Arc<dyn Namespace>> {
+        let members = self.shared.members.lock();
+        members
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| Arc::clone(&m.namespace))
     }
 
-    /// The catalog called `name`.
-    pub fn get(&self, name: &str) -> Option<&Catalog> {
-        self.member(name).map(|m| &m.catalog)
-    }
-
-    /// The namespace of the catalog called `name`.
-    pub fn namespace(&self, name: &str) -> Option<&dyn Namespace> {
-        self.member(name).map(|m| &*m.namespace)
-    }
-
-    /// The names and catalogs, in the order they were added.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Catalog)> {
-        self.members.iter().map(|m| (m.name.as_str(), &m.catalog))
+    /// Every server's name and where it stands, in the order added.
+    pub fn health(&self) -> Vec<(String, ServerHealth)> {
+        let members = self.shared.members.lock();
+        members
+            .iter()
+            .map(|m| {
+                let health = match &m.state {
+                    State::Joining {
+                        attempts,
+                        last_error,
+                        ..
+                    } => ServerHealth::Joining {
+                        attempts: *attempts,
+                        last_error: last_error.clone(),
+                    },
+                    State::Live { catalog, .. } => ServerHealth::Live(Box::new(catalog.health())),
+                    State::Failed(error) => ServerHealth::Failed(error.clone()),
+                };
+                (m.name.clone(), health)
+            })
+            .collect()
     }
 
     /// The server a merged tool or prompt name belongs to (the first whose
     /// namespace claims it), and the name there.
-    pub fn claim_name(&self, name: &str) -> Option<(&str, String)> {
-        self.members
+    pub fn claim_name(&self, name: &str) -> Option<(String, String)> {
+        let members = self.shared.members.lock();
+        members
             .iter()
-            .find_map(|m| Some((m.name.as_str(), m.namespace.name_up(name)?)))
+            .filter(|m| !matches!(m.state, State::Failed(_)))
+            .find_map(|m| Some((m.name.clone(), m.namespace.name_up(name)?)))
     }
 
     /// The server a merged resource URI belongs to, and the URI there.
-    pub fn claim_uri(&self, uri: &str) -> Option<(&str, String)> {
-        self.members
+    pub fn claim_uri(&self, uri: &str) -> Option<(String, String)> {
+        let members = self.shared.members.lock();
+        members
             .iter()
-            .find_map(|m| Some((m.name.as_str(), m.namespace.uri_up(uri)?)))
+            .filter(|m| !matches!(m.state, State::Failed(_)))
+            .find_map(|m| Some((m.name.clone(), m.namespace.uri_up(uri)?)))
     }
 
-    /// Every catalog's snapshot now.
+    /// The open catalogs' snapshots now, merged.
     pub fn snapshot(&self) -> Merged {
-        Merged {
-            servers: self
-                .members
-                .iter()
-                .map(|m| Server {
-                    name: m.name.clone(),
-                    snapshot: m.catalog.snapshot(),
-                    namespace: Arc::clone(&m.namespace),
-                })
-                .collect(),
-        }
+        let version = *self.shared.version.borrow();
+        let members = self.shared.members.lock();
+        Merged::new(
+            version,
+            members.iter().filter_map(|m| match &m.state {
+                State::Live { catalog, .. } => {
+                    Some((m.name.clone(), catalog.snapshot(), Arc::clone(&m.namespace)))
+                }
+                _ => None,
+            }),
+        )
     }
 
-    /// Waits until any catalog has a later generation than in `seen` (or
-    /// one that `seen` lacks), and returns the merged view then. With no
-    /// catalogs, it waits forever.
+    /// Waits until anything changed since `seen` (a catalog, or who is in
+    /// the set), and returns the merged view then.
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe.
     pub async fn changed(&self, seen: &Merged) -> Merged {
-        let waits: Vec<_> = self
-            .members
-            .iter()
-            .map(|m| {
-                let after = seen.server(&m.name).map_or(0, |s| s.generation);
-                Box::pin(m.catalog.changed(after))
-            })
-            .collect();
-        if waits.is_empty() {
-            std::future::pending::<()>().await;
-        }
-        select_all(waits).await;
+        let mut version = self.shared.version.subscribe();
+        // The set holds the sender: waiting cannot fail.
+        let _ = version.wait_for(|v| *v > seen.version()).await;
         self.snapshot()
     }
 
-    fn member(&self, name: &str) -> Option<&Member> {
-        self.members.iter().find(|m| m.name == name)
+    /// The set's changes from now on: servers joining, retrying, failing
+    /// and leaving, and each open catalog's typed diffs, by server.
+    pub fn changes(&self) -> SetChanges {
+        SetChanges {
+            receiver: self.shared.changes.subscribe(),
+        }
+    }
+
+    fn fail(&self, name: String, error: SubscribeError) {
+        self.shared.put(Member {
+            namespace: Arc::new(Prefix::new(name.clone())),
+            state: State::Failed(error.clone()),
+            name: name.clone(),
+        });
+        self.shared.tell(SetChange::Failed(name, error));
     }
 }
 
-fn invalid_name(name: &str) -> SubscribeError {
-    SubscribeError::Invalid(format!(
+impl Shared {
+    /// Puts `member` in, in place of one of the same name.
+    fn put(&self, member: Member) {
+        let replaced = {
+            let mut members = self.members.lock();
+            match members.iter_mut().find(|m| m.name == member.name) {
+                Some(old) => Some(std::mem::replace(old, member)),
+                None => {
+                    members.push(member);
+                    None
+                }
+            }
+        };
+        if let Some(old) = replaced {
+            self.tell(SetChange::Left(old.name));
+        }
+        self.bump();
+    }
+
+    /// A live state for `catalog`, its changes forwarded to the set's.
+    fn live(self: &Arc<Self>, name: &str, catalog: Catalog) -> State {
+        let catalog = Arc::new(catalog);
+        let mut changes = catalog.changes();
+        let (shared, name) = (Arc::downgrade(self), name.to_owned());
+        let forward = tokio::spawn(async move {
+            while let Some(change) = changes.next().await {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                shared.tell(SetChange::Changed(name.clone(), change));
+                shared.bump();
+            }
+        });
+        State::Live {
+            catalog,
+            _forward: Aborting::new(forward),
+        }
+    }
+
+    /// A joining server's attempt failed.
+    fn retried(&self, name: &str, join: u64, reason: &str) {
+        let attempts = {
+            let mut members = self.members.lock();
+            let Some(State::Joining {
+                attempts,
+                last_error,
+                ..
+            }) = members
+                .iter_mut()
+                .find(|m| m.name == name)
+                .map(|m| &mut m.state)
+                .filter(|state| matches!(state, State::Joining { join: j, .. } if *j == join))
+            else {
+                return;
+            };
+            *attempts += 1;
+            *last_error = Some(reason.to_owned());
+            *attempts
+        };
+        self.tell(SetChange::Retrying {
+            server: name.to_owned(),
+            attempts,
+            reason: reason.to_owned(),
+        });
+        self.bump();
+    }
+
+    /// A joining server's catalog opened, or failed for good.
+    fn opened(self: &Arc<Self>, name: &str, join: u64, opened: Result<Catalog, SubscribeError>) {
+        let state = match opened {
+            Ok(catalog) => self.live(name, catalog),
+            Err(error) => State::Failed(error),
+        };
+        let change = match &state {
+            State::Failed(error) => SetChange::Failed(name.to_owned(), error.clone()),
+            _ => SetChange::Joined(name.to_owned()),
+        };
+        {
+            let mut members = self.members.lock();
+            let Some(member) = members.iter_mut().find(|m| {
+                m.name == name && matches!(m.state, State::Joining { join: j, .. } if j == join)
+            }) else {
+                return;
+            };
+            // Its own task is the one running this: not aborted, it ends
+            // once this returns.
+            if let State::Joining { task, .. } = std::mem::replace(&mut member.state, state) {
+                task.detach();
+            }
+        }
+        self.tell(change);
+        self.bump();
+    }
+
+    fn bump(&self) {
+        self.version.send_modify(|v| *v += 1);
+    }
+
+    fn tell(&self, change: SetChange) {
+        if let Some(sender) = &*self.changes.0.lock() {
+            let _ = sender.send(change);
+        }
+    }
+}
+
+impl Changes {
+    fn subscribe(&self) -> broadcast::Receiver<SetChange> {
+        self.0
+            .lock()
+            .get_or_insert_with(|| broadcast::channel(CHANGES).0)
+            .subscribe()
+    }
+}
+
+fn valid(name: String) -> Result<String, SubscribeError> {
+    if Prefix::is_valid_name(&name) {
+        return Ok(name);
+    }
+    Err(SubscribeError::Invalid(format!(
         "{name:?} cannot name a server: it must start with an ASCII letter and hold only letters, digits, '-' and '.'"
-    ))
+    )))
 }
 
-/// The catalogs of a [`CatalogSet`] at one moment, each server's snapshot
-/// under its name, its entries named as its namespace says.
-#[derive(Debug, Clone, Default)]
-pub struct Merged {
-    servers: Vec<Server>,
+/// A [`CatalogSet`]'s changes ([`CatalogSet::changes`]).
+#[derive(Debug)]
+pub struct SetChanges {
+    receiver: broadcast::Receiver<SetChange>,
 }
 
-#[derive(Clone)]
-struct Server {
-    name: String,
-    snapshot: Arc<Snapshot>,
-    namespace: Arc<dyn Namespace>,
+impl SetChanges {
+    /// The next change; `None` once the set is dropped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "an async pull, named like `Subscription::next`"
+    )]
+    pub async fn next(&mut self) -> Option<SetChange> {
+        match self.receiver.recv().await {
+            Ok(change) => Some(change),
+            Err(broadcast::error::RecvError::Lagged(missed)) => Some(SetChange::Missed(missed)),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
 }
 
-impl std::fmt::Debug for Server {
+impl std::fmt::Debug for CatalogSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("name", &self.name)
-            .field("snapshot", &self.snapshot)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Merged {
-    /// The sum of the servers' generations: it rises whenever any of them
-    /// changes (while the set keeps the same servers).
-    pub fn generation(&self) -> u64 {
-        self.servers.iter().map(|s| s.snapshot.generation).sum()
-    }
-
-    /// One server's snapshot.
-    pub fn server(&self, name: &str) -> Option<&Arc<Snapshot>> {
-        self.servers
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| &s.snapshot)
-    }
-
-    /// The servers' snapshots, in the set's order.
-    pub fn servers(&self) -> impl Iterator<Item = (&str, &Arc<Snapshot>)> {
-        self.servers.iter().map(|s| (s.name.as_str(), &s.snapshot))
-    }
-
-    /// Every server's tools, each with its merged name (`server/tool`), by
-    /// server.
-    pub fn tools(&self) -> impl Iterator<Item = (String, &Tool)> {
-        self.merged(|s| s.tools(), |ns, tool| ns.name_down(&tool.name))
-    }
-
-    /// Every server's prompts, each with its merged name.
-    pub fn prompts(&self) -> impl Iterator<Item = (String, &Prompt)> {
-        self.merged(|s| s.prompts(), |ns, prompt| ns.name_down(&prompt.name))
-    }
-
-    /// Every server's resources, each with its merged URI
-    /// (`server+file:///a.md`).
-    pub fn resources(&self) -> impl Iterator<Item = (String, &Resource)> {
-        self.merged(|s| s.resources(), |ns, resource| ns.uri_down(&resource.uri))
-    }
-
-    /// Every server's resource templates, each with its merged URI
-    /// template.
-    pub fn templates(&self) -> impl Iterator<Item = (String, &ResourceTemplate)> {
-        self.merged(
-            |s| s.templates(),
-            |ns, template| ns.uri_down(&template.uri_template),
-        )
-    }
-
-    /// The tool of that merged name, and its server's name.
-    pub fn tool(&self, name: &str) -> Option<(&str, &Tool)> {
-        self.servers.iter().find_map(|s| {
-            let tool = s.snapshot.tool(&s.namespace.name_up(name)?)?;
-            Some((s.name.as_str(), tool))
-        })
-    }
-
-    /// The prompt of that merged name, and its server's name.
-    pub fn prompt(&self, name: &str) -> Option<(&str, &Prompt)> {
-        self.servers.iter().find_map(|s| {
-            let prompt = s.snapshot.prompt(&s.namespace.name_up(name)?)?;
-            Some((s.name.as_str(), prompt))
-        })
-    }
-
-    fn merged<'a, T: 'a>(
-        &'a self,
-        list: fn(&'a Snapshot) -> &'a [T],
-        rename: fn(&dyn Namespace, &T) -> String,
-    ) -> impl Iterator<Item = (String, &'a T)> {
-        self.servers.iter().flat_map(move |s| {
-            list(&s.snapshot)
-                .iter()
-                .map(move |entry| (rename(&*s.namespace, entry), entry))
-        })
+        f.debug_struct("CatalogSet")
+            .field("servers", &self.health())
+            .finish()
     }
 }
