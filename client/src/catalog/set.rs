@@ -50,9 +50,12 @@ pub struct CatalogSet {
 #[derive(Default)]
 struct Shared {
     members: Mutex<Vec<Member>>,
-    /// Rises with every change of a catalog or of who is in the set, so
-    /// that [`CatalogSet::changed`] has one thing to wait for.
+    /// Rises with every change of the merged view (a catalog, or who is
+    /// in it), so that [`CatalogSet::changed`] has one thing to wait for.
     version: watch::Sender<u64>,
+    /// Rises with every change of a server's state: added, retrying,
+    /// joined, failed ([`CatalogSet::settled`] waits on it).
+    states: watch::Sender<u64>,
     changes: Changes,
     /// Tells one joining apart from a later one under the same name.
     joins: AtomicU64,
@@ -188,14 +191,14 @@ impl CatalogSet {
     ///
     /// Cancel-safe.
     pub async fn settled(&self) {
-        let mut version = self.shared.version.subscribe();
+        let mut states = self.shared.states.subscribe();
         let first_attempt = |members: &[Member]| {
             members
                 .iter()
                 .any(|m| matches!(m.state, State::Joining { attempts: 0, .. }))
         };
         // The set holds the sender: waiting cannot fail.
-        let _ = version
+        let _ = states
             .wait_for(|_| !first_attempt(&self.shared.members.lock()))
             .await;
     }
@@ -239,9 +242,7 @@ impl CatalogSet {
         let name = name.into();
         let join = self.shared.joins.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::downgrade(&self.shared);
-        if let Some(relisten) = &mut options.subscribe.relisten {
-            relisten.max = relisten.max.min(JOIN_EVERY);
-        }
+        cap_backoff(&mut options);
         let told = options.subscribe.on_retry.take();
         let (retried_name, retried) = (name.clone(), shared.clone());
         options.subscribe = options.subscribe.with_on_retry(move |relistening| {
@@ -398,8 +399,8 @@ impl CatalogSet {
         )
     }
 
-    /// Waits until anything changed since `seen` (a catalog, or who is in
-    /// the set), and returns the merged view then.
+    /// Waits until the merged view changed since `seen` (a catalog, or who
+    /// is in it), and returns it then.
     ///
     /// # Cancel safety
     ///
@@ -446,6 +447,7 @@ impl Shared {
             self.tell(SetChange::Left(old.name));
         }
         self.bump();
+        self.states.send_modify(|v| *v += 1);
     }
 
     /// A live state for `catalog`, its changes forwarded to the set's.
@@ -493,7 +495,8 @@ impl Shared {
             attempts,
             reason: reason.to_owned(),
         });
-        self.bump();
+        // Not a change of the merged view.
+        self.states.send_modify(|v| *v += 1);
     }
 
     /// A joining server's catalog opened, or failed for good.
@@ -521,6 +524,7 @@ impl Shared {
         }
         self.tell(change);
         self.bump();
+        self.states.send_modify(|v| *v += 1);
     }
 
     fn bump(&self) {
@@ -540,6 +544,13 @@ impl Changes {
             .lock()
             .get_or_insert_with(|| broadcast::channel(CHANGES).0)
             .subscribe()
+    }
+}
+
+/// Caps the re-listen backoff at [`JOIN_EVERY`].
+fn cap_backoff(options: &mut CatalogOptions) {
+    if let Some(relisten) = &mut options.subscribe.relisten {
+        relisten.max = relisten.max.min(JOIN_EVERY);
     }
 }
 
@@ -582,5 +593,46 @@ impl std::fmt::Debug for CatalogSet {
         f.debug_struct("CatalogSet")
             .field("servers", &self.health())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::options::{Relisten, SubscribeOptions};
+
+    #[test]
+    fn a_server_in_a_set_is_tried_at_least_every_join_every() {
+        let relisten = |max| {
+            CatalogOptions::default().with_subscribe(
+                SubscribeOptions::default()
+                    .with_relisten(Relisten::new(Duration::from_millis(100), max)),
+            )
+        };
+        for (max, capped) in [
+            (Duration::from_secs(60), JOIN_EVERY),
+            (Duration::from_secs(1), Duration::from_secs(1)),
+        ] {
+            let mut options = relisten(max);
+            cap_backoff(&mut options);
+            let relisten = options.subscribe.relisten.unwrap();
+            assert_eq!(relisten.max, capped);
+            assert!((1..20).all(|attempt| relisten.delay(attempt) <= JOIN_EVERY));
+        }
+        // The default re-listen (10 s at most) is capped too.
+        let mut options = CatalogOptions::default();
+        cap_backoff(&mut options);
+        assert_eq!(options.subscribe.relisten.unwrap().max, JOIN_EVERY);
+    }
+
+    #[test]
+    fn a_name_no_prefix_can_carry_is_invalid() {
+        assert!(valid("docs".into()).is_ok());
+        assert!(matches!(
+            valid("a/b".into()),
+            Err(SubscribeError::Invalid(_))
+        ));
     }
 }
