@@ -26,13 +26,14 @@ use clap::Parser;
 use clap::builder::BoolishValueParser;
 use mcp_subscriptions::WithSubscriptions;
 use mcp_subscriptions_client::StdioClient;
+use mcp_subscriptions_client::catalog::CatalogKind;
 use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpServerConfig;
@@ -86,6 +87,18 @@ struct GatewayServer {
     gateway: Gateway,
 }
 
+impl GatewayServer {
+    /// A merged list's `ttlMs` and `cacheScope`: the upstreams' hints
+    /// merged pessimistically, where they gave any.
+    fn cache_hint(&self, kind: CatalogKind) -> (Option<u64>, Option<CacheScope>) {
+        let hint = self.gateway.cache_hint(kind);
+        let ttl = hint
+            .ttl
+            .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        (ttl, hint.scope)
+    }
+}
+
 impl ServerHandler for GatewayServer {
     fn get_info(&self) -> ServerConfig {
         let base = ServerCapabilities::builder()
@@ -106,7 +119,9 @@ impl ServerHandler for GatewayServer {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.gateway.tools()))
+        let mut result = ListToolsResult::with_all_items(self.gateway.tools());
+        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Tools);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -126,7 +141,9 @@ impl ServerHandler for GatewayServer {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(self.gateway.prompts()))
+        let mut result = ListPromptsResult::with_all_items(self.gateway.prompts());
+        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Prompts);
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -146,9 +163,9 @@ impl ServerHandler for GatewayServer {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(
-            self.gateway.resources(),
-        ))
+        let mut result = ListResourcesResult::with_all_items(self.gateway.resources());
+        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Resources);
+        Ok(result)
     }
 
     async fn list_resource_templates(
@@ -156,9 +173,9 @@ impl ServerHandler for GatewayServer {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.gateway.templates(),
-        ))
+        let mut result = ListResourceTemplatesResult::with_all_items(self.gateway.templates());
+        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Templates);
+        Ok(result)
     }
 
     async fn read_resource(

@@ -15,12 +15,12 @@ use tokio::task::JoinHandle;
 use crate::error::GatewayError;
 use crate::link::Link;
 use crate::lists;
-use crate::stats::UpstreamStats;
+use crate::stats::{CacheHint, UpstreamStats};
 use crate::upstream::Upstream;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{Demand, ListenService};
-use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, Prefix, ServerHealth};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogSet, Prefix, ServerHealth};
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]
@@ -267,6 +267,13 @@ impl Gateway {
     /// The upstreams' resource templates, their URI templates downstream.
     pub fn templates(&self) -> Vec<ResourceTemplate> {
         lists::templates(&self.inner.catalogs)
+    }
+
+    /// What a downstream client may cache of the merged list of `kind`:
+    /// the upstreams' `ttlMs` and `cacheScope` merged pessimistically (the
+    /// shortest lifetime; private when any upstream's is).
+    pub fn cache_hint(&self, kind: CatalogKind) -> CacheHint {
+        lists::cache_hint(&self.inner.catalogs, kind)
     }
 
     /// Calls the tool of that downstream name at its upstream.

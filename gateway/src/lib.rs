@@ -98,7 +98,7 @@ mod upstream;
 pub use error::GatewayError;
 pub use handle::{Gateway, GatewayBuilder};
 pub use mcp_subscriptions_client::catalog::{Namespace, Prefix};
-pub use stats::UpstreamStats;
+pub use stats::{CacheHint, UpstreamStats};
 pub use upstream::Upstream;
 
 /// The README's examples, compiled as doctests.

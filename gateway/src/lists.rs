@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolResult, ErrorData, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, Tool,
+    CacheScope, CallToolResult, ErrorData, GetPromptResult, JsonObject, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, Tool,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -14,7 +14,11 @@ use crate::link::{Link, upstream_error};
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions_client::SubscribeError;
-use mcp_subscriptions_client::catalog::{CatalogKind, CatalogSet, SetChange, SetChanges};
+use mcp_subscriptions_client::catalog::{
+    CatalogKind, CatalogSet, ServerHealth, SetChange, SetChanges,
+};
+
+use crate::stats::CacheHint;
 
 /// Publishes a list change downstream each time an upstream's list
 /// really changed (its catalog's diff decides, so a refetch that found the
@@ -75,6 +79,34 @@ pub(super) fn templates(catalogs: &CatalogSet) -> Vec<ResourceTemplate> {
     renamed(catalogs.snapshot().templates(), |template, uri| {
         template.uri_template = uri;
     })
+}
+
+/// What a downstream client may cache of one merged list, merged
+/// pessimistically from its upstreams' hints (SEP-2549): the shortest
+/// `ttlMs` of any upstream that gave one, and private when any upstream's
+/// list is private. `None` where no upstream said.
+pub(super) fn cache_hint(catalogs: &CatalogSet, kind: CatalogKind) -> CacheHint {
+    let mut hint = CacheHint::default();
+    for (_, health) in catalogs.health() {
+        let ServerHealth::Live(health) = health else {
+            continue;
+        };
+        let Some(list) = health.list(kind) else {
+            continue;
+        };
+        if let Some(ttl) = list.ttl {
+            hint.ttl = Some(hint.ttl.map_or(ttl, |shortest| shortest.min(ttl)));
+        }
+        if let Some(scope) = list.cache_scope {
+            hint.scope = match (hint.scope, scope) {
+                (Some(CacheScope::Private), _) | (_, CacheScope::Private) => {
+                    Some(CacheScope::Private)
+                }
+                _ => Some(scope),
+            };
+        }
+    }
+    hint
 }
 
 /// The link of the upstream `claim` names, and the name or URI there.

@@ -51,3 +51,15 @@ impl UpstreamStats {
         usize::from(self.lists_live) + self.uri_streams
     }
 }
+
+/// What a downstream client may cache of one of the gateway's merged lists
+/// ([`Gateway::cache_hint`](crate::Gateway::cache_hint)): its upstreams'
+/// hints merged pessimistically.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheHint {
+    /// The shortest `ttlMs` any upstream gave for the list.
+    pub ttl: Option<std::time::Duration>,
+    /// Private when any upstream's list is private.
+    pub scope: Option<rmcp::model::CacheScope>,
+}

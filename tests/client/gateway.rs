@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use mcp_subscriptions::{EventKind, Filter, ListKind};
+use mcp_subscriptions_client::catalog::CatalogKind;
 use mcp_subscriptions_client::{Item, SubscribeError, SubscribeOptions, Subscription};
 use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use rmcp::model::ErrorCode;
+use rmcp::model::{CacheScope, ErrorCode};
 
 use crate::support::catalog_server::CatalogServer;
 use crate::waiting::until;
@@ -340,6 +341,35 @@ async fn an_upstream_down_at_open_joins_within_five_seconds_of_coming_up() {
     b.publish_updated("file:///x");
     assert_eq!(next_kind(&mut on_b).await, updated("b+file:///x"));
     quiet(&mut on_a, Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merged_lists_cache_hints_are_the_upstreams_merged_pessimistically() {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    a.set_cache_hints(60_000, "public");
+    b.set_cache_hints(5_000, "public");
+    let gateway = Gateway::builder()
+        .upstream(Upstream::http("a", a.url()))
+        .upstream(Upstream::http("b", b.url()))
+        .open()
+        .await
+        .unwrap();
+    let hint = gateway.cache_hint(CatalogKind::Tools);
+    assert_eq!(hint.ttl, Some(Duration::from_secs(5)), "the shortest");
+    assert_eq!(hint.scope, Some(CacheScope::Public));
+
+    // One upstream's list turns private: the merged one is.
+    a.set_cache_hints(60_000, "private");
+    a.publish(ListKind::Tools);
+    until("a's list refetched private", || {
+        gateway.cache_hint(CatalogKind::Tools).scope == Some(CacheScope::Private)
+    })
+    .await;
+    assert_eq!(
+        gateway.cache_hint(CatalogKind::Tools).ttl,
+        Some(Duration::from_secs(5))
+    );
 }
 
 /// Listeners arrive and leave at random while both upstreams publish, and

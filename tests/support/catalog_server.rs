@@ -59,6 +59,8 @@ struct Behaviour {
     refused_uris: Option<String>,
     /// URIs that hold this are left out of every grant.
     withheld_uris: Option<String>,
+    /// The lists' `ttlMs` and `cacheScope`, other than 60 s and public.
+    cache_hints: Option<(u64, &'static str)>,
 }
 
 struct Shared {
@@ -237,6 +239,11 @@ impl CatalogServer {
         self.shared.behaviour.lock().delay = delay;
     }
 
+    /// Gives every list page this `ttlMs` and `cacheScope`.
+    pub fn set_cache_hints(&self, ttl_ms: u64, scope: &'static str) {
+        self.shared.behaviour.lock().cache_hints = Some((ttl_ms, scope));
+    }
+
     /// Pages lists this way.
     pub fn set_paging(&self, paging: Paging) {
         self.shared.behaviour.lock().paging = paging;
@@ -306,9 +313,10 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
     if params.get("cursor").is_none() {
         *shared.fetches.lock().entry(method.clone()).or_default() += 1;
     }
-    let (delay, failing, paging) = {
+    let (delay, failing, paging, (ttl_ms, cache_scope)) = {
         let behaviour = shared.behaviour.lock();
-        (behaviour.delay, behaviour.failing, behaviour.paging)
+        let hints = behaviour.cache_hints.unwrap_or((60_000, "public"));
+        (behaviour.delay, behaviour.failing, behaviour.paging, hints)
     };
     if method != "server/discover" {
         tokio::time::sleep(delay).await;
@@ -325,7 +333,7 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
             let start = cursor.min(items.len());
             let end = (start + shared.page_size).min(items.len());
             let mut page = json!({
-                "resultType": "complete", "ttlMs": 60_000, "cacheScope": "public",
+                "resultType": "complete", "ttlMs": ttl_ms, "cacheScope": cache_scope,
                 field: items[start..end],
             });
             if end < items.len() {
