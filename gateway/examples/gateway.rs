@@ -129,10 +129,7 @@ impl ServerHandler for GatewayServer {
         request: CallToolRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let result = self
-            .gateway
-            .call_tool(&request.name, request.arguments)
-            .await?;
+        let result = self.gateway.call_tool(request).await?;
         Ok(result.into())
     }
 
@@ -151,10 +148,7 @@ impl ServerHandler for GatewayServer {
         request: GetPromptRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let result = self
-            .gateway
-            .get_prompt(&request.name, request.arguments)
-            .await?;
+        let result = self.gateway.get_prompt(request).await?;
         Ok(result.into())
     }
 
@@ -183,7 +177,7 @@ impl ServerHandler for GatewayServer {
         request: ReadResourceRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Ok(self.gateway.read_resource(&request.uri).await?.into())
+        Ok(self.gateway.read_resource(request).await?.into())
     }
 }
 

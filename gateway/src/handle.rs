@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, ErrorData, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResult, ErrorData, GetPromptRequestParams, GetPromptResult,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
+    ServerCapabilities, Tool,
 };
 use tokio::task::JoinHandle;
 
@@ -276,42 +277,50 @@ impl Gateway {
         lists::cache_hint(&self.inner.catalogs, kind)
     }
 
-    /// Calls the tool of that downstream name at its upstream.
+    /// Calls the tool the request names (its downstream name) at its
+    /// upstream: the whole request is forwarded (its arguments, its
+    /// `_meta` but the keys that describe the downstream connection, and a
+    /// multi-round-trip request's input responses and request state), its
+    /// name the upstream's.
     ///
     /// # Errors
     ///
     /// `-32602` when no upstream's namespace claims the name; the
     /// upstream's own JSON-RPC error; `-32603` when it cannot be reached
-    /// or answers with something that is not a tool result.
+    /// (or has not joined yet) or answers with something that is not a
+    /// tool result.
     pub async fn call_tool(
         &self,
-        name: &str,
-        arguments: Option<JsonObject>,
+        request: CallToolRequestParams,
     ) -> Result<CallToolResult, ErrorData> {
-        lists::call_tool(&self.inner.catalogs, &self.inner.links, name, arguments).await
+        lists::call_tool(&self.inner.catalogs, &self.inner.links, request).await
     }
 
-    /// Gets the prompt of that downstream name from its upstream.
+    /// Gets the prompt the request names from its upstream, forwarded as
+    /// [`call_tool`](Self::call_tool) forwards.
     ///
     /// # Errors
     ///
     /// As [`call_tool`](Self::call_tool).
     pub async fn get_prompt(
         &self,
-        name: &str,
-        arguments: Option<JsonObject>,
+        request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, ErrorData> {
-        lists::get_prompt(&self.inner.catalogs, &self.inner.links, name, arguments).await
+        lists::get_prompt(&self.inner.catalogs, &self.inner.links, request).await
     }
 
-    /// Reads the resource of that downstream URI from its upstream; the
+    /// Reads the resource of the request's downstream URI from its
+    /// upstream, forwarded as [`call_tool`](Self::call_tool) forwards; the
     /// contents carry downstream URIs.
     ///
     /// # Errors
     ///
     /// As [`call_tool`](Self::call_tool).
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-        lists::read_resource(&self.inner.catalogs, &self.inner.links, uri).await
+    pub async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        lists::read_resource(&self.inner.catalogs, &self.inner.links, request).await
     }
 
     /// The catalog kept of the upstream so named, once it has joined.

@@ -4,9 +4,11 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CacheScope, CallToolResult, ErrorData, GetPromptResult, JsonObject, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, Tool,
+    CacheScope, CallToolRequestParams, CallToolResult, ErrorData, GetPromptRequestParams,
+    GetPromptResult, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
 };
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -125,13 +127,36 @@ pub(super) fn by_uri<'a>(
     link_of(links, catalogs.claim_uri(uri))
 }
 
+/// The `_meta` keys that describe the downstream client's own connection:
+/// upstream, the request is the gateway's, and names it instead.
+const CONNECTION_META: [&str; 3] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+];
+
+/// A downstream request's params as the upstream one's: the whole request
+/// (its arguments, its `_meta` (a progress token, trace context), and a
+/// multi-round-trip request's input responses and request state), with
+/// `field` set to `there` and the connection's `_meta` left out.
+fn upstream_params(request: impl Serialize, field: &str, there: String) -> Map<String, Value> {
+    let Ok(Value::Object(mut params)) = serde_json::to_value(request) else {
+        unreachable!("request params serialize as an object")
+    };
+    params.insert(field.into(), Value::String(there));
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        meta.retain(|key, _| !CONNECTION_META.contains(&key.as_str()));
+    }
+    params
+}
+
 /// `tools/call` or `prompts/get` of a downstream name, at its upstream.
 async fn call<T: DeserializeOwned>(
     catalogs: &CatalogSet,
     links: &[Arc<Link>],
     method: &str,
     name: &str,
-    arguments: Option<JsonObject>,
+    request: impl Serialize,
 ) -> Result<T, ErrorData> {
     let Some((link, upstream_name)) = link_of(links, catalogs.claim_name(name)) else {
         return Err(ErrorData::invalid_params(
@@ -139,11 +164,7 @@ async fn call<T: DeserializeOwned>(
             None,
         ));
     };
-    let mut params = Map::new();
-    params.insert("name".into(), Value::String(upstream_name));
-    if let Some(arguments) = arguments {
-        params.insert("arguments".into(), Value::Object(arguments));
-    }
+    let params = upstream_params(request, "name", upstream_name);
     let result = match link.catalog() {
         Ok(catalog) => catalog.request(method, params).await,
         Err(error) => Err(error),
@@ -154,19 +175,19 @@ async fn call<T: DeserializeOwned>(
 pub(super) async fn call_tool(
     catalogs: &CatalogSet,
     links: &[Arc<Link>],
-    name: &str,
-    arguments: Option<JsonObject>,
+    request: CallToolRequestParams,
 ) -> Result<CallToolResult, ErrorData> {
-    call(catalogs, links, "tools/call", name, arguments).await
+    let name = request.name.clone();
+    call(catalogs, links, "tools/call", &name, request).await
 }
 
 pub(super) async fn get_prompt(
     catalogs: &CatalogSet,
     links: &[Arc<Link>],
-    name: &str,
-    arguments: Option<JsonObject>,
+    request: GetPromptRequestParams,
 ) -> Result<GetPromptResult, ErrorData> {
-    call(catalogs, links, "prompts/get", name, arguments).await
+    let name = request.name.clone();
+    call(catalogs, links, "prompts/get", &name, request).await
 }
 
 /// `resources/read` of a downstream URI at its upstream, the contents'
@@ -174,16 +195,15 @@ pub(super) async fn get_prompt(
 pub(super) async fn read_resource(
     catalogs: &CatalogSet,
     links: &[Arc<Link>],
-    uri: &str,
+    request: ReadResourceRequestParams,
 ) -> Result<ReadResourceResult, ErrorData> {
-    let Some((link, upstream_uri)) = by_uri(catalogs, links, uri) else {
+    let Some((link, upstream_uri)) = by_uri(catalogs, links, &request.uri) else {
         return Err(ErrorData::invalid_params(
-            format!("no upstream serves {uri:?}"),
+            format!("no upstream serves {:?}", request.uri),
             None,
         ));
     };
-    let mut params = Map::new();
-    params.insert("uri".into(), Value::String(upstream_uri));
+    let params = upstream_params(request, "uri", upstream_uri);
     let mut result = match link.catalog() {
         Ok(catalog) => catalog.request("resources/read", params).await,
         Err(error) => Err(error),

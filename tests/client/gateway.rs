@@ -11,7 +11,7 @@ use mcp_subscriptions_client::{Item, SubscribeError, SubscribeOptions, Subscript
 use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use rmcp::model::{CacheScope, ErrorCode};
+use rmcp::model::{CacheScope, CallToolRequestParams, ErrorCode};
 
 use crate::support::catalog_server::CatalogServer;
 use crate::waiting::until;
@@ -369,6 +369,43 @@ async fn the_merged_lists_cache_hints_are_the_upstreams_merged_pessimistically()
     assert_eq!(
         gateway.cache_hint(CatalogKind::Tools).ttl,
         Some(Duration::from_secs(5))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_goes_upstream_whole_with_its_meta_and_the_gateways_own_connection() {
+    let rig = rig(Duration::from_millis(200)).await;
+    let request: CallToolRequestParams = serde_json::from_value(serde_json::json!({
+        "name": "a/search",
+        "arguments": {"query": "q"},
+        "_meta": {
+            "progressToken": 7,
+            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "io.modelcontextprotocol/protocolVersion": "1999-01-01",
+            "io.modelcontextprotocol/clientInfo": {"name": "downstream", "version": "1"},
+        },
+    }))
+    .unwrap();
+    let result = rig.gateway.call_tool(request).await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+    let sent = rig.a.last_call().expect("a was called");
+    assert!(rig.b.last_call().is_none());
+    assert_eq!(sent["name"], "search", "the upstream's name");
+    assert_eq!(sent["arguments"]["query"], "q");
+    let meta = &sent["_meta"];
+    assert_eq!(meta["progressToken"], 7);
+    assert_eq!(
+        meta["traceparent"],
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    );
+    // The connection's keys are the gateway's own upstream.
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_ne!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "downstream"
     );
 }
 

@@ -66,6 +66,8 @@ struct Behaviour {
 struct Shared {
     lists: Mutex<Lists>,
     behaviour: Mutex<Behaviour>,
+    /// The params of the last `tools/call`.
+    last_call: Mutex<Option<Value>>,
     /// First-page requests by method: one per whole fetch.
     fetches: Mutex<HashMap<String, usize>>,
     /// Every request by method, pages included.
@@ -88,6 +90,7 @@ impl CatalogServer {
         let shared = Arc::new(Shared {
             lists: Mutex::default(),
             behaviour: Mutex::default(),
+            last_call: Mutex::default(),
             fetches: Mutex::default(),
             requests: Mutex::default(),
             page_size,
@@ -269,6 +272,11 @@ impl CatalogServer {
         self.shared.behaviour.lock().token = Some(token.into());
     }
 
+    /// The params of the last `tools/call` it answered.
+    pub fn last_call(&self) -> Option<Value> {
+        self.shared.last_call.lock().clone()
+    }
+
     /// Whole fetches of `method` so far (first pages).
     pub fn fetches(&self, method: &str) -> usize {
         self.shared.fetches.lock().get(method).copied().unwrap_or(0)
@@ -362,6 +370,10 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
             "prompts/list" => page("prompts", &lists.prompts),
             "resources/list" => page("resources", &lists.resources),
             "resources/templates/list" => page("resourceTemplates", &lists.templates),
+            "tools/call" => {
+                *shared.last_call.lock() = Some(params.clone());
+                json!({"resultType": "complete", "content": [{"type": "text", "text": "called"}], "isError": false})
+            }
             "resources/read" => {
                 let uri = params["uri"].as_str().unwrap();
                 match lists.contents.get(uri) {
