@@ -84,6 +84,7 @@ mod namespace;
 mod options;
 mod schedule;
 mod set;
+mod set_changes;
 mod snapshot;
 
 pub use diff::{Change, Changes, Diff, Edit};
@@ -97,5 +98,6 @@ pub use options::{
     CatalogOptions, DEFAULT_DEBOUNCE, DEFAULT_GATHER, DEFAULT_MAX_DELAY, DEFAULT_MAX_PAGES,
     DEFAULT_MIN_REFRESH, DEFAULT_REQUEST_TIMEOUT,
 };
-pub use set::{CatalogSet, JOIN_EVERY, ServerHealth, SetChange, SetChanges};
+pub use set::{CatalogSet, JOIN_EVERY};
+pub use set_changes::{ServerHealth, SetChange, SetChanges};
 pub use snapshot::Snapshot;

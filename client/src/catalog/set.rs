@@ -7,21 +7,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::diff::Change;
 use super::endpoint::Endpoint;
-use super::health::Health;
 use super::live::Catalog;
 use super::merged::Merged;
 use super::namespace::{Namespace, Prefix};
 use super::options::CatalogOptions;
+use super::set_changes::{Changes, ServerHealth, SetChange, SetChanges};
 use crate::error::SubscribeError;
-
-/// How many changes a [`SetChanges`] reader may fall behind before it is
-/// told it missed some.
-const CHANGES: usize = 1024;
 
 /// The longest a set waits between two tries of a server (its re-listen
 /// backoff is capped here), so that one that comes up joins within about
@@ -60,10 +55,6 @@ struct Shared {
     /// Tells one joining apart from a later one under the same name.
     joins: AtomicU64,
 }
-
-/// Where the set's changes go: created with the first reader.
-#[derive(Default)]
-struct Changes(Mutex<Option<broadcast::Sender<SetChange>>>);
 
 struct Member {
     name: String,
@@ -108,50 +99,6 @@ impl Drop for Aborting {
             task.abort();
         }
     }
-}
-
-/// Where one server of a set stands ([`CatalogSet::health`]).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum ServerHealth {
-    /// Not up yet: being tried again with backoff.
-    Joining {
-        /// Attempts that failed so far.
-        attempts: u32,
-        /// Why the last one failed.
-        last_error: Option<String>,
-    },
-    /// Open: its catalog's own health.
-    Live(Box<Health>),
-    /// Refused in a way trying again cannot cure ([`SubscribeError::is_transient`]);
-    /// not tried again.
-    Failed(SubscribeError),
-}
-
-/// One change of a [`CatalogSet`], by server name ([`CatalogSet::changes`]).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum SetChange {
-    /// A server's catalog is open and in the merged view.
-    Joined(String),
-    /// A joining server's attempt failed; it is tried again.
-    Retrying {
-        /// The server.
-        server: String,
-        /// Attempts that failed so far.
-        attempts: u32,
-        /// Why this one failed.
-        reason: String,
-    },
-    /// A server failed in a way trying again cannot cure.
-    Failed(String, SubscribeError),
-    /// A server was removed (or replaced).
-    Left(String),
-    /// One of a server's lists, or a watched resource, changed.
-    Changed(String, Change),
-    /// The reader fell this many changes behind and missed them: read the
-    /// [snapshot](CatalogSet::snapshot) again.
-    Missed(u64),
 }
 
 impl CatalogSet {
@@ -415,9 +362,7 @@ impl CatalogSet {
     /// The set's changes from now on: servers joining, retrying, failing
     /// and leaving, and each open catalog's typed diffs, by server.
     pub fn changes(&self) -> SetChanges {
-        SetChanges {
-            receiver: self.shared.changes.subscribe(),
-        }
+        self.shared.changes.subscribe()
     }
 
     fn fail(&self, name: String, error: SubscribeError) {
@@ -532,18 +477,7 @@ impl Shared {
     }
 
     fn tell(&self, change: SetChange) {
-        if let Some(sender) = &*self.changes.0.lock() {
-            let _ = sender.send(change);
-        }
-    }
-}
-
-impl Changes {
-    fn subscribe(&self) -> broadcast::Receiver<SetChange> {
-        self.0
-            .lock()
-            .get_or_insert_with(|| broadcast::channel(CHANGES).0)
-            .subscribe()
+        self.changes.tell(change);
     }
 }
 
@@ -561,31 +495,6 @@ fn valid(name: String) -> Result<String, SubscribeError> {
     Err(SubscribeError::Invalid(format!(
         "{name:?} cannot name a server: it must start with an ASCII letter and hold only letters, digits, '-' and '.'"
     )))
-}
-
-/// A [`CatalogSet`]'s changes ([`CatalogSet::changes`]).
-#[derive(Debug)]
-pub struct SetChanges {
-    receiver: broadcast::Receiver<SetChange>,
-}
-
-impl SetChanges {
-    /// The next change; `None` once the set is dropped.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe.
-    #[allow(
-        clippy::should_implement_trait,
-        reason = "an async pull, named like `Subscription::next`"
-    )]
-    pub async fn next(&mut self) -> Option<SetChange> {
-        match self.receiver.recv().await {
-            Ok(change) => Some(change),
-            Err(broadcast::error::RecvError::Lagged(missed)) => Some(SetChange::Missed(missed)),
-            Err(broadcast::error::RecvError::Closed) => None,
-        }
-    }
 }
 
 impl std::fmt::Debug for CatalogSet {
