@@ -651,8 +651,8 @@ async fn a_server_down_at_open_joins_when_it_comes_up_beside_a_stdio_one() {
         Some((_, ServerHealth::Live(_)))
     ));
 
-    // Its changes come on the set's one stream, by server; a server
-    // removed leaves it.
+    // Its changes come on the set's one stream, by server, with its health;
+    // a server removed leaves it.
     down.set_tool("later", "x");
     down.publish(ListKind::Tools);
     tokio::time::timeout(WAIT, async {
@@ -664,11 +664,33 @@ async fn a_server_down_at_open_joins_when_it_comes_up_beside_a_stdio_one() {
     })
     .await
     .expect("the change comes on the set's stream");
+    // Its health comes on the stream too: stopped, it is re-listened to.
+    down.stop().await;
+    tokio::time::timeout(WAIT, async {
+        while let Some(change) = changes.next().await {
+            if let SetChange::Health(server, health) = &change
+                && server == "down"
+                && matches!(health.listen, ListenState::Relistening { .. })
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the set tells that its listen is re-listening");
     assert!(set.remove("down"));
-    assert_eq!(
-        tokio::time::timeout(WAIT, changes.next()).await.unwrap(),
-        Some(SetChange::Left("down".to_owned()))
-    );
+    let left = tokio::time::timeout(WAIT, async {
+        loop {
+            match changes.next().await {
+                Some(SetChange::Left(server)) => return server,
+                Some(_) => {}
+                None => panic!("the stream ended"),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(left, "down");
     assert!(set.snapshot().server("down").is_none());
 }
 

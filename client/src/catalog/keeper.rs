@@ -29,6 +29,18 @@ use mcp_subscriptions::Filter;
 pub(super) struct State {
     pub(super) snapshot: watch::Sender<Arc<Snapshot>>,
     pub(super) health: Mutex<Health>,
+    /// Rises with every change of `health`, for whoever follows it (a
+    /// catalog set's stream of changes).
+    pub(super) health_changes: watch::Sender<u64>,
+}
+
+impl State {
+    /// Changes the health, and tells its followers.
+    fn change_health<T>(&self, change: impl FnOnce(&mut Health) -> T) -> T {
+        let changed = change(&mut self.health.lock());
+        self.health_changes.send_modify(|version| *version += 1);
+        changed
+    }
 }
 
 /// The lists a server has, by its capabilities; templates come with
@@ -151,6 +163,7 @@ impl<R: Request> Keeper<R> {
         let state = Arc::new(State {
             snapshot: watch::Sender::new(Arc::new(working.clone())),
             health: Mutex::new(health),
+            health_changes: watch::Sender::new(0),
         });
         let keeper = Self {
             fetcher,
@@ -213,16 +226,19 @@ impl<R: Request> Keeper<R> {
             // changed.
             Item::Lagged(_) => self.changed_all_granted(now),
             Item::Relistening(relistening) => {
-                self.state.health.lock().listen = ListenState::Relistening {
-                    attempt: relistening.attempt,
-                    reason: relistening.reason,
-                };
+                self.state.change_health(|health| {
+                    health.listen = ListenState::Relistening {
+                        attempt: relistening.attempt,
+                        reason: relistening.reason,
+                    };
+                });
             }
             // Nothing in between was replayed: refetch what the new stream
             // grants, and discovery (a restarted server may have changed).
             Item::Resynced(granted) => {
                 self.granted = granted;
-                self.state.health.lock().listen = ListenState::Listening;
+                self.state
+                    .change_health(|health| health.listen = ListenState::Listening);
                 self.changed(&Part::Discovery, now);
                 self.changed_all_granted(now);
                 self.mark_live();
@@ -230,7 +246,8 @@ impl<R: Request> Keeper<R> {
             Item::End(end) => {
                 self.listen = None;
                 self.granted = Filter::new();
-                self.state.health.lock().listen = ListenState::Ended(end);
+                self.state
+                    .change_health(|health| health.listen = ListenState::Ended(end));
                 self.mark_live();
             }
         }
@@ -266,19 +283,21 @@ impl<R: Request> Keeper<R> {
     fn mark_live(&mut self) {
         let parts = self.parts();
         let now = Instant::now();
-        let mut health = self.state.health.lock();
-        for part in parts {
-            let live = told_by(&self.granted, &part);
-            let kept = health_of(&mut health, &part);
-            if kept.live
-                && !live
-                && let Some(ttl) = kept.ttl
-            {
-                self.schedule
-                    .due_by(&part, now + ttl.max(self.fetcher.options.min_refresh));
+        let (granted, min_refresh) = (&self.granted, self.fetcher.options.min_refresh);
+        let schedule = &mut self.schedule;
+        self.state.change_health(|health| {
+            for part in parts {
+                let live = told_by(granted, &part);
+                let kept = health_of(health, &part);
+                if kept.live
+                    && !live
+                    && let Some(ttl) = kept.ttl
+                {
+                    schedule.due_by(&part, now + ttl.max(min_refresh));
+                }
+                kept.live = live;
             }
-            kept.live = live;
-        }
+        });
     }
 
     /// One fetch ended.
@@ -290,9 +309,9 @@ impl<R: Request> Keeper<R> {
         match fetched {
             Ok(fetched) => {
                 let (changed, hints) = self.apply(fetched);
-                let refresh = {
-                    let mut health = self.state.health.lock();
-                    let kept = health_of(&mut health, &part);
+                let min = self.fetcher.options.min_refresh;
+                let refresh = self.state.change_health(|health| {
+                    let kept = health_of(health, &part);
                     kept.fetches += 1;
                     kept.last_success = Some(SystemTime::now());
                     kept.last_error = None;
@@ -302,12 +321,11 @@ impl<R: Request> Keeper<R> {
                         kept.cache_scope = cache_scope;
                     }
                     // A list no stream tells of goes stale by its ttl.
-                    let min = self.fetcher.options.min_refresh;
                     (!kept.live)
                         .then_some(kept.ttl)
                         .flatten()
                         .map(|ttl| ttl.max(min))
-                };
+                });
                 self.schedule.succeeded(&part, now, refresh);
                 if changed {
                     self.publish();
@@ -326,11 +344,12 @@ impl<R: Request> Keeper<R> {
                     transient.then(|| Relisten::delay(&backoff, failures))
                 });
                 tracing::debug!(target: "mcp_subscriptions", ?part, %error, retrying, "a catalog fetch failed");
-                let mut health = self.state.health.lock();
-                let kept = health_of(&mut health, &part);
-                kept.fetches += 1;
-                kept.last_error = Some(error);
-                kept.retrying = retrying;
+                self.state.change_health(|health| {
+                    let kept = health_of(health, &part);
+                    kept.fetches += 1;
+                    kept.last_error = Some(error);
+                    kept.retrying = retrying;
+                });
             }
         }
         self.unsettled.remove(&part);
@@ -383,28 +402,29 @@ impl<R: Request> Keeper<R> {
     /// is emptied and no longer fetched.
     fn kinds(&mut self, kinds: &BTreeSet<CatalogKind>) {
         let now = Instant::now();
-        let mut health = self.state.health.lock();
-        for kind in CatalogKind::ALL {
-            let part = Part::List(kind);
-            match (kinds.contains(&kind), health.lists.contains_key(&kind)) {
-                (true, false) => {
-                    health.lists.insert(kind, FetchHealth::default());
-                    self.schedule.due_by(&part, now);
-                }
-                (false, true) => {
-                    health.lists.remove(&kind);
-                    self.schedule.forget(&part);
-                    let snapshot = &mut self.working;
-                    match kind {
-                        CatalogKind::Tools => snapshot.tools = Arc::default(),
-                        CatalogKind::Prompts => snapshot.prompts = Arc::default(),
-                        CatalogKind::Resources => snapshot.resources = Arc::default(),
-                        CatalogKind::Templates => snapshot.templates = Arc::default(),
+        let (schedule, snapshot) = (&mut self.schedule, &mut self.working);
+        self.state.change_health(|health| {
+            for kind in CatalogKind::ALL {
+                let part = Part::List(kind);
+                match (kinds.contains(&kind), health.lists.contains_key(&kind)) {
+                    (true, false) => {
+                        health.lists.insert(kind, FetchHealth::default());
+                        schedule.due_by(&part, now);
                     }
+                    (false, true) => {
+                        health.lists.remove(&kind);
+                        schedule.forget(&part);
+                        match kind {
+                            CatalogKind::Tools => snapshot.tools = Arc::default(),
+                            CatalogKind::Prompts => snapshot.prompts = Arc::default(),
+                            CatalogKind::Resources => snapshot.resources = Arc::default(),
+                            CatalogKind::Templates => snapshot.templates = Arc::default(),
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
-        }
+        });
     }
 
     /// Publishes the working snapshot as the next generation.

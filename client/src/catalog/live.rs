@@ -201,6 +201,11 @@ impl Catalog {
         self.state.health.lock().clone()
     }
 
+    /// Rises with every change of [`health`](Self::health).
+    pub(super) fn health_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.state.health_changes.subscribe()
+    }
+
     /// Sends any other request (`tools/call`, `prompts/get`,
     /// `resources/read`, ...) over the catalog's connection, with its
     /// headers, and returns the response's `result`. A refusal for the

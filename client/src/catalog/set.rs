@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::endpoint::Endpoint;
+use super::health::{FetchHealth, Health, ListenState};
 use super::live::Catalog;
 use super::merged::Merged;
 use super::namespace::{Namespace, Prefix};
@@ -396,17 +397,38 @@ impl Shared {
     }
 
     /// A live state for `catalog`, its changes forwarded to the set's.
+    /// A live state for `catalog`, its changes and the changes of its
+    /// health's [gist](gist) forwarded to the set's.
     fn live(self: &Arc<Self>, name: &str, catalog: Catalog) -> State {
         let catalog = Arc::new(catalog);
         let mut changes = catalog.changes();
-        let (shared, name) = (Arc::downgrade(self), name.to_owned());
+        let mut health = catalog.health_changes();
+        let (shared, name, kept) = (Arc::downgrade(self), name.to_owned(), Arc::clone(&catalog));
         let forward = tokio::spawn(async move {
-            while let Some(change) = changes.next().await {
+            let mut told = gist(&kept.health());
+            loop {
+                let change = tokio::select! {
+                    change = changes.next() => match change {
+                        Some(change) => SetChange::Changed(name.clone(), change),
+                        None => return,
+                    },
+                    Ok(()) = health.changed() => {
+                        let now = kept.health();
+                        if gist(&now) == told {
+                            continue;
+                        }
+                        told = gist(&now);
+                        SetChange::Health(name.clone(), Box::new(now))
+                    }
+                };
                 let Some(shared) = shared.upgrade() else {
                     return;
                 };
-                shared.tell(SetChange::Changed(name.clone(), change));
-                shared.bump();
+                let changed_the_view = matches!(change, SetChange::Changed(..));
+                shared.tell(change);
+                if changed_the_view {
+                    shared.bump();
+                }
             }
         });
         State::Live {
@@ -479,6 +501,18 @@ impl Shared {
     fn tell(&self, change: SetChange) {
         self.changes.tell(change);
     }
+}
+
+/// What of a catalog's health a set tells of: its listen's state, and
+/// which parts are stale (a fetch count rising is no news).
+fn gist(health: &Health) -> (ListenState, Vec<bool>) {
+    let stale = health
+        .lists
+        .values()
+        .chain(health.contents.values())
+        .map(FetchHealth::is_stale)
+        .collect();
+    (health.listen.clone(), stale)
 }
 
 /// Caps the re-listen backoff at [`JOIN_EVERY`].

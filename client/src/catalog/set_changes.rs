@@ -52,6 +52,9 @@ pub enum SetChange {
     Left(String),
     /// One of a server's lists, or a watched resource, changed.
     Changed(String, Change),
+    /// A server's health changed: its listen (listening, re-listening,
+    /// ended) or whether a part is stale.
+    Health(String, Box<Health>),
     /// The reader fell this many changes behind and missed them: read the
     /// [snapshot](super::CatalogSet::snapshot) again.
     Missed(u64),
