@@ -31,6 +31,9 @@ use std::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Holds<K, S = ()> {
     keys: HashMap<K, Held<S>>,
+    /// The keys in an idle spell, and when their grace ends: apart, so
+    /// that finding the lapsed ones reads only these.
+    lingering: HashMap<K, Instant>,
     /// Generations handed out, across keys.
     generations: u64,
 }
@@ -42,15 +45,9 @@ pub(crate) struct Held<S> {
     generation: u64,
     /// Its idle spells so far.
     spells: u64,
-    idle: Option<Idle>,
+    /// The idle spell it is in (it has no holder).
+    idle: Option<u64>,
     pub(crate) state: S,
-}
-
-/// An idle spell: the key has no holder, and lingers until `until`.
-#[derive(Debug, Clone, Copy)]
-struct Idle {
-    spell: u64,
-    until: Instant,
 }
 
 /// What a holder's arrival was to its key.
@@ -80,6 +77,7 @@ impl<K, S> Default for Holds<K, S> {
     fn default() -> Self {
         Self {
             keys: HashMap::new(),
+            lingering: HashMap::new(),
             generations: 0,
         }
     }
@@ -98,8 +96,12 @@ impl<S> Held<S> {
 impl<K: Eq + Hash + Clone, S> Holds<K, S> {
     /// One holder more of `key`; a key not held enters with `state()`.
     pub(crate) fn hold(&mut self, key: K, state: impl FnOnce() -> S) -> (Arrival, &mut Held<S>) {
+        let mut arrival = if self.lingering.remove(&key).is_some() {
+            Arrival::Back
+        } else {
+            Arrival::Another
+        };
         let generations = &mut self.generations;
-        let mut arrival = Arrival::Another;
         let held = self.keys.entry(key).or_insert_with(|| {
             *generations += 1;
             arrival = Arrival::First;
@@ -111,9 +113,7 @@ impl<K: Eq + Hash + Clone, S> Holds<K, S> {
                 state: state(),
             }
         });
-        if held.idle.take().is_some() {
-            arrival = Arrival::Back;
-        }
+        held.idle = None;
         held.holders += 1;
         (arrival, held)
     }
@@ -139,10 +139,8 @@ impl<K: Eq + Hash + Clone, S> Holds<K, S> {
     pub(crate) fn idle(&mut self, key: &K, until: Instant) -> Option<u64> {
         let held = self.keys.get_mut(key).filter(|held| held.holders == 0)?;
         held.spells += 1;
-        held.idle = Some(Idle {
-            spell: held.spells,
-            until,
-        });
+        held.idle = Some(held.spells);
+        self.lingering.insert(key.clone(), until);
         Some(held.spells)
     }
 
@@ -151,22 +149,24 @@ impl<K: Eq + Hash + Clone, S> Holds<K, S> {
     /// it go.
     pub(crate) fn lapse(&mut self, key: &K, generation: u64, spell: u64) -> Option<&mut Held<S>> {
         let held = self
-            .get_mut(key, Some(generation))
-            .filter(|held| held.idle.is_some_and(|idle| idle.spell == spell))?;
+            .keys
+            .get_mut(key)
+            .filter(|held| held.generation == generation && held.idle == Some(spell))?;
         held.idle = None;
+        self.lingering.remove(key);
         Some(held)
     }
 
     /// The keys whose idle spell's grace is over by `now`, taken out.
     pub(crate) fn lapsed(&mut self, now: Instant) -> Vec<K> {
         let over: Vec<K> = self
-            .keys
+            .lingering
             .iter()
-            .filter(|(_, held)| held.idle.is_some_and(|idle| idle.until <= now))
+            .filter(|(_, until)| **until <= now)
             .map(|(key, _)| key.clone())
             .collect();
         for key in &over {
-            self.keys.remove(key);
+            self.remove(key);
         }
         over
     }
@@ -191,11 +191,13 @@ impl<K: Eq + Hash + Clone, S> Holds<K, S> {
     /// Lets go of `key`.
     pub(crate) fn remove(&mut self, key: &K) {
         self.keys.remove(key);
+        self.lingering.remove(key);
     }
 
     /// Lets go of every key.
     pub(crate) fn clear(&mut self) {
         self.keys.clear();
+        self.lingering.clear();
     }
 
     /// How many keys are held or linger.
