@@ -46,6 +46,7 @@ use parking_lot::Mutex;
 use rmcp::model::{ErrorCode, ErrorData};
 use tokio::sync::watch;
 
+use crate::audience::Principal;
 use crate::filter::InterestKey;
 use crate::holds::{Holds, Leaving};
 
@@ -53,8 +54,14 @@ use crate::holds::{Holds, Leaving};
 /// waiting for it.
 type Outcome = Result<(), ErrorData>;
 
-type Attach = dyn Fn(InterestKey) -> BoxFuture<'static, Outcome> + Send + Sync;
-type Detach = dyn Fn(InterestKey) + Send + Sync;
+type Attach =
+    dyn Fn(Option<Principal>, Option<InterestKey>) -> BoxFuture<'static, Outcome> + Send + Sync;
+type Detach = dyn Fn(Option<Principal>, Option<InterestKey>) + Send + Sync;
+
+/// A key as the hooks hold it: with the principal of its streams when the
+/// hooks are [per principal](Demand::per_principal) (`None` as the key: the
+/// principal's own presence), else with none.
+type DemandKey = (Option<Principal>, Option<InterestKey>);
 
 /// Hooks run as keys gain their first listen stream and lose their last:
 /// an attach, on a task of its own, that every listen needing the key
@@ -77,11 +84,22 @@ type Detach = dyn Fn(InterestKey) + Send + Sync;
 /// let service = ListenService::new(Hub::new()).with_demand(demand);
 /// # let _ = service;
 /// ```
+///
+/// # Per principal
+///
+/// An application that watches on each caller's behalf (with the caller's
+/// own credentials, say) takes [`Demand::per_principal`]: keys are then
+/// held per principal, so that two principals' streams of one URI cause
+/// two attaches, each told its principal; and each principal's first
+/// stream attaches its *presence* (`None` as the key), held by every
+/// stream of that principal whatever it asks for, detached after the grace
+/// once its last stream has gone.
 #[derive(Clone)]
 pub struct Demand {
     attach: Arc<Attach>,
     detach: Arc<Detach>,
     grace: Duration,
+    per_principal: bool,
 }
 
 impl Demand {
@@ -100,15 +118,52 @@ impl Demand {
         F: Future<Output = Result<(), ErrorData>> + Send + 'static,
     {
         Self {
-            attach: Arc::new(move |key| attach(key).boxed()),
-            detach: Arc::new(|_| {}),
+            attach: Arc::new(move |_, key| match key {
+                Some(key) => attach(key).boxed(),
+                // Presences are held per principal only.
+                None => std::future::ready(Ok(())).boxed(),
+            }),
+            detach: Arc::new(|_, _| {}),
             grace: Self::DEFAULT_GRACE,
+            per_principal: false,
+        }
+    }
+
+    /// Runs `attach` for each key that gains its first stream *of a
+    /// principal* (`None`: streams that carry no principal), and for each
+    /// principal's presence (`None` as the key) as its first stream
+    /// arrives. See [per principal](#per-principal).
+    pub fn per_principal<A, F>(attach: A) -> Self
+    where
+        A: Fn(Option<Principal>, Option<InterestKey>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), ErrorData>> + Send + 'static,
+    {
+        Self {
+            attach: Arc::new(move |principal, key| attach(principal, key).boxed()),
+            detach: Arc::new(|_, _| {}),
+            grace: Self::DEFAULT_GRACE,
+            per_principal: true,
         }
     }
 
     /// Runs `detach` once a key's last stream has been gone for the grace
-    /// period.
+    /// period (per principal hooks: for each principal's key, and not for
+    /// presences; see [`on_principal_detach`](Self::on_principal_detach)).
     pub fn on_detach(mut self, detach: impl Fn(InterestKey) + Send + Sync + 'static) -> Self {
+        self.detach = Arc::new(move |_, key| {
+            if let Some(key) = key {
+                detach(key);
+            }
+        });
+        self
+    }
+
+    /// Runs `detach` once a principal's key, or its presence (`None` as
+    /// the key), has been without a stream for the grace period.
+    pub fn on_principal_detach(
+        mut self,
+        detach: impl Fn(Option<Principal>, Option<InterestKey>) + Send + Sync + 'static,
+    ) -> Self {
         self.detach = Arc::new(detach);
         self
     }
@@ -125,6 +180,7 @@ impl std::fmt::Debug for Demand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Demand")
             .field("grace", &self.grace)
+            .field("per_principal", &self.per_principal)
             .finish_non_exhaustive()
     }
 }
@@ -143,17 +199,13 @@ enum Phase {
 /// waiting), each in its phase, and the hooks.
 pub(crate) struct Keys {
     hooks: Demand,
-    keys: Mutex<Holds<InterestKey, Phase>>,
+    keys: Mutex<Holds<DemandKey, Phase>>,
 }
 
 /// A new idle spell of `key`, when it is attached and has just lost its
 /// last holder: the spell's number, for its grace (which detaches only
 /// after the spell it was started for, never after a later one).
-fn idle_spell(
-    keys: &mut Holds<InterestKey, Phase>,
-    key: &InterestKey,
-    grace: Duration,
-) -> Option<u64> {
+fn idle_spell(keys: &mut Holds<DemandKey, Phase>, key: &DemandKey, grace: Duration) -> Option<u64> {
     let held = keys.get_mut(key, None)?;
     if held.holders() > 0 || !matches!(held.state, Phase::Attached) {
         return None;
@@ -164,7 +216,7 @@ fn idle_spell(
 /// One stream's hold on its keys, released when dropped.
 pub(crate) struct Hold {
     keys: Arc<Keys>,
-    held: Vec<(InterestKey, u64)>,
+    held: Vec<(DemandKey, u64)>,
 }
 
 impl Keys {
@@ -175,13 +227,21 @@ impl Keys {
         })
     }
 
-    /// Holds `wanted` for a stream, starting the attach of each key no
-    /// stream held. Returns the hold, and what to wait for before the
-    /// stream may be acknowledged: nothing, when every key was attached.
+    /// Holds `wanted` for a stream of `principal`, starting the attach of
+    /// each key no stream held (per principal hooks: of that principal,
+    /// and its presence). Returns the hold, and what to wait for before
+    /// the stream may be acknowledged: nothing, when every key was
+    /// attached.
     pub(crate) fn hold(
         self: &Arc<Self>,
+        principal: Option<&Principal>,
         wanted: impl IntoIterator<Item = InterestKey>,
     ) -> (Hold, Option<BoxFuture<'static, Outcome>>) {
+        let principal = principal.filter(|_| self.hooks.per_principal).cloned();
+        let presence = self.hooks.per_principal.then(|| (principal.clone(), None));
+        let wanted = presence
+            .into_iter()
+            .chain(wanted.into_iter().map(|key| (principal.clone(), Some(key))));
         let mut held = Vec::new();
         let mut waits = Vec::new();
         let mut starts = Vec::new();
@@ -238,13 +298,14 @@ impl Keys {
     /// Runs the attach of `key` on a task of its own, then settles it.
     fn start(
         self: &Arc<Self>,
-        key: InterestKey,
+        key: DemandKey,
         generation: u64,
         sender: watch::Sender<Option<Outcome>>,
     ) {
         let keys = self.clone();
         tokio::spawn(async move {
-            let attach = AssertUnwindSafe(async { (keys.hooks.attach)(key.clone()).await });
+            let (principal, held) = key.clone();
+            let attach = AssertUnwindSafe(async { (keys.hooks.attach)(principal, held).await });
             let outcome = attach
                 .catch_unwind()
                 .await
@@ -258,7 +319,7 @@ impl Keys {
     /// Records `key`'s attach outcome: attached, or (refused) gone, so
     /// that the next stream tries again. An attach whose streams all left
     /// while it ran starts the grace at once.
-    fn settle(self: &Arc<Self>, key: &InterestKey, generation: u64, attached: bool) {
+    fn settle(self: &Arc<Self>, key: &DemandKey, generation: u64, attached: bool) {
         let spell = {
             let mut keys = self.keys.lock();
             let Some(entry) = keys.get_mut(key, Some(generation)) else {
@@ -278,7 +339,7 @@ impl Keys {
 
     /// One holder of `key` (of `generation`) fewer; the last one starts the
     /// grace of an attached key.
-    fn release(self: &Arc<Self>, key: InterestKey, generation: u64) {
+    fn release(self: &Arc<Self>, key: DemandKey, generation: u64) {
         let spell = {
             let mut keys = self.keys.lock();
             if keys.release(&key, Some(generation)) != Leaving::Last {
@@ -293,7 +354,7 @@ impl Keys {
 
     /// Detaches `key` after the grace, unless a stream has held it since
     /// idle spell `spell` began.
-    fn linger(self: &Arc<Self>, key: InterestKey, generation: u64, spell: u64) {
+    fn linger(self: &Arc<Self>, key: DemandKey, generation: u64, spell: u64) {
         let keys = self.clone();
         let detach = move || {
             let idle = match keys.keys.lock().lapse(&key, generation, spell) {
@@ -305,7 +366,7 @@ impl Keys {
             };
             if idle {
                 tracing::debug!(target: "mcp_subscriptions", ?key, "demand detach");
-                (keys.hooks.detach)(key.clone());
+                (keys.hooks.detach)(key.0.clone(), key.1.clone());
                 keys.detached(key, generation);
             }
         };
@@ -325,7 +386,7 @@ impl Keys {
 
     /// `key`'s detach returned: it is gone, or, when streams arrived
     /// meanwhile, attached anew for them.
-    fn detached(self: &Arc<Self>, key: InterestKey, generation: u64) {
+    fn detached(self: &Arc<Self>, key: DemandKey, generation: u64) {
         let attach = {
             let mut map = self.keys.lock();
             let Some(entry) = map.get_mut(&key, Some(generation)) else {
@@ -433,14 +494,14 @@ mod tests {
         })
         .with_grace(Duration::from_millis(20));
         let keys = Keys::new(demand);
-        let (held, wait) = keys.hold([uri("file:///a")]);
+        let (held, wait) = keys.hold(None, [uri("file:///a")]);
         wait.unwrap().await.unwrap();
         drop(held);
         // The grace ran out; the detach is in its sleep.
         while !calls.lock().contains(&"detach begins") {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let (_back, wait) = keys.hold([uri("file:///a")]);
+        let (_back, wait) = keys.hold(None, [uri("file:///a")]);
         wait.expect("it waits for the detach").await.unwrap();
         assert_eq!(
             *calls.lock(),
@@ -452,17 +513,17 @@ mod tests {
     async fn concurrent_first_holders_cause_one_attach_and_the_last_one_detach() {
         let (demand, attached, detached) = counting();
         let keys = Keys::new(demand);
-        let (first, wait_first) = keys.hold([uri("file:///a")]);
-        let (second, wait_second) = keys.hold([uri("file:///a")]);
+        let (first, wait_first) = keys.hold(None, [uri("file:///a")]);
+        let (second, wait_second) = keys.hold(None, [uri("file:///a")]);
         wait_first.unwrap().await.unwrap();
         wait_second.unwrap().await.unwrap();
         assert_eq!(attached.load(Ordering::SeqCst), 1);
-        let (third, wait) = keys.hold([uri("file:///a")]);
+        let (third, wait) = keys.hold(None, [uri("file:///a")]);
         assert!(wait.is_none(), "an attached key waits for nothing");
         drop((first, second, third));
         tokio::time::sleep(Duration::from_millis(20)).await;
         // Back within the grace: still attached, nothing to wait for.
-        let (back, wait) = keys.hold([uri("file:///a")]);
+        let (back, wait) = keys.hold(None, [uri("file:///a")]);
         assert!(wait.is_none());
         drop(back);
         tokio::time::sleep(Duration::from_millis(60)).await;
@@ -474,11 +535,11 @@ mod tests {
     async fn a_grace_from_an_earlier_idle_spell_never_cuts_a_later_one_short() {
         let (demand, _, detached) = counting();
         let keys = Keys::new(demand);
-        let (hold, wait) = keys.hold([uri("file:///a")]);
+        let (hold, wait) = keys.hold(None, [uri("file:///a")]);
         wait.unwrap().await.unwrap();
         drop(hold); // a grace of 50 ms starts
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let (again, wait) = keys.hold([uri("file:///a")]);
+        let (again, wait) = keys.hold(None, [uri("file:///a")]);
         assert!(wait.is_none());
         tokio::time::sleep(Duration::from_millis(10)).await;
         drop(again); // a second grace, to 70 ms from the first drop
@@ -496,11 +557,11 @@ mod tests {
     async fn a_refused_or_panicking_attach_refuses_and_is_never_detached() {
         let (demand, attached, detached) = counting();
         let keys = Keys::new(demand);
-        let (hold, wait) = keys.hold([uri("file:///a"), uri("file:///refused")]);
+        let (hold, wait) = keys.hold(None, [uri("file:///a"), uri("file:///refused")]);
         let refused = wait.unwrap().await.unwrap_err();
         assert_eq!(refused.message, "not here");
         drop(hold);
-        let (hold, wait) = keys.hold([uri("file:///panics")]);
+        let (hold, wait) = keys.hold(None, [uri("file:///panics")]);
         assert_eq!(
             wait.unwrap().await.unwrap_err().code,
             ErrorCode::INTERNAL_ERROR
@@ -511,5 +572,89 @@ mod tests {
         // Only the key that did attach is detached.
         assert_eq!(detached.load(Ordering::SeqCst), 1);
         assert_eq!(keys.held(), 0);
+    }
+
+    /// Per principal, each principal's key and presence attach and detach
+    /// apart, told their principal; a stream without one is a principal
+    /// of its own (`None`).
+    #[tokio::test(start_paused = true)]
+    async fn per_principal_hooks_hold_each_principals_keys_and_presence_apart() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (attaching, detaching) = (calls.clone(), calls.clone());
+        let name = |principal: &Option<Principal>, key: &Option<InterestKey>| {
+            let who = principal.as_ref().map_or("-", Principal::as_str).to_owned();
+            match key {
+                Some(InterestKey::Resource(uri)) => format!("{who} {uri}"),
+                _ => format!("{who} presence"),
+            }
+        };
+        let demand = Demand::per_principal(move |principal, key| {
+            attaching
+                .lock()
+                .push(format!("attach {}", name(&principal, &key)));
+            async { Ok(()) }
+        })
+        .on_principal_detach(move |principal, key| {
+            detaching
+                .lock()
+                .push(format!("detach {}", name(&principal, &key)));
+        })
+        .with_grace(Duration::from_millis(50));
+        let keys = Keys::new(demand);
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let (a1, wait) = keys.hold(Some(&alice), [uri("file:///a")]);
+        wait.unwrap().await.unwrap();
+        let (a2, wait) = keys.hold(Some(&alice), []);
+        assert!(wait.is_none(), "alice's presence is attached");
+        let (b, wait) = keys.hold(Some(&bob), [uri("file:///a")]);
+        wait.unwrap().await.unwrap();
+        let (anonymous, wait) = keys.hold(None, []);
+        wait.unwrap().await.unwrap();
+        let mut attached = calls.lock().clone();
+        attached.sort();
+        assert_eq!(
+            attached,
+            [
+                "attach - presence",
+                "attach alice file:///a",
+                "attach alice presence",
+                "attach bob file:///a",
+                "attach bob presence",
+            ]
+        );
+        calls.lock().clear();
+        drop((a1, b, anonymous));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let mut detached = calls.lock().clone();
+        detached.sort();
+        // Alice's second stream still holds her presence.
+        assert_eq!(
+            detached,
+            [
+                "detach - presence",
+                "detach alice file:///a",
+                "detach bob file:///a",
+                "detach bob presence",
+            ]
+        );
+        drop(a2);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(calls.lock().last().unwrap(), "detach alice presence");
+        assert_eq!(keys.held(), 0);
+    }
+
+    /// Shared hooks never see a principal nor a presence.
+    #[tokio::test(start_paused = true)]
+    async fn shared_hooks_hold_a_key_once_for_every_principal() {
+        let (demand, attached, detached) = counting();
+        let keys = Keys::new(demand);
+        let (a, wait) = keys.hold(Some(&Principal::new("alice")), [uri("file:///a")]);
+        wait.unwrap().await.unwrap();
+        let (b, wait) = keys.hold(Some(&Principal::new("bob")), [uri("file:///a")]);
+        assert!(wait.is_none());
+        drop((a, b));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(attached.load(Ordering::SeqCst), 1);
+        assert_eq!(detached.load(Ordering::SeqCst), 1);
     }
 }

@@ -11,6 +11,7 @@ use super::pull::Lease;
 use super::stream::ListenStream;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use super::stream::Waiting;
+use crate::audience::Principal;
 use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal, StreamError};
 use crate::filter::Filter;
@@ -274,7 +275,7 @@ impl<S: Source + 'static> ListenService<S> {
         #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
         if let Some(keys) = &self.demand {
             let wanted = grant.narrow(&self.source.capabilities()).interest_keys();
-            let (hold, attach) = keys.hold(wanted);
+            let (hold, attach) = keys.hold(context.principal.as_ref(), wanted);
             lease.demand = Some(hold);
             if let Some(attach) = attach {
                 let source = self.source.clone();
@@ -331,18 +332,31 @@ impl<S: Source + 'static> ListenService<S> {
         });
     }
 
-    /// Holds `keys` against the demand hooks once each that no stream held
-    /// has attached: the hold to keep while they are used (none without
+    /// Holds `principal`'s presence against per principal demand hooks
+    /// (nothing for shared ones) without waiting for its attach: for a
+    /// session's own listener, which asks for no key.
+    #[cfg(any(feature = "stdio", feature = "http"))]
+    pub(crate) fn hold_presence(
+        &self,
+        principal: Option<&Principal>,
+    ) -> Option<super::demand::Hold> {
+        let keys = self.demand.as_ref()?;
+        Some(keys.hold(principal, []).0)
+    }
+
+    /// Holds `keys` for `principal` against the demand hooks once each
+    /// that no stream held has attached: the hold to keep while they are used (none without
     /// hooks), or the refusal of an attach (the keys then released).
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub(crate) async fn hold(
         &self,
+        principal: Option<&Principal>,
         keys: impl IntoIterator<Item = crate::filter::InterestKey>,
     ) -> Result<Option<super::demand::Hold>, ErrorData> {
         let Some(demand) = &self.demand else {
             return Ok(None);
         };
-        let (hold, attach) = demand.hold(keys);
+        let (hold, attach) = demand.hold(principal, keys);
         if let Some(attach) = attach {
             attach.await?;
         }

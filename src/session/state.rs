@@ -72,7 +72,9 @@ impl Session {
             .into_iter()
             .fold(Filter::new(), Filter::with_list_changed)
             .narrow(&advertised);
-        let (opened, lease) = listen.admit(&mut context, &lists)?;
+        let (opened, mut lease) = listen.admit(&mut context, &lists)?;
+        // Per principal demand hooks learn of the session's principal.
+        lease.demand = listen.hold_presence(context.principal.as_ref());
         let stop = CancellationToken::new();
         Ok(Self {
             shared: Arc::new(Shared {
@@ -122,7 +124,8 @@ impl Session {
         // Nothing is attached for a URI the session may not have.
         self.shared.granted_with(&uri)?;
         let key = InterestKey::Resource(uri.clone());
-        let hold = self.shared.listen.hold([key]).await?;
+        let principal = self.shared.context.principal.as_ref();
+        let hold = self.shared.listen.hold(principal, [key]).await?;
         // Granted again: the filter may have changed while the hook ran.
         let granted = self.shared.granted_with(&uri)?;
         self.shared
