@@ -44,6 +44,8 @@
 //! has the relay's counters under `relay`, and `/metrics` has them too.
 
 mod auth;
+#[path = "../support/bearer.rs"]
+mod bearer;
 mod catalog;
 #[path = "../support/cli.rs"]
 mod cli;
@@ -165,9 +167,9 @@ struct Options {
         env = "MCP_SUBSCRIPTIONS_BEARER_TOKENS",
         value_name = "PRINCIPAL:TOKEN[:TENANT]",
         value_delimiter = ',',
-        value_parser = auth::bearer_token
+        value_parser = bearer::bearer_token
     )]
-    bearer_tokens: Vec<auth::BearerToken>,
+    bearer_tokens: Vec<bearer::BearerToken>,
     /// Join the other replicas through this broker (redis://HOST:PORT,
     /// redis+cluster://HOST:PORT[,HOST:PORT...] or nats://HOST:PORT):
     /// changes triggered here reach their listeners, and theirs reach ours
@@ -258,7 +260,7 @@ impl Scope {
             audience = audience.with_principal(principal.as_str());
         }
         if let Some(tenant) = &self.tenant {
-            audience = audience.with_label(auth::tenant_label(tenant));
+            audience = audience.with_label(bearer::tenant_label(tenant));
         }
         audience
     }
@@ -523,7 +525,7 @@ async fn serve_http(
     replica: Replica,
     tasks: tasks::Tasks,
     listen: ListenService<Hub>,
-    tokens: auth::Tokens,
+    tokens: bearer::Tokens,
     options: &Options,
     metrics: PrometheusHandle,
     shutdown: serving::Shutdown,
@@ -654,7 +656,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let metrics = PrometheusBuilder::new().install_recorder()?;
-    let tokens = auth::Tokens::new(&options.bearer_tokens);
+    let tokens = bearer::Tokens::new(&options.bearer_tokens);
     let hub = Hub::builder()
         .capacity(options.capacity)
         .overflow(options.overflow)

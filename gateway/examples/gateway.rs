@@ -14,20 +14,31 @@
 //! upstream the name or URI belongs to. `GET /stats` shows, per upstream,
 //! the upstream listens held and the URIs they ask for, beside the hub's
 //! statistics. Ctrl-C or SIGTERM completes every open stream gracefully.
+//!
+//! With `--bearer-token PRINCIPAL:TOKEN[:TENANT]` (any number of them),
+//! every request needs one of those tokens, and the gateway speaks to
+//! the upstreams *as each caller*: with the token
+//! `--upstream-token UPSTREAM=PRINCIPAL:TOKEN` names for that principal
+//! there, else with the caller's own token, passed through. Each caller
+//! then sees its own lists, and its streams only its own events.
 
+#[path = "../../examples/support/bearer.rs"]
+mod bearer;
 #[path = "../../examples/support/serving.rs"]
 mod serving;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
 use clap::Parser;
 use clap::builder::BoolishValueParser;
-use mcp_subscriptions::WithSubscriptions;
+use mcp_subscriptions::{OpenContext, WithSubscriptions};
 use mcp_subscriptions_client::StdioClient;
 use mcp_subscriptions_client::catalog::CatalogKind;
-use mcp_subscriptions_gateway::{Gateway, Upstream};
+use mcp_subscriptions_gateway::{Gateway, Upstream, UpstreamIdentity, View};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams,
@@ -57,6 +68,64 @@ struct Options {
     /// downstream listener left
     #[arg(long, value_name = "N", default_value_t = mcp_subscriptions::Demand::DEFAULT_GRACE.as_secs())]
     grace_secs: u64,
+    /// Require this bearer token for that principal (of that tenant), and
+    /// speak upstream as each caller; repeat for more
+    #[arg(
+        long = "bearer-token",
+        value_name = "PRINCIPAL:TOKEN[:TENANT]",
+        value_parser = bearer::bearer_token
+    )]
+    bearer_tokens: Vec<bearer::BearerToken>,
+    /// The token sent to that upstream on that principal's behalf (else
+    /// the principal's own bearer token); repeat for more
+    #[arg(long = "upstream-token", value_name = "UPSTREAM=PRINCIPAL:TOKEN", value_parser = upstream_token)]
+    upstream_tokens: Vec<UpstreamToken>,
+}
+
+/// One `--upstream-token`.
+#[derive(Clone)]
+struct UpstreamToken {
+    upstream: String,
+    principal: String,
+    token: String,
+}
+
+fn upstream_token(value: &str) -> Result<UpstreamToken, String> {
+    let expected = || format!("{value:?} is not UPSTREAM=PRINCIPAL:TOKEN, each part non-empty");
+    let (upstream, rest) = value.split_once('=').ok_or_else(expected)?;
+    let (principal, token) = rest.split_once(':').ok_or_else(expected)?;
+    if upstream.is_empty() || principal.is_empty() || token.is_empty() {
+        return Err(expected());
+    }
+    Ok(UpstreamToken {
+        upstream: upstream.to_owned(),
+        principal: principal.to_owned(),
+        token: token.to_owned(),
+    })
+}
+
+/// Each caller's credential upstream: its `--upstream-token` there, else
+/// its own bearer token, passed through.
+fn identity(options: &Options) -> UpstreamIdentity {
+    let named: HashMap<(String, String), String> = options
+        .upstream_tokens
+        .iter()
+        .map(|t| ((t.upstream.clone(), t.principal.clone()), t.token.clone()))
+        .collect();
+    let own: HashMap<String, String> = options
+        .bearer_tokens
+        .iter()
+        .map(|t| (t.principal.clone(), t.token.clone()))
+        .collect();
+    let (named, own) = (Arc::new(named), Arc::new(own));
+    UpstreamIdentity::new(move |principal, upstream| {
+        let principal = principal.as_str().to_owned();
+        let token = named
+            .get(&(upstream, principal.clone()))
+            .or_else(|| own.get(&principal))
+            .cloned();
+        async move { Ok(token) }
+    })
 }
 
 fn upstream(value: &str) -> Result<Upstream, String> {
@@ -88,15 +157,21 @@ struct GatewayServer {
 }
 
 impl GatewayServer {
-    /// A merged list's `ttlMs` and `cacheScope`: the upstreams' hints
-    /// merged pessimistically, where they gave any.
-    fn cache_hint(&self, kind: CatalogKind) -> (Option<u64>, Option<CacheScope>) {
-        let hint = self.gateway.cache_hint(kind);
-        let ttl = hint
-            .ttl
-            .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        (ttl, hint.scope)
+    /// What the caller of `context` sees.
+    async fn view(&self, context: &RequestContext<RoleServer>) -> Result<View, ErrorData> {
+        let caller = OpenContext::of_request(context).principal;
+        self.gateway.view(caller.as_ref()).await
     }
+}
+
+/// A merged list's `ttlMs` and `cacheScope`: the upstreams' hints merged
+/// pessimistically, where they gave any.
+fn cache_hint(view: &View, kind: CatalogKind) -> (Option<u64>, Option<CacheScope>) {
+    let hint = view.cache_hint(kind);
+    let ttl = hint
+        .ttl
+        .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+    (ttl, hint.scope)
 }
 
 impl ServerHandler for GatewayServer {
@@ -117,67 +192,76 @@ impl ServerHandler for GatewayServer {
     async fn list_tools(
         &self,
         _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = ListToolsResult::with_all_items(self.gateway.tools());
-        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Tools);
+        let view = self.view(&context).await?;
+        let mut result = ListToolsResult::with_all_items(view.tools());
+        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Tools);
         Ok(result)
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let result = self.gateway.call_tool(request).await?;
+        let result = self.view(&context).await?.call_tool(request).await?;
         Ok(result.into())
     }
 
     async fn list_prompts(
         &self,
         _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let mut result = ListPromptsResult::with_all_items(self.gateway.prompts());
-        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Prompts);
+        let view = self.view(&context).await?;
+        let mut result = ListPromptsResult::with_all_items(view.prompts());
+        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Prompts);
         Ok(result)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let result = self.gateway.get_prompt(request).await?;
+        let result = self.view(&context).await?.get_prompt(request).await?;
         Ok(result.into())
     }
 
     async fn list_resources(
         &self,
         _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let mut result = ListResourcesResult::with_all_items(self.gateway.resources());
-        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Resources);
+        let view = self.view(&context).await?;
+        let mut result = ListResourcesResult::with_all_items(view.resources());
+        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Resources);
         Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let mut result = ListResourceTemplatesResult::with_all_items(self.gateway.templates());
-        (result.ttl_ms, result.cache_scope) = self.cache_hint(CatalogKind::Templates);
+        let view = self.view(&context).await?;
+        let mut result = ListResourceTemplatesResult::with_all_items(view.templates());
+        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Templates);
         Ok(result)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Ok(self.gateway.read_resource(request).await?.into())
+        Ok(self
+            .view(&context)
+            .await?
+            .read_resource(request)
+            .await?
+            .into())
     }
 }
 
@@ -195,7 +279,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    let tokens = bearer::Tokens::new(&options.bearer_tokens);
     let mut builder = Gateway::builder().grace(Duration::from_secs(options.grace_secs));
+    if !tokens.is_empty() {
+        builder = builder.per_caller(identity(&options));
+    }
     for upstream in options.upstreams {
         builder = builder.upstream(upstream);
     }
@@ -209,21 +297,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         mcp_subscriptions::http::endpoint(listen, sessions, StreamableHttpServerConfig::default());
     let streams = http.streams();
     let stats = gateway.clone();
-    let app = axum::Router::new()
-        .route("/mcp", http.into_method_router())
-        .route(
-            "/stats",
-            get(move || async move {
-                let body = serde_json::json!({
-                    "upstreams": stats.stats(),
-                    "hub": stats.hub().stats(),
-                });
-                (
-                    [(axum::http::header::CONTENT_TYPE, "application/json")],
-                    body.to_string(),
-                )
-            }),
-        );
+    let mut mcp_routes = axum::Router::new().route("/mcp", http.into_method_router());
+    if !tokens.is_empty() {
+        mcp_routes = mcp_routes.layer(axum::middleware::from_fn(move |request, next| {
+            tokens.clone().authenticate(request, next)
+        }));
+    }
+    let app = mcp_routes.route(
+        "/stats",
+        get(move || async move {
+            let body = serde_json::json!({
+                "upstreams": stats.stats(),
+                "hub": stats.hub().stats(),
+            });
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+        }),
+    );
     let listener = serving::bind(options.bind, options.reuse_port)?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     let hub = gateway.hub().clone();

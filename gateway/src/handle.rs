@@ -1,27 +1,27 @@
-//! The gateway a server holds: opened over its upstreams, serving the
-//! merged lists, forwarding calls, and feeding its hub from shared
-//! upstream listens as demand says.
+//! The gateway a server holds: opened over its upstreams, serving each
+//! caller its view, and feeding its hub from shared upstream listens as
+//! demand says.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ErrorData, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
-    ServerCapabilities, Tool,
-};
-use tokio::task::JoinHandle;
+use parking_lot::Mutex;
+use rmcp::model::{ErrorData, ServerCapabilities};
 
 use crate::error::GatewayError;
-use crate::link::Link;
+use crate::identity::UpstreamIdentity;
 use crate::lists;
-use crate::stats::{CacheHint, UpstreamStats};
+use crate::scope::Scope;
+use crate::scopes::{ScopeHold, Scopes};
+use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
+use crate::view::View;
 use mcp_subscriptions::Hub;
+use mcp_subscriptions::audience::Principal;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{Demand, ListenService};
-use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogSet, Prefix, ServerHealth};
+use mcp_subscriptions_client::catalog::{CatalogSet, Prefix, ServerHealth};
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]
@@ -30,6 +30,7 @@ pub struct GatewayBuilder {
     hub: Option<Hub>,
     grace: Option<Duration>,
     upstreams: Vec<Upstream>,
+    identity: Option<UpstreamIdentity>,
 }
 
 impl GatewayBuilder {
@@ -47,25 +48,43 @@ impl GatewayBuilder {
     }
 
     /// How long an upstream URI stays listened to after its last
-    /// downstream listener left (default [`Demand::DEFAULT_GRACE`]), so that a
-    /// client re-listening finds it still there.
+    /// downstream listener left, and a caller's scope open after its last
+    /// stream or request (default [`Demand::DEFAULT_GRACE`]), so that a
+    /// client re-listening finds them still there.
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = Some(grace);
         self
     }
 
-    /// Opens every upstream's catalog (discovery, a listen for its list
-    /// changes, each list fetched once), all at once, and starts the
-    /// tasks that keep them. It returns once each upstream has answered or
-    /// failed a first attempt: one that is down *joins* when it comes up
-    /// (see [`CatalogSet`]), and the others are served meanwhile.
+    /// Speaks to the upstreams as each downstream caller, with the
+    /// credential `identity` gives for the caller's principal, instead of
+    /// as the gateway itself. Each principal gets a *scope* of its own:
+    /// its own catalog of each upstream (its lists are what its
+    /// credential sees) and its own URI listens, shared by all of that
+    /// principal's streams, opened by its first stream or request and
+    /// released a [grace](Self::grace) after its last; every event heard
+    /// in a scope reaches only that principal's streams. A caller without
+    /// a principal is refused (`-32600`).
+    pub fn per_caller(mut self, identity: UpstreamIdentity) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// Checks the upstreams and opens the gateway.
+    ///
+    /// Without [`per_caller`](Self::per_caller), it opens every upstream's
+    /// catalog (discovery, a listen for its list changes, each list
+    /// fetched once), all at once, and returns once each upstream has
+    /// answered or failed a first attempt: one that is down *joins* when
+    /// it comes up (see [`CatalogSet`]), and the others are served
+    /// meanwhile. Per caller, nothing is opened before a caller comes.
     ///
     /// # Errors
     ///
     /// [`GatewayError`]: no upstream, a name twice or one a namespace
-    /// cannot carry, or an upstream refused in a way trying again cannot
-    /// cure (a URL that is not one, a certificate refused, a 401; the
-    /// first, by the order given).
+    /// cannot carry, or (the gateway's own scope) an upstream refused in a
+    /// way trying again cannot cure (a URL that is not one, a certificate
+    /// refused, a 401; the first, by the order given).
     ///
     /// # Panics
     ///
@@ -83,49 +102,50 @@ impl GatewayBuilder {
                 return Err(GatewayError::DuplicateName(upstream.name.clone()));
             }
         }
-        let catalogs = CatalogSet::new();
-        for upstream in &self.upstreams {
-            catalogs.add_with(
-                upstream.name.clone(),
-                upstream.endpoint.clone(),
-                upstream.options.clone(),
-                Arc::clone(&upstream.namespace),
-            );
-        }
-        // Those that are down go on joining; those refused for good fail
-        // the gateway, as a mistake in its configuration.
-        catalogs.settled().await;
-        for (name, health) in catalogs.health() {
-            if let ServerHealth::Failed(error) = health {
-                return Err(GatewayError::Upstream { name, error });
+        let grace = self.grace.unwrap_or(Demand::DEFAULT_GRACE);
+        let (scopes, hub) = match self.identity {
+            Some(identity) => {
+                // What callers' upstreams offer is known only as they come.
+                let hub = self
+                    .hub
+                    .unwrap_or_else(|| Hub::builder().capabilities(everything()).build());
+                let scopes = Scopes::per_caller(self.upstreams, identity, hub.clone(), grace);
+                (scopes, hub)
             }
-        }
-        let links: Vec<Arc<Link>> = self
-            .upstreams
-            .into_iter()
-            .map(|upstream| Arc::new(Link::new(upstream, catalogs.clone())))
-            .collect();
-        let hub = self
-            .hub
-            .unwrap_or_else(|| Hub::builder().capabilities(advertised(&catalogs)).build());
-        let mut tasks = Vec::with_capacity(links.len() + 1);
-        for link in &links {
-            tasks.push(tokio::spawn(Arc::clone(link).run(hub.clone())));
-        }
-        tasks.push(tokio::spawn(lists::forward_changes(
-            catalogs.changes(),
-            hub.clone(),
-        )));
+            None => {
+                let own = Scope::open(None, &self.upstreams, None);
+                // Those that are down go on joining; those refused for
+                // good fail the gateway, as a mistake in its configuration.
+                own.ready().await;
+                if let Some((name, ServerHealth::Failed(error))) = own.refused() {
+                    return Err(GatewayError::Upstream { name, error });
+                }
+                let hub = self.hub.unwrap_or_else(|| {
+                    Hub::builder()
+                        .capabilities(advertised(&own.catalogs))
+                        .build()
+                });
+                own.serve(&hub);
+                (Scopes::shared(own, self.upstreams, hub.clone(), grace), hub)
+            }
+        };
         Ok(Gateway {
             inner: Arc::new(Inner {
                 hub,
-                catalogs,
-                links,
-                grace: self.grace.unwrap_or(Demand::DEFAULT_GRACE),
-                tasks,
+                scopes: Arc::new(scopes),
+                attached: Mutex::default(),
             }),
         })
     }
+}
+/// Every list's changes and resource subscriptions: what a gateway
+/// advertises when an upstream may bring any of them.
+fn everything() -> Capabilities {
+    Capabilities::none()
+        .with_tools_list_changed()
+        .with_prompts_list_changed()
+        .with_resources_list_changed()
+        .with_resources_subscribe()
 }
 
 /// What the downstream hub advertises: each list some upstream has
@@ -138,11 +158,7 @@ fn advertised(catalogs: &CatalogSet) -> Capabilities {
         .into_iter()
         .any(|(_, health)| matches!(health, ServerHealth::Joining { .. }));
     if joining {
-        return Capabilities::none()
-            .with_tools_list_changed()
-            .with_prompts_list_changed()
-            .with_resources_list_changed()
-            .with_resources_subscribe();
+        return everything();
     }
     let upstreams = catalogs
         .snapshot()
@@ -167,10 +183,11 @@ fn advertised(catalogs: &CatalogSet) -> Capabilities {
     capabilities
 }
 
-/// A gateway over several upstream MCP servers: one [`Catalog`] and at
-/// most one URI listen per upstream, shared by every downstream listen
-/// stream served from its [`hub`](Self::hub). See the
-/// [module docs](super).
+/// A gateway over several upstream MCP servers: per credential scope (the
+/// gateway's own, or each caller's), one catalog and at most one URI
+/// listen per upstream, shared by every downstream listen stream of that
+/// scope served from its [`hub`](Self::hub). See the
+/// [crate docs](crate).
 ///
 /// Cloning it is cheap; the tasks stop when the last clone, and the last
 /// service its [demand](Self::demand) hooks were installed on, are dropped.
@@ -179,20 +196,52 @@ pub struct Gateway {
     inner: Arc<Inner>,
 }
 
+/// What a key's attach holds until its detach: its scope, kept open.
+type Attached = HashMap<(Option<Principal>, Option<InterestKey>), (Arc<Scope>, Option<ScopeHold>)>;
+
 struct Inner {
     hub: Hub,
-    /// Each upstream's catalog and namespace, merged.
-    catalogs: CatalogSet,
-    links: Vec<Arc<Link>>,
-    grace: Duration,
-    tasks: Vec<JoinHandle<()>>,
+    scopes: Arc<Scopes>,
+    attached: Mutex<Attached>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
+impl Inner {
+    /// Attaches `key` (a URI, or the presence when `None`) for the streams
+    /// of `principal`: opens its scope, and for a URI waits until its
+    /// upstream's listen in that scope covers it.
+    async fn attach(
+        &self,
+        principal: Option<Principal>,
+        key: Option<InterestKey>,
+    ) -> Result<(), ErrorData> {
+        let (scope, hold) = self.scopes.hold(principal.as_ref())?;
+        scope.ready().await;
+        if let Some(InterestKey::Resource(uri)) = &key {
+            match lists::by_uri(&scope.catalogs, &scope.links, uri) {
+                Some((link, upstream_uri)) => link.attach(upstream_uri).await?,
+                None => {
+                    return Err(ErrorData::invalid_params(
+                        format!("no upstream serves {uri:?}"),
+                        None,
+                    ));
+                }
+            }
         }
+        self.attached.lock().insert((principal, key), (scope, hold));
+        Ok(())
+    }
+
+    /// Detaches what [`attach`](Self::attach) attached.
+    fn detach(&self, principal: Option<Principal>, key: Option<InterestKey>) {
+        let Some((scope, hold)) = self.attached.lock().remove(&(principal, key.clone())) else {
+            return;
+        };
+        if let Some(InterestKey::Resource(uri)) = &key
+            && let Some((link, upstream_uri)) = lists::by_uri(&scope.catalogs, &scope.links, uri)
+        {
+            link.detach(&upstream_uri);
+        }
+        drop(hold);
     }
 }
 
@@ -203,45 +252,35 @@ impl Gateway {
     }
 
     /// The hub downstream listen streams are served from: the upstreams'
-    /// events, namespaced, are published into it.
+    /// events, namespaced, are published into it (per caller, each to
+    /// its principal's streams alone).
     pub fn hub(&self) -> &Hub {
         &self.inner.hub
     }
 
     /// The demand hooks that open, widen, narrow and close the upstream
-    /// URI listens as downstream listeners come and go: install them on
-    /// the service that serves the hub (or take
-    /// [`listen_service`](Self::listen_service)).
+    /// URI listens (and, per caller, the callers' scopes) as downstream
+    /// listeners come and go: install them on the service that serves the
+    /// hub (or take [`listen_service`](Self::listen_service)).
     ///
     /// The hooks hold the gateway: its tasks go on while a service serves
     /// them, even if every [`Gateway`] handle was dropped.
     pub fn demand(&self) -> Demand {
-        let attaching = Arc::clone(&self.inner);
-        let detaching = Arc::clone(&self.inner);
-        Demand::new(move |key: InterestKey| {
-            let inner = Arc::clone(&attaching);
-            async move {
-                let InterestKey::Resource(uri) = key else {
-                    return Ok(());
-                };
-                match lists::by_uri(&inner.catalogs, &inner.links, &uri) {
-                    Some((link, upstream_uri)) => link.attach(upstream_uri).await,
-                    None => Err(ErrorData::invalid_params(
-                        format!("no upstream serves {uri:?}"),
-                        None,
-                    )),
-                }
-            }
-        })
-        .on_detach(move |key| {
-            if let InterestKey::Resource(uri) = key
-                && let Some((link, upstream_uri)) =
-                    lists::by_uri(&detaching.catalogs, &detaching.links, &uri)
-            {
-                link.detach(&upstream_uri);
-            }
-        })
-        .with_grace(self.inner.grace)
+        let (attaching, detaching) = (Arc::clone(&self.inner), Arc::clone(&self.inner));
+        let demand = if self.inner.scopes.own().is_some() {
+            Demand::new(move |key: InterestKey| {
+                let inner = Arc::clone(&attaching);
+                async move { inner.attach(None, Some(key)).await }
+            })
+            .on_detach(move |key| detaching.detach(None, Some(key)))
+        } else {
+            Demand::per_principal(move |principal, key| {
+                let inner = Arc::clone(&attaching);
+                async move { inner.attach(principal, key).await }
+            })
+            .on_principal_detach(move |principal, key| detaching.detach(principal, key))
+        };
+        demand.with_grace(self.inner.scopes.grace())
     }
 
     /// A [`ListenService`] over the hub with the [demand](Self::demand)
@@ -250,93 +289,41 @@ impl Gateway {
         ListenService::new(self.inner.hub.clone()).with_demand(self.demand())
     }
 
-    /// The upstreams' tools, named downstream.
-    pub fn tools(&self) -> Vec<Tool> {
-        lists::tools(&self.inner.catalogs)
-    }
-
-    /// The upstreams' prompts, named downstream.
-    pub fn prompts(&self) -> Vec<Prompt> {
-        lists::prompts(&self.inner.catalogs)
-    }
-
-    /// The upstreams' resources, their URIs downstream.
-    pub fn resources(&self) -> Vec<Resource> {
-        lists::resources(&self.inner.catalogs)
-    }
-
-    /// The upstreams' resource templates, their URI templates downstream.
-    pub fn templates(&self) -> Vec<ResourceTemplate> {
-        lists::templates(&self.inner.catalogs)
-    }
-
-    /// What a downstream client may cache of the merged list of `kind`:
-    /// the upstreams' `ttlMs` and `cacheScope` merged pessimistically (the
-    /// shortest lifetime; private when any upstream's is).
-    pub fn cache_hint(&self, kind: CatalogKind) -> CacheHint {
-        lists::cache_hint(&self.inner.catalogs, kind)
-    }
-
-    /// Calls the tool the request names (its downstream name) at its
-    /// upstream: the whole request is forwarded (its arguments, its
-    /// `_meta` but the keys that describe the downstream connection, and a
-    /// multi-round-trip request's input responses and request state), its
-    /// name the upstream's.
+    /// What `principal` (the caller, as the serving layer's
+    /// authentication gave it; see
+    /// [`OpenContext::of_request`](mcp_subscriptions::OpenContext::of_request))
+    /// sees: its merged lists, and its requests forwarded. Per caller, its
+    /// scope is opened if it was not, and this waits until each upstream
+    /// has joined it or failed a first attempt; without, every caller
+    /// gets the gateway's own view.
     ///
     /// # Errors
     ///
-    /// `-32602` when no upstream's namespace claims the name; the
-    /// upstream's own JSON-RPC error; `-32603` when it cannot be reached
-    /// (or has not joined yet) or answers with something that is not a
-    /// tool result.
-    pub async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-    ) -> Result<CallToolResult, ErrorData> {
-        lists::call_tool(&self.inner.catalogs, &self.inner.links, request).await
+    /// `-32600` for a caller without a principal at a
+    /// [per caller](GatewayBuilder::per_caller) gateway.
+    pub async fn view(&self, principal: Option<&Principal>) -> Result<View, ErrorData> {
+        let (scope, hold) = self.inner.scopes.hold(principal)?;
+        scope.ready().await;
+        Ok(View::new(scope, hold))
     }
 
-    /// Gets the prompt the request names from its upstream, forwarded as
-    /// [`call_tool`](Self::call_tool) forwards.
-    ///
-    /// # Errors
-    ///
-    /// As [`call_tool`](Self::call_tool).
-    pub async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-    ) -> Result<GetPromptResult, ErrorData> {
-        lists::get_prompt(&self.inner.catalogs, &self.inner.links, request).await
-    }
-
-    /// Reads the resource of the request's downstream URI from its
-    /// upstream, forwarded as [`call_tool`](Self::call_tool) forwards; the
-    /// contents carry downstream URIs.
-    ///
-    /// # Errors
-    ///
-    /// As [`call_tool`](Self::call_tool).
-    pub async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, ErrorData> {
-        lists::read_resource(&self.inner.catalogs, &self.inner.links, request).await
-    }
-
-    /// The catalog kept of the upstream so named, once it has joined.
-    pub fn catalog(&self, upstream: &str) -> Option<Arc<Catalog>> {
-        self.inner.catalogs.get(upstream)
-    }
-
-    /// Every upstream's catalog under its name and namespace: the lists
-    /// the gateway serves are this set's merged view.
-    pub fn catalogs(&self) -> &CatalogSet {
-        &self.inner.catalogs
-    }
-
-    /// Each upstream's figures, in the order they were given.
+    /// Each upstream's figures, in the order they were given, summed over
+    /// the scopes open now.
     pub fn stats(&self) -> Vec<UpstreamStats> {
-        self.inner.links.iter().map(|link| link.stats()).collect()
+        let scopes = self.inner.scopes.all();
+        self.inner
+            .scopes
+            .upstreams
+            .iter()
+            .enumerate()
+            .map(|(at, upstream)| {
+                let mut stats = UpstreamStats::new(&upstream.name);
+                for scope in &scopes {
+                    stats.add(&scope.links[at].stats());
+                }
+                stats
+            })
+            .collect()
     }
 }
 

@@ -90,16 +90,22 @@
 
 mod error;
 mod handle;
+mod identity;
 mod link;
 mod lists;
+mod scope;
+mod scopes;
 mod stats;
 mod upstream;
+mod view;
 
 pub use error::GatewayError;
 pub use handle::{Gateway, GatewayBuilder};
+pub use identity::UpstreamIdentity;
 pub use mcp_subscriptions_client::catalog::{Namespace, Prefix};
 pub use stats::{CacheHint, UpstreamStats};
 pub use upstream::Upstream;
+pub use view::View;
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

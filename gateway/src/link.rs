@@ -47,7 +47,7 @@ use crate::upstream::Upstream;
 use mcp_subscriptions::__private::Backoff;
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Hub;
-use mcp_subscriptions::{Event, EventKind};
+use mcp_subscriptions::{Audience, Event, EventKind};
 use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState};
 use mcp_subscriptions_client::{FilterHandle, Item, SubscribeError, Subscription};
 
@@ -164,11 +164,13 @@ impl Link {
     }
 
     /// Keeps the upstream listen covering the wanted set until the
-    /// gateway is dropped, publishing what it hears into `hub`.
-    pub(super) async fn run(self: Arc<Self>, hub: Hub) {
+    /// gateway is dropped, publishing what it hears into `hub` for
+    /// `audience` (its scope's).
+    pub(super) async fn run(self: Arc<Self>, hub: Hub, audience: Audience) {
         let mut listen = Listen {
             link: self,
             hub,
+            audience,
             subscription: None,
             listening: BTreeSet::new(),
             attached: BTreeSet::new(),
@@ -194,6 +196,8 @@ impl Link {
 struct Listen {
     link: Arc<Link>,
     hub: Hub,
+    /// Whom the events heard are for: the scope's principal, or everyone.
+    audience: Audience,
     subscription: Option<(Subscription, FilterHandle)>,
     /// What the upstream granted the listen (empty without one).
     listening: BTreeSet<String>,
@@ -338,7 +342,7 @@ impl Listen {
             Item::Event(event) => {
                 if let EventKind::ResourceUpdated { uri } = event.kind() {
                     let uri = self.link.upstream.namespace.uri_down(uri);
-                    self.hub.publish(Event::resource_updated(uri));
+                    self.publish(uri);
                     self.link.stats.lock().events += 1;
                 }
             }
@@ -366,10 +370,16 @@ impl Listen {
     /// Tells downstream that each of `uris` may have changed.
     fn resync(&self, uris: &BTreeSet<String>) {
         for uri in uris {
-            let uri = self.link.upstream.namespace.uri_down(uri);
-            self.hub.publish(Event::resource_updated(uri));
+            self.publish(self.link.upstream.namespace.uri_down(uri));
         }
         self.link.stats.lock().resyncs += 1;
+    }
+
+    /// Tells the scope's downstream streams that `uri` (downstream) was
+    /// updated.
+    fn publish(&self, uri: String) {
+        self.hub
+            .publish(Event::resource_updated(uri).with_audience(self.audience.clone()));
     }
 
     fn record(&self) {

@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::link::{Link, upstream_error};
-use mcp_subscriptions::Event;
 use mcp_subscriptions::Hub;
+use mcp_subscriptions::{Audience, Event};
 use mcp_subscriptions_client::SubscribeError;
 use mcp_subscriptions_client::catalog::{
     CatalogKind, CatalogSet, ServerHealth, SetChange, SetChanges,
@@ -25,20 +25,21 @@ use crate::stats::CacheHint;
 /// Publishes a list change downstream each time an upstream's list
 /// really changed (its catalog's diff decides, so a refetch that found the
 /// same list, after a restart say, is no change), and each list's when an
-/// upstream joins or leaves.
-pub(super) async fn forward_changes(mut changes: SetChanges, hub: Hub) {
+/// upstream joins or leaves: for `audience`, the scope's streams.
+pub(super) async fn forward_changes(mut changes: SetChanges, hub: Hub, audience: Audience) {
+    let publish = |kind: CatalogKind| {
+        hub.publish(Event::list_changed(kind.list_kind()).with_audience(audience.clone()));
+    };
     while let Some(change) = changes.next().await {
         match change {
             // Watched contents come by the links' URI listens, not here.
             SetChange::Changed(_, change) => {
                 if let Some(kind) = change.kind() {
-                    hub.publish(Event::list_changed(kind.list_kind()));
+                    publish(kind);
                 }
             }
             SetChange::Joined(_) | SetChange::Left(_) | SetChange::Missed(_) => {
-                for kind in CatalogKind::ALL {
-                    hub.publish(Event::list_changed(kind.list_kind()));
-                }
+                CatalogKind::ALL.into_iter().for_each(publish);
             }
             _ => {}
         }

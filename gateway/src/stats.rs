@@ -9,13 +9,21 @@ use serde::Serialize;
 pub struct UpstreamStats {
     /// The upstream's name.
     pub name: String,
-    /// Whether the catalog's listen stream (the list changes) is open.
+    /// The credential scopes holding it open: 1 for a gateway's own, one
+    /// per caller with a stream or a recent request when
+    /// [per caller](crate::GatewayBuilder::per_caller).
+    pub scopes: usize,
+    /// Whether some scope's catalog listen stream (the list changes) is
+    /// open.
     pub lists_live: bool,
-    /// The streams of the URI listen: none while no downstream listener
-    /// watches one of its URIs, then one per 1,000 URIs (its
-    /// `max_uris_per_stream`).
+    /// The scopes' catalog listen streams open.
+    pub list_streams: usize,
+    /// The streams of the scopes' URI listens: none while no downstream
+    /// listener watches one of its URIs, then per scope one per 1,000 URIs
+    /// (its `max_uris_per_stream`).
     pub uri_streams: usize,
-    /// The upstream URIs the URI listen was granted, in order.
+    /// The upstream URIs the URI listens were granted, in order, each
+    /// once.
     pub uris: Vec<String>,
     /// `resources/updated` events heard upstream and published downstream.
     pub events: u64,
@@ -35,7 +43,9 @@ impl UpstreamStats {
     pub(super) fn new(name: &str) -> Self {
         Self {
             name: name.to_owned(),
+            scopes: 0,
             lists_live: false,
+            list_streams: 0,
             uri_streams: 0,
             uris: Vec::new(),
             events: 0,
@@ -46,9 +56,26 @@ impl UpstreamStats {
         }
     }
 
-    /// The upstream listens held: the catalog's, and the URI streams.
+    /// The upstream listens held: the catalogs', and the URI streams.
     pub fn listens(&self) -> usize {
-        usize::from(self.lists_live) + self.uri_streams
+        self.list_streams + self.uri_streams
+    }
+
+    /// Adds one scope's figures (whose `lists_live` says whether its
+    /// catalog listens).
+    pub(super) fn add(&mut self, scope: &Self) {
+        self.scopes += 1;
+        self.lists_live |= scope.lists_live;
+        self.list_streams += usize::from(scope.lists_live);
+        self.uri_streams += scope.uri_streams;
+        self.uris.extend(scope.uris.iter().cloned());
+        self.uris.sort_unstable();
+        self.uris.dedup();
+        self.events += scope.events;
+        self.resyncs += scope.resyncs;
+        self.relistens += scope.relistens;
+        self.duplicates += scope.duplicates;
+        self.refused += scope.refused;
     }
 }
 

@@ -156,7 +156,8 @@ impl<H> WithSubscriptions<H> {
         client: &InitializeRequestParams,
         advertised: &mut rmcp::model::ServerCapabilities,
     ) {
-        let open = open_context(context).with_client_capabilities(client.capabilities.clone());
+        let open =
+            OpenContext::of_request(context).with_client_capabilities(client.capabilities.clone());
         match Session::open(&self.listen, open, Capabilities::from(&*advertised)) {
             Ok(session) => *self.session.lock() = Some(Arc::new(session)),
             Err(err) => {
@@ -175,31 +176,28 @@ impl<H> WithSubscriptions<H> {
     }
 }
 
-/// What the session's listener is opened with: over Streamable HTTP the
-/// request's head (and the principal a layer in front put there), else
-/// stdio, with the principal its transport serves the connection as.
-#[cfg(feature = "http")]
-fn open_context(context: &RequestContext<RoleServer>) -> OpenContext {
-    match http_head(context) {
-        Some(parts) => OpenContext::default()
-            .with_transport(TransportKind::Http)
-            .with_http(parts.clone()),
-        None => stdio_context(context),
+impl OpenContext {
+    /// What a request to an rmcp server handler tells of where it came
+    /// from: over Streamable HTTP its head (and the
+    /// [`Principal`](crate::audience::Principal) a layer in front put
+    /// there), else stdio, with the principal its transport serves the
+    /// connection as. What a session's listener is opened with, and what
+    /// a handler that serves each caller its own view (a gateway) reads
+    /// the caller from.
+    pub fn of_request(context: &RequestContext<RoleServer>) -> Self {
+        #[cfg(feature = "http")]
+        if let Some(parts) = http_head(context) {
+            return Self::default()
+                .with_transport(TransportKind::Http)
+                .with_http(parts.clone());
+        }
+        let mut open = Self::default().with_transport(TransportKind::Stdio);
+        open.principal = context
+            .extensions
+            .get::<crate::audience::Principal>()
+            .cloned();
+        open
     }
-}
-
-#[cfg(not(feature = "http"))]
-fn open_context(context: &RequestContext<RoleServer>) -> OpenContext {
-    stdio_context(context)
-}
-
-fn stdio_context(context: &RequestContext<RoleServer>) -> OpenContext {
-    let mut open = OpenContext::default().with_transport(TransportKind::Stdio);
-    open.principal = context
-        .extensions
-        .get::<crate::audience::Principal>()
-        .cloned();
-    open
 }
 
 #[cfg(feature = "http")]

@@ -113,6 +113,9 @@ async fn upstream_events_reach_only_the_listeners_that_asked_for_them_namespaced
     );
     let names: BTreeSet<String> = rig
         .gateway
+        .view(None)
+        .await
+        .unwrap()
         .tools()
         .into_iter()
         .map(|tool| tool.name.into_owned())
@@ -127,6 +130,9 @@ async fn upstream_events_reach_only_the_listeners_that_asked_for_them_namespaced
     quiet(&mut tools, Duration::from_millis(600)).await;
     assert!(
         rig.gateway
+            .view(None)
+            .await
+            .unwrap()
             .resources()
             .iter()
             .any(|r| r.uri == "b+file:///x")
@@ -306,9 +312,9 @@ async fn an_upstream_down_at_open_joins_within_five_seconds_of_coming_up() {
         let url = url.clone();
         async move { Subscription::http(url.as_str(), &filter, SubscribeOptions::default()).await }
     };
+    let view = gateway.view(None).await.unwrap();
     let names = || -> BTreeSet<String> {
-        gateway
-            .tools()
+        view.tools()
             .into_iter()
             .map(|tool| tool.name.into_owned())
             .collect()
@@ -323,7 +329,7 @@ async fn an_upstream_down_at_open_joins_within_five_seconds_of_coming_up() {
     assert_eq!(names(), BTreeSet::from(["a/search".into()]));
     a.publish_updated("file:///x");
     assert_eq!(next_kind(&mut on_a).await, updated("a+file:///x"));
-    assert!(gateway.catalog("b").is_none());
+    assert!(view.catalog("b").is_none());
 
     let came_up = std::time::Instant::now();
     b.restart().await;
@@ -355,7 +361,8 @@ async fn the_merged_lists_cache_hints_are_the_upstreams_merged_pessimistically()
         .open()
         .await
         .unwrap();
-    let hint = gateway.cache_hint(CatalogKind::Tools);
+    let view = gateway.view(None).await.unwrap();
+    let hint = view.cache_hint(CatalogKind::Tools);
     assert_eq!(hint.ttl, Some(Duration::from_secs(5)), "the shortest");
     assert_eq!(hint.scope, Some(CacheScope::Public));
 
@@ -363,11 +370,11 @@ async fn the_merged_lists_cache_hints_are_the_upstreams_merged_pessimistically()
     a.set_cache_hints(60_000, "private");
     a.publish(ListKind::Tools);
     until("a's list refetched private", || {
-        gateway.cache_hint(CatalogKind::Tools).scope == Some(CacheScope::Private)
+        view.cache_hint(CatalogKind::Tools).scope == Some(CacheScope::Private)
     })
     .await;
     assert_eq!(
-        gateway.cache_hint(CatalogKind::Tools).ttl,
+        view.cache_hint(CatalogKind::Tools).ttl,
         Some(Duration::from_secs(5))
     );
 }
@@ -386,7 +393,14 @@ async fn a_call_goes_upstream_whole_with_its_meta_and_the_gateways_own_connectio
         },
     }))
     .unwrap();
-    let result = rig.gateway.call_tool(request).await.unwrap();
+    let result = rig
+        .gateway
+        .view(None)
+        .await
+        .unwrap()
+        .call_tool(request)
+        .await
+        .unwrap();
     assert_eq!(result.is_error, Some(false));
     let sent = rig.a.last_call().expect("a was called");
     assert!(rig.b.last_call().is_none());

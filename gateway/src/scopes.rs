@@ -1,0 +1,205 @@
+//! The scopes a gateway holds: its own, or one per downstream caller,
+//! opened by the caller's first stream or request and released a grace
+//! after its last one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_subscriptions::Hub;
+use mcp_subscriptions::audience::Principal;
+use parking_lot::Mutex;
+use rmcp::model::ErrorData;
+
+use crate::identity::UpstreamIdentity;
+use crate::scope::Scope;
+use crate::upstream::Upstream;
+
+/// Every scope of one gateway.
+pub(super) struct Scopes {
+    pub(super) upstreams: Vec<Upstream>,
+    hub: Hub,
+    grace: Duration,
+    mode: Mode,
+}
+
+enum Mode {
+    /// One scope, the gateway's own, for every caller.
+    Shared(Arc<Scope>),
+    /// A scope per principal, opened on demand.
+    PerCaller {
+        identity: UpstreamIdentity,
+        callers: Mutex<HashMap<Principal, Held>>,
+    },
+}
+
+/// A caller's scope and who holds it.
+struct Held {
+    scope: Arc<Scope>,
+    holders: usize,
+    /// Raised each time its last holder leaves, so that only the grace of
+    /// the latest idle spell releases it.
+    spell: u64,
+}
+
+/// One hold on a caller's scope, given back when dropped.
+pub(super) struct ScopeHold {
+    scopes: Arc<Scopes>,
+    principal: Principal,
+}
+
+impl Scopes {
+    /// The gateway's own scope, `scope`, for every caller.
+    pub(super) fn shared(
+        scope: Arc<Scope>,
+        upstreams: Vec<Upstream>,
+        hub: Hub,
+        grace: Duration,
+    ) -> Self {
+        Self {
+            upstreams,
+            hub,
+            grace,
+            mode: Mode::Shared(scope),
+        }
+    }
+
+    /// A scope per caller, each with its credentials from `identity`.
+    pub(super) fn per_caller(
+        upstreams: Vec<Upstream>,
+        identity: UpstreamIdentity,
+        hub: Hub,
+        grace: Duration,
+    ) -> Self {
+        Self {
+            upstreams,
+            hub,
+            grace,
+            mode: Mode::PerCaller {
+                identity,
+                callers: Mutex::default(),
+            },
+        }
+    }
+
+    /// The gateway's own scope, when it has only that.
+    pub(super) fn own(&self) -> Option<&Arc<Scope>> {
+        match &self.mode {
+            Mode::Shared(scope) => Some(scope),
+            Mode::PerCaller { .. } => None,
+        }
+    }
+
+    /// How long a caller's scope outlives its last holder.
+    pub(super) fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// The scope `principal`'s requests and streams are served from,
+    /// opened if it was not, and held until the hold is dropped (and the
+    /// grace has passed). The shared scope needs no hold.
+    ///
+    /// # Errors
+    ///
+    /// `-32600` for a caller without a principal at a per-caller gateway.
+    pub(super) fn hold(
+        self: &Arc<Self>,
+        principal: Option<&Principal>,
+    ) -> Result<(Arc<Scope>, Option<ScopeHold>), ErrorData> {
+        let (identity, callers) = match &self.mode {
+            Mode::Shared(scope) => return Ok((Arc::clone(scope), None)),
+            Mode::PerCaller { identity, callers } => (identity, callers),
+        };
+        let Some(principal) = principal else {
+            return Err(ErrorData::invalid_request(
+                "this gateway serves identified callers only: a principal is required",
+                None,
+            ));
+        };
+        let mut callers = callers.lock();
+        let held = callers.entry(principal.clone()).or_insert_with(|| {
+            let scope = Scope::open(
+                Some(principal.clone()),
+                &self.upstreams,
+                Some(identity.clone()),
+            );
+            scope.serve(&self.hub);
+            Held {
+                scope,
+                holders: 0,
+                spell: 0,
+            }
+        });
+        held.holders += 1;
+        let hold = ScopeHold {
+            scopes: Arc::clone(self),
+            principal: principal.clone(),
+        };
+        Ok((Arc::clone(&held.scope), Some(hold)))
+    }
+
+    /// Every scope open now.
+    pub(super) fn all(&self) -> Vec<Arc<Scope>> {
+        match &self.mode {
+            Mode::Shared(scope) => vec![Arc::clone(scope)],
+            Mode::PerCaller { callers, .. } => callers
+                .lock()
+                .values()
+                .map(|held| Arc::clone(&held.scope))
+                .collect(),
+        }
+    }
+
+    /// One holder of `principal`'s scope fewer: the last one starts its
+    /// grace.
+    fn release(self: &Arc<Self>, principal: &Principal) {
+        let Mode::PerCaller { callers, .. } = &self.mode else {
+            return;
+        };
+        let spell = {
+            let mut callers = callers.lock();
+            let Some(held) = callers.get_mut(principal) else {
+                return;
+            };
+            held.holders -= 1;
+            if held.holders > 0 {
+                return;
+            }
+            held.spell += 1;
+            held.spell
+        };
+        let (scopes, principal) = (Arc::clone(self), principal.clone());
+        let lapse = move || {
+            let Mode::PerCaller { callers, .. } = &scopes.mode else {
+                return;
+            };
+            let mut callers = callers.lock();
+            if callers
+                .get(&principal)
+                .is_some_and(|held| held.holders == 0 && held.spell == spell)
+            {
+                // Dropped outside the lock: its tasks are aborted.
+                let gone = callers.remove(&principal);
+                drop(callers);
+                drop(gone);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let grace = self.grace;
+                runtime.spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    lapse();
+                });
+            }
+            // Dropped at shutdown, outside any runtime: now rather than never.
+            Err(_) => lapse(),
+        }
+    }
+}
+
+impl Drop for ScopeHold {
+    fn drop(&mut self) {
+        self.scopes.release(&self.principal);
+    }
+}

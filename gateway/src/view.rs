@@ -1,0 +1,122 @@
+//! What one caller sees through the gateway: its merged lists, their
+//! cache hints, and its requests forwarded with its credential.
+
+use std::sync::Arc;
+
+use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogSet};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ErrorData, GetPromptRequestParams, GetPromptResult,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+
+use crate::lists;
+use crate::scope::Scope;
+use crate::scopes::ScopeHold;
+use crate::stats::CacheHint;
+
+/// One caller's view of a [`Gateway`](crate::Gateway)
+/// ([`Gateway::view`](crate::Gateway::view)): the upstreams as its
+/// credential sees them, merged and named downstream. It holds the
+/// caller's scope open while it lives (and a grace after).
+pub struct View {
+    scope: Arc<Scope>,
+    _hold: Option<ScopeHold>,
+}
+
+impl View {
+    pub(super) fn new(scope: Arc<Scope>, hold: Option<ScopeHold>) -> Self {
+        Self { scope, _hold: hold }
+    }
+
+    /// The upstreams' tools, named downstream.
+    pub fn tools(&self) -> Vec<Tool> {
+        lists::tools(&self.scope.catalogs)
+    }
+
+    /// The upstreams' prompts, named downstream.
+    pub fn prompts(&self) -> Vec<Prompt> {
+        lists::prompts(&self.scope.catalogs)
+    }
+
+    /// The upstreams' resources, their URIs downstream.
+    pub fn resources(&self) -> Vec<Resource> {
+        lists::resources(&self.scope.catalogs)
+    }
+
+    /// The upstreams' resource templates, their URI templates downstream.
+    pub fn templates(&self) -> Vec<ResourceTemplate> {
+        lists::templates(&self.scope.catalogs)
+    }
+
+    /// What a downstream client may cache of the merged list of `kind`:
+    /// the upstreams' `ttlMs` and `cacheScope` merged pessimistically (the
+    /// shortest lifetime; private when any upstream's is).
+    pub fn cache_hint(&self, kind: CatalogKind) -> CacheHint {
+        lists::cache_hint(&self.scope.catalogs, kind)
+    }
+
+    /// Calls the tool the request names (its downstream name) at its
+    /// upstream: the whole request is forwarded (its arguments, its
+    /// `_meta` but the keys that describe the downstream connection, and a
+    /// multi-round-trip request's input responses and request state), its
+    /// name the upstream's.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` when no upstream's namespace claims the name; the
+    /// upstream's own JSON-RPC error; `-32603` when it cannot be reached
+    /// (or has not joined yet) or answers with something that is not a
+    /// tool result.
+    pub async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+    ) -> Result<CallToolResult, ErrorData> {
+        lists::call_tool(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// Gets the prompt the request names from its upstream, forwarded as
+    /// [`call_tool`](Self::call_tool) forwards.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, ErrorData> {
+        lists::get_prompt(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// Reads the resource of the request's downstream URI from its
+    /// upstream, forwarded as [`call_tool`](Self::call_tool) forwards; the
+    /// contents carry downstream URIs.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        lists::read_resource(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// The catalog of the upstream so named, once it has joined.
+    pub fn catalog(&self, upstream: &str) -> Option<Arc<Catalog>> {
+        self.scope.catalogs.get(upstream)
+    }
+
+    /// Every upstream's catalog under its name and namespace: the lists
+    /// of this view are this set's merged view.
+    pub fn catalogs(&self) -> &CatalogSet {
+        &self.scope.catalogs
+    }
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("principal", &self.scope.principal)
+            .finish_non_exhaustive()
+    }
+}
