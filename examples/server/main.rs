@@ -63,17 +63,18 @@ use clap::builder::BoolishValueParser;
 use mcp_subscriptions::channel::ChannelTransport;
 use mcp_subscriptions::stdio::StdioTransport;
 use mcp_subscriptions::{
-    Audience, Capabilities, Demand, Event, Hub, ListenService, Overflow, WithSubscriptions,
-    audience::Principal,
+    Audience, Capabilities, Demand, Event, Hub, ListenService, OpenContext, Overflow,
+    WithSubscriptions, audience::Principal,
 };
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use replicas::Replica;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    ErrorCode, ErrorData, Implementation, ProtocolVersion, RequestMetaObject, ServerCapabilities,
-    ServerConfig,
+    CacheScope, ErrorCode, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerConfig,
 };
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Deserialize;
@@ -280,6 +281,9 @@ struct NewToolArgs {
     name: String,
     /// Its description.
     description: String,
+    /// Only this principal is listed the tool (and told of its changes).
+    #[serde(default)]
+    principal: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -327,10 +331,17 @@ impl DemoServer {
         self.added.router(&self.tool_router)
     }
 
-    /// The tools list changed: tells every listener, on every replica.
-    fn tools_changed(&self, changed: Result<(), ErrorData>) -> Result<String, ErrorData> {
-        changed?;
-        let report = self.replica.hub().publish(Event::tools_list_changed());
+    /// The tools list changed (for everyone, or for the principal who owns
+    /// the tool): tells its listeners, on every replica.
+    fn tools_changed(
+        &self,
+        changed: Result<Option<String>, ErrorData>,
+    ) -> Result<String, ErrorData> {
+        let audience = changed?.map_or_else(Audience::everyone, Audience::principal);
+        let report = self
+            .replica
+            .hub()
+            .publish(Event::tools_list_changed().with_audience(audience));
         Ok(format!(
             "tools list changed; queued for {} listeners",
             report.queued
@@ -342,9 +353,12 @@ impl DemoServer {
         &self,
         Parameters(args): Parameters<NewToolArgs>,
     ) -> Result<String, ErrorData> {
-        let added = self
-            .added
-            .add(&self.tool_router, &args.name, &args.description);
+        let added = self.added.add(
+            &self.tool_router,
+            &args.name,
+            &args.description,
+            args.principal,
+        );
         self.tools_changed(added)
     }
 
@@ -486,6 +500,28 @@ impl DemoServer {
 
 #[tool_handler(router = self.router())]
 impl ServerHandler for DemoServer {
+    /// The built-in tools and the added ones the caller is listed.
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let principal = OpenContext::of_request(&context).principal;
+        let tools = self
+            .added
+            .listed_to(&self.tool_router, principal.as_ref().map(|p| p.as_str()));
+        let mut result = ListToolsResult::with_all_items(tools);
+        if context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+        {
+            // Whose list it is depends on who asks.
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Private);
+        }
+        Ok(result)
+    }
+
     fn get_info(&self) -> ServerConfig {
         let base = ServerCapabilities::builder()
             .enable_tools()

@@ -12,6 +12,8 @@ mod client_misbehaving;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "gateway")]
+mod gateway_callers;
+#[cfg(feature = "gateway")]
 mod gateway_example;
 mod interop;
 mod refilter;
