@@ -15,6 +15,8 @@ mod gateway;
 mod gateway_callers;
 #[cfg(feature = "gateway")]
 mod gateway_example;
+#[cfg(feature = "gateway")]
+mod gateway_isolation;
 mod interop;
 mod refilter;
 mod tls;

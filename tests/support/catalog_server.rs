@@ -3,8 +3,9 @@
 //! so one count is one whole fetch), lists are paged, any request may be
 //! held a while (a slow server) or answered with an HTTP status (a broken
 //! one), a bearer token may be required, and changes are published
-//! through a hub as a real server's would be. It can be stopped and
-//! started again on the same port (a restart).
+//! through a hub as a real server's would be. It may know principals by
+//! their bearer tokens, each of a tenant, and scope events to them. It can
+//! be stopped and started again on the same port (a restart).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -15,8 +16,9 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use mcp_subscriptions::audience::{Label, Principal};
 use mcp_subscriptions::error::OpenError;
-use mcp_subscriptions::{Event, Filter, Hub, ListKind, ListenService};
+use mcp_subscriptions::{Event, Filter, Grant, Hub, ListKind, ListenService};
 use parking_lot::Mutex;
 use rmcp::model::ErrorData;
 use serde_json::{Value, json};
@@ -61,6 +63,9 @@ struct Behaviour {
     withheld_uris: Option<String>,
     /// The lists' `ttlMs` and `cacheScope`, other than 60 s and public.
     cache_hints: Option<(u64, &'static str)>,
+    /// Bearer tokens and the principal each stands for, with its tenant's
+    /// label: when there are any, every request needs one of them.
+    principals: HashMap<String, (Principal, Label)>,
 }
 
 struct Shared {
@@ -114,28 +119,41 @@ impl CatalogServer {
     fn serve(&self, tcp: TcpListener) {
         let hub = self.hub.lock().clone();
         let shared = Arc::clone(&self.shared);
-        let listen = ListenService::new(hub).with_authorizer(move |_: &_, requested: &Filter| {
-            let behaviour = shared.behaviour.lock();
-            let holds = |uri: &str, needle: &Option<String>| {
-                needle.as_deref().is_some_and(|needle| uri.contains(needle))
-            };
-            if requested
-                .resource_subscriptions()
-                .any(|uri| holds(uri, &behaviour.refused_uris))
-            {
-                return Err(OpenError::Refused(ErrorData::invalid_params(
-                    "a URI this server does not serve",
-                    None,
-                )));
-            }
-            let granted = requested
-                .lists_changed()
-                .fold(Filter::new(), Filter::with_list_changed);
-            Ok(requested
-                .resource_subscriptions()
-                .filter(|uri| !holds(uri, &behaviour.withheld_uris))
-                .fold(granted, Filter::with_resource))
-        });
+        let listen = ListenService::new(hub).with_authorizer(
+            move |context: &mcp_subscriptions::OpenContext, requested: &Filter| {
+                let behaviour = shared.behaviour.lock();
+                let holds = |uri: &str, needle: &Option<String>| {
+                    needle.as_deref().is_some_and(|needle| uri.contains(needle))
+                };
+                if requested
+                    .resource_subscriptions()
+                    .any(|uri| holds(uri, &behaviour.refused_uris))
+                {
+                    return Err(OpenError::Refused(ErrorData::invalid_params(
+                        "a URI this server does not serve",
+                        None,
+                    )));
+                }
+                let granted = requested
+                    .lists_changed()
+                    .fold(Filter::new(), Filter::with_list_changed);
+                let granted = requested
+                    .resource_subscriptions()
+                    .filter(|uri| !holds(uri, &behaviour.withheld_uris))
+                    .fold(granted, Filter::with_resource);
+                let tenant = context.principal.as_ref().and_then(|principal| {
+                    let known = behaviour.principals.values();
+                    known
+                        .filter(|(p, _)| p == principal)
+                        .map(|(_, tenant)| tenant)
+                        .next()
+                });
+                Ok(match tenant {
+                    Some(tenant) => Grant::new(granted).with_label(tenant.clone()),
+                    None => Grant::new(granted),
+                })
+            },
+        );
         let http = mcp_subscriptions::http::HttpTransport::new(
             listen,
             axum::Router::new()
@@ -188,6 +206,24 @@ impl CatalogServer {
     /// Publishes a resource update.
     pub fn publish_updated(&self, uri: &str) {
         self.hub.lock().publish(Event::resource_updated(uri));
+    }
+
+    /// Publishes `event`, whoever it is for.
+    pub fn publish_event(&self, event: Event) {
+        self.hub.lock().publish(event);
+    }
+
+    /// Knows each principal by its bearer token, of its tenant (label
+    /// `tenant:<tenant>`): `(token, principal, tenant)`. Every request then
+    /// needs one of them.
+    pub fn know_principals(&self, known: &[(&str, &str, &str)]) {
+        self.shared.behaviour.lock().principals = known
+            .iter()
+            .map(|&(token, principal, tenant)| {
+                let tenant = Label::new(format!("tenant:{tenant}"));
+                (token.to_owned(), (Principal::new(principal), tenant))
+            })
+            .collect();
     }
 
     /// Listen streams open on the server.
@@ -295,9 +331,22 @@ impl CatalogServer {
 
 async fn authorize(
     State(shared): State<Arc<Shared>>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    let principal = {
+        let behaviour = shared.behaviour.lock();
+        let given = request.headers().get("authorization");
+        let token = given.and_then(|v| v.to_str().ok()?.strip_prefix("Bearer "));
+        match token.and_then(|token| behaviour.principals.get(token)) {
+            Some((principal, _)) => Some(principal.clone()),
+            None if behaviour.principals.is_empty() => None,
+            None => return (StatusCode::UNAUTHORIZED, "no known principal").into_response(),
+        }
+    };
+    if let Some(principal) = principal {
+        request.extensions_mut().insert(principal);
+    }
     let token = shared.behaviour.lock().token.clone();
     if let Some(token) = token {
         let expected = format!("Bearer {token}");

@@ -1,0 +1,321 @@
+//! A gateway speaking upstream as each caller, against models:
+//!
+//! - isolation: downstream streams of several principals (two per
+//!   tenant), each with random URIs of two upstreams that know every
+//!   principal by its own token and scope events to principals and
+//!   tenants, receive exactly what a model says of a seeded random run of
+//!   events for everyone, a principal, a tenant, both, no one, or a
+//!   principal with no stream: in order per upstream, and nothing else;
+//! - churn: streams of ten principals arrive and leave at random while
+//!   the upstreams publish: each gets what it held, its principal's
+//!   upstream listens never number more than two per upstream, and once
+//!   all have left every scope and upstream stream is released.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use mcp_subscriptions::{Event, EventKind, Filter};
+use mcp_subscriptions_client::catalog::CatalogOptions;
+use mcp_subscriptions_client::{DEFAULT_OVERLAP, Item, SubscribeOptions, Subscription};
+use mcp_subscriptions_gateway::{Gateway, Upstream, UpstreamIdentity};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::support::catalog_server::CatalogServer;
+use crate::support::scoped::{Scope, URIS, random_scope, uri};
+use crate::waiting::until;
+
+const SEED: u64 = 40_2026;
+const EVENTS: usize = 300;
+const DEADLINE: Duration = Duration::from_secs(10);
+const UPSTREAMS: [&str; 2] = ["a", "b"];
+/// The marker each stream holds at each upstream, published last.
+const END: &str = "file:///end";
+
+/// A principal and its tenant's label, as the upstreams know them.
+const PEOPLE: [(&str, &str); 4] = [
+    ("p0", "tenant:a"),
+    ("p1", "tenant:a"),
+    ("p2", "tenant:b"),
+    ("p3", "tenant:b"),
+];
+
+/// Two upstreams knowing `principals` (each by the token `token-<name>`,
+/// of tenant `<tenant>`), a per-caller gateway over them with `grace`,
+/// served over HTTP behind a layer that takes the caller from `x-user`.
+struct Rig {
+    upstreams: Vec<CatalogServer>,
+    gateway: Gateway,
+    url: String,
+}
+
+async fn rig(principals: &[(&str, &str)], grace: Duration) -> Rig {
+    let mut upstreams = Vec::new();
+    let mut builder = Gateway::builder().grace(grace);
+    let known: Vec<(String, &str, &str)> = principals
+        .iter()
+        .map(|&(name, tenant)| {
+            (
+                format!("token-{name}"),
+                name,
+                tenant.trim_start_matches("tenant:"),
+            )
+        })
+        .collect();
+    let known: Vec<(&str, &str, &str)> = known
+        .iter()
+        .map(|(token, name, tenant)| (token.as_str(), *name, *tenant))
+        .collect();
+    // No copy of a pending update is coalesced upstream, so that every
+    // event arrives as itself and the model is exact.
+    let defaults = CatalogOptions::default();
+    let options = defaults
+        .clone()
+        .with_subscribe(defaults.subscribe.with_coalesce(false));
+    for name in UPSTREAMS {
+        let server = CatalogServer::start(100).await;
+        server.know_principals(&known);
+        builder =
+            builder.upstream(Upstream::http(name, server.url()).with_options(options.clone()));
+        upstreams.push(server);
+    }
+    let table = UPSTREAMS.iter().flat_map(|upstream| {
+        principals
+            .iter()
+            .map(move |&(name, _)| (*upstream, name, format!("token-{name}")))
+    });
+    let gateway = builder
+        .per_caller(UpstreamIdentity::table(table))
+        .open()
+        .await
+        .unwrap();
+    let app =
+        crate::support::http::with_user_header(crate::support::http::app(gateway.listen_service()));
+    let url = format!("{}/mcp", crate::support::http::serve(app).await);
+    Rig {
+        upstreams,
+        gateway,
+        url,
+    }
+}
+
+impl Rig {
+    /// A stream of `principal` holding `uris` (downstream).
+    async fn listen(&self, principal: &str, uris: &BTreeSet<String>) -> Subscription {
+        let filter = uris.iter().fold(Filter::new(), |filter, uri| {
+            filter.with_resource(uri.as_str())
+        });
+        let options = SubscribeOptions::default().with_header("x-user", principal);
+        Subscription::http(self.url.as_str(), &filter, options)
+            .await
+            .unwrap_or_else(|err| panic!("{principal}'s listen: {err}"))
+    }
+
+    /// The upstream listen streams held at each upstream, by upstream.
+    fn upstream_listens(&self) -> Vec<usize> {
+        self.gateway
+            .stats()
+            .iter()
+            .map(|stats| stats.listens())
+            .collect()
+    }
+}
+
+/// Whether an event for `scope` reaches `principal` (of `tenant`).
+fn reaches(scope: &Scope, principal: &str, tenant: &str) -> bool {
+    match scope {
+        None => true,
+        Some((principals, labels)) => principals.contains(&principal) || labels.contains(&tenant),
+    }
+}
+
+fn downstream(upstream: &str, uri: &str) -> String {
+    format!("{upstream}+{uri}")
+}
+
+/// What `subscription` receives until it has seen the end marker of each
+/// upstream, by upstream: the downstream URIs updated, in order.
+async fn until_ends(subscription: &mut Subscription) -> BTreeMap<String, Vec<String>> {
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut ends: BTreeSet<String> = UPSTREAMS.iter().map(|u| downstream(u, END)).collect();
+    while !ends.is_empty() {
+        match tokio::time::timeout(DEADLINE, subscription.next()).await {
+            Ok(Some(Item::Event(event))) => {
+                let EventKind::ResourceUpdated { uri } = event.kind() else {
+                    panic!("only updates are published: {event:?}");
+                };
+                if !ends.remove(uri) {
+                    let (upstream, _) = uri.split_once('+').unwrap();
+                    seen.entry(upstream.to_owned())
+                        .or_default()
+                        .push(uri.clone());
+                }
+            }
+            other => panic!("waiting for {ends:?}: {other:?}; so far {seen:?}"),
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_downstream_stream_gets_exactly_what_its_principal_is_sent_upstream() {
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let rig = rig(&PEOPLE, Duration::from_secs(5)).await;
+    // Two streams per principal, each with random URIs of both upstreams.
+    let mut streams = Vec::new();
+    for &(principal, tenant) in &PEOPLE {
+        for _ in 0..2 {
+            let mut uris: BTreeSet<String> = UPSTREAMS
+                .iter()
+                .map(|upstream| downstream(upstream, END))
+                .collect();
+            for upstream in UPSTREAMS {
+                for i in 0..URIS {
+                    if rng.random_bool(0.5) {
+                        uris.insert(downstream(upstream, &uri(i)));
+                    }
+                }
+            }
+            let subscription = rig.listen(principal, &uris).await;
+            streams.push((principal, tenant, uris, subscription));
+        }
+    }
+    // Each upstream listen widened as the streams came; while a change's
+    // old and new streams overlap, two updates of a URI are taken as
+    // copies of one. Once it is over, every update arrives as itself.
+    tokio::time::sleep(DEFAULT_OVERLAP * 2).await;
+    let mut expected: Vec<BTreeMap<String, Vec<String>>> = vec![BTreeMap::new(); streams.len()];
+    for _ in 0..EVENTS {
+        let at = rng.random_range(0..UPSTREAMS.len());
+        let scope = random_scope(&mut rng);
+        let uri = uri(rng.random_range(0..URIS));
+        let event = match &scope {
+            None => Event::resource_updated(uri.as_str()),
+            Some((principals, labels)) => {
+                let audience = principals
+                    .iter()
+                    .fold(mcp_subscriptions::Audience::nobody(), |audience, &p| {
+                        audience.with_principal(p)
+                    });
+                let audience = labels
+                    .iter()
+                    .fold(audience, |audience, &l| audience.with_label(l));
+                Event::resource_updated(uri.as_str()).with_audience(audience)
+            }
+        };
+        rig.upstreams[at].publish_event(event);
+        let name = downstream(UPSTREAMS[at], &uri);
+        for (stream, (principal, tenant, uris, _)) in streams.iter().enumerate() {
+            if uris.contains(&name) && reaches(&scope, principal, tenant) {
+                expected[stream]
+                    .entry(UPSTREAMS[at].to_owned())
+                    .or_default()
+                    .push(name.clone());
+            }
+        }
+    }
+    for upstream in &rig.upstreams {
+        upstream.publish_updated(END);
+    }
+    let mut delivered = 0;
+    for (stream, (principal, _, _, subscription)) in streams.iter_mut().enumerate() {
+        let seen = until_ends(subscription).await;
+        assert_eq!(
+            seen, expected[stream],
+            "seed {SEED}: stream {stream} of {principal}"
+        );
+        delivered += seen.values().map(Vec::len).sum::<usize>();
+    }
+    assert!(delivered > EVENTS, "only {delivered} deliveries checked");
+    // One scope per principal, each with its catalog's listen and one URI
+    // listen per upstream.
+    for stats in rig.gateway.stats() {
+        assert_eq!(stats.scopes, PEOPLE.len(), "{stats:?}");
+        assert!(stats.listens() <= 2 * PEOPLE.len(), "{stats:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_coming_and_going_at_random_miss_nothing_and_leave_nothing_upstream() {
+    const STEPS: usize = 150;
+    let seed: u64 = std::env::var("GATEWAY_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("GATEWAY_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let names: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
+    let principals: Vec<(&str, &str)> = names
+        .iter()
+        .map(|name| (name.as_str(), "tenant:t"))
+        .collect();
+    let grace = Duration::from_millis(50);
+    let rig = rig(&principals, grace).await;
+    let pool: Vec<String> = UPSTREAMS
+        .iter()
+        .flat_map(|upstream| (0..URIS).map(move |i| downstream(upstream, &uri(i))))
+        .collect();
+    let mut open: Vec<(BTreeSet<String>, Subscription)> = Vec::new();
+    let mut delivered = 0usize;
+    for step in 0..STEPS {
+        for _ in 0..rng.random_range(0..3) {
+            if !open.is_empty() {
+                drop(open.swap_remove(rng.random_range(0..open.len())));
+            }
+        }
+        for _ in 0..rng.random_range(0..3) {
+            let principal = names[rng.random_range(0..names.len())].as_str();
+            let held: BTreeSet<String> = (0..rng.random_range(1..4))
+                .map(|_| pool[rng.random_range(0..pool.len())].clone())
+                .collect();
+            open.push((held.clone(), rig.listen(principal, &held).await));
+        }
+        // Now and then the graces of those that left run out meanwhile.
+        if step % 3 == 0 {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..80))).await;
+        }
+        for listens in rig.upstream_listens() {
+            assert!(
+                listens <= 2 * names.len(),
+                "step {step}: {listens} upstream listens"
+            );
+        }
+        let published: BTreeSet<&String> = (0..rng.random_range(1..4))
+            .map(|_| &pool[rng.random_range(0..pool.len())])
+            .collect();
+        for name in &published {
+            let (upstream, there) = name.split_once('+').unwrap();
+            let at = UPSTREAMS.iter().position(|u| *u == upstream).unwrap();
+            rig.upstreams[at].publish_updated(there);
+        }
+        for (held, subscription) in &mut open {
+            let mut expected: BTreeSet<&String> =
+                held.iter().filter(|uri| published.contains(uri)).collect();
+            while !expected.is_empty() {
+                match tokio::time::timeout(DEADLINE, subscription.next()).await {
+                    Ok(Some(Item::Event(event))) => {
+                        if let EventKind::ResourceUpdated { uri } = event.kind() {
+                            assert!(held.contains(uri), "step {step}: {uri} is not held");
+                            if expected.remove(uri) {
+                                delivered += 1;
+                            }
+                        }
+                    }
+                    other => panic!(
+                        "seed {seed}, step {step}: missed {expected:?}: {other:?}; {:?}",
+                        rig.gateway.stats()
+                    ),
+                }
+            }
+        }
+    }
+    assert!(delivered > STEPS / 2, "only {delivered} deliveries checked");
+    drop(open);
+    // Two graces (the keys', then the scopes') and the catalogs closing.
+    until("every scope and upstream stream released", || {
+        rig.gateway.stats().iter().all(|stats| stats.scopes == 0)
+            && rig.upstreams.iter().all(|server| server.listeners() == 0)
+    })
+    .await;
+    assert_eq!(rig.gateway.hub().stats().listeners_active, 0);
+}
