@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rmcp::model::{ErrorData, ServerCapabilities};
+use rmcp::model::ErrorData;
 
 use crate::error::GatewayError;
 use crate::identity::UpstreamIdentity;
@@ -21,7 +21,7 @@ use mcp_subscriptions::Hub;
 use mcp_subscriptions::audience::Principal;
 use mcp_subscriptions::{Capabilities, hub::InterestKey};
 use mcp_subscriptions::{Demand, ListenService};
-use mcp_subscriptions_client::catalog::{CatalogSet, Prefix, ServerHealth};
+use mcp_subscriptions_client::catalog::{Prefix, ServerHealth};
 
 /// Options of a [`Gateway`], then [`open`](Self::open).
 #[derive(Debug, Default)]
@@ -40,8 +40,9 @@ impl GatewayBuilder {
         self
     }
 
-    /// Publishes into `hub` (its capacity, overflow policy and limits)
-    /// instead of a hub advertising what the upstreams do.
+    /// Publishes into `hub` (its capacity, overflow policy, limits and
+    /// capabilities) instead of a hub of its own advertising every list's
+    /// changes and resource subscriptions.
     pub fn hub(mut self, hub: Hub) -> Self {
         self.hub = Some(hub);
         self
@@ -76,7 +77,8 @@ impl GatewayBuilder {
     /// catalog (discovery, a listen for its list changes, each list
     /// fetched once), all at once, and returns once each upstream has
     /// answered or failed a first attempt: one that is down *joins* when
-    /// it comes up (see [`CatalogSet`]), and the others are served
+    /// it comes up (see
+    /// [`CatalogSet`](mcp_subscriptions_client::catalog::CatalogSet)), and the others are served
     /// meanwhile. Per caller, nothing is opened before a caller comes.
     ///
     /// # Errors
@@ -103,12 +105,11 @@ impl GatewayBuilder {
             }
         }
         let grace = self.grace.unwrap_or(Demand::DEFAULT_GRACE);
+        let hub = self
+            .hub
+            .unwrap_or_else(|| Hub::builder().capabilities(everything()).build());
         let (scopes, hub) = match self.identity {
             Some(identity) => {
-                // What callers' upstreams offer is known only as they come.
-                let hub = self
-                    .hub
-                    .unwrap_or_else(|| Hub::builder().capabilities(everything()).build());
                 let scopes = Scopes::per_caller(self.upstreams, identity, hub.clone(), grace);
                 (scopes, hub)
             }
@@ -120,11 +121,6 @@ impl GatewayBuilder {
                 if let Some((name, ServerHealth::Failed(error))) = own.refused() {
                     return Err(GatewayError::Upstream { name, error });
                 }
-                let hub = self.hub.unwrap_or_else(|| {
-                    Hub::builder()
-                        .capabilities(advertised(&own.catalogs))
-                        .build()
-                });
                 own.serve(&hub);
                 (Scopes::shared(own, self.upstreams, hub.clone(), grace), hub)
             }
@@ -138,49 +134,17 @@ impl GatewayBuilder {
         })
     }
 }
-/// Every list's changes and resource subscriptions: what a gateway
-/// advertises when an upstream may bring any of them.
+/// What a gateway's hub advertises downstream: every list's changes and
+/// resource subscriptions, since an upstream may gain any of them later
+/// (a server restarted with more, one joining late, a caller whose
+/// credential sees more), and the hub's capabilities are fixed when it is
+/// built. Each is served from what the upstreams have at the time.
 fn everything() -> Capabilities {
     Capabilities::none()
         .with_tools_list_changed()
         .with_prompts_list_changed()
         .with_resources_list_changed()
         .with_resources_subscribe()
-}
-
-/// What the downstream hub advertises: each list some upstream has
-/// (its catalog tells of its changes, listened to or refetched), and
-/// resource subscriptions when some upstream offers them. An upstream
-/// still joining may bring any of them, so it counts as having all.
-fn advertised(catalogs: &CatalogSet) -> Capabilities {
-    let joining = catalogs
-        .health()
-        .into_iter()
-        .any(|(_, health)| matches!(health, ServerHealth::Joining { .. }));
-    if joining {
-        return everything();
-    }
-    let upstreams = catalogs
-        .snapshot()
-        .servers()
-        .map(|(_, snapshot)| snapshot.server().capabilities.clone())
-        .collect::<Vec<ServerCapabilities>>();
-    let mut capabilities = Capabilities::none();
-    for upstream in upstreams {
-        if upstream.tools.is_some() {
-            capabilities = capabilities.with_tools_list_changed();
-        }
-        if upstream.prompts.is_some() {
-            capabilities = capabilities.with_prompts_list_changed();
-        }
-        if let Some(resources) = upstream.resources {
-            capabilities = capabilities.with_resources_list_changed();
-            if resources.subscribe == Some(true) {
-                capabilities = capabilities.with_resources_subscribe();
-            }
-        }
-    }
-    capabilities
 }
 
 /// A gateway over several upstream MCP servers: per credential scope (the

@@ -12,6 +12,7 @@ use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rmcp::model::{CacheScope, CallToolRequestParams, ErrorCode};
+use serde_json::json;
 
 use crate::support::catalog_server::CatalogServer;
 use crate::waiting::until;
@@ -521,4 +522,46 @@ async fn listeners_coming_and_going_at_random_miss_nothing_they_held() {
         .map(|stats| stats.duplicates)
         .sum();
     println!("{delivered} deliveries checked, {duplicates} copies dropped upstream");
+}
+
+/// An upstream restarted with a list it did not have: the gateway
+/// advertised every list from the start, so a downstream listener of that
+/// list was granted it, hears of the change, and the merged list carries
+/// it, with no restart of the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_an_upstream_gains_later_reaches_downstream_without_a_restart() {
+    let a = CatalogServer::start(100).await;
+    a.set_tool("search", "a tool");
+    a.set_capabilities(json!({"tools": {"listChanged": true}}));
+    let gateway = Gateway::builder()
+        .upstream(Upstream::http("a", a.url()))
+        .grace(Duration::from_millis(20))
+        .open()
+        .await
+        .unwrap();
+    let app = crate::support::http::app(gateway.listen_service());
+    let url = format!("{}/mcp", crate::support::http::serve(app).await);
+    let filter = Filter::new().with_prompts_list_changed();
+    let mut prompts = Subscription::http(url.as_str(), &filter, SubscribeOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(prompts.granted(), filter, "every list is advertised");
+    let view = gateway.view(None).await.unwrap();
+    assert!(view.prompts().is_empty());
+
+    a.stop().await;
+    a.set_capabilities(json!({
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+    }));
+    a.add_prompt("greet");
+    a.restart().await;
+    assert_eq!(
+        next_kind(&mut prompts).await,
+        EventKind::ListChanged(ListKind::Prompts)
+    );
+    until("the merged prompts carry a's new one", || {
+        view.prompts().iter().any(|prompt| prompt.name == "a/greet")
+    })
+    .await;
 }

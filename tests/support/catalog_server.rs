@@ -63,6 +63,9 @@ struct Behaviour {
     withheld_uris: Option<String>,
     /// The lists' `ttlMs` and `cacheScope`, other than 60 s and public.
     cache_hints: Option<(u64, &'static str)>,
+    /// What `server/discover` says the server has, other than every list
+    /// with its changes and resource subscriptions.
+    capabilities: Option<Value>,
     /// Bearer tokens and the principal each stands for, with its tenant's
     /// label: when there are any, every request needs one of them.
     principals: HashMap<String, (Principal, Label)>,
@@ -206,6 +209,12 @@ impl CatalogServer {
     /// Publishes a resource update.
     pub fn publish_updated(&self, uri: &str) {
         self.hub.lock().publish(Event::resource_updated(uri));
+    }
+
+    /// Says it has `capabilities` (a `ServerCapabilities` object) from
+    /// the next `server/discover` on.
+    pub fn set_capabilities(&self, capabilities: Value) {
+        self.shared.behaviour.lock().capabilities = Some(capabilities);
     }
 
     /// Publishes `event`, whoever it is for.
@@ -370,10 +379,18 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
     if params.get("cursor").is_none() {
         *shared.fetches.lock().entry(method.clone()).or_default() += 1;
     }
-    let (delay, failing, paging, (ttl_ms, cache_scope)) = {
+    let (delay, failing, paging, (ttl_ms, cache_scope), capabilities) = {
         let behaviour = shared.behaviour.lock();
         let hints = behaviour.cache_hints.unwrap_or((60_000, "public"));
-        (behaviour.delay, behaviour.failing, behaviour.paging, hints)
+        let capabilities = behaviour.capabilities.clone().unwrap_or_else(|| {
+            json!({
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"listChanged": true, "subscribe": true},
+            })
+        });
+        let (delay, failing, paging) = (behaviour.delay, behaviour.failing, behaviour.paging);
+        (delay, failing, paging, hints, capabilities)
     };
     if method != "server/discover" {
         tokio::time::sleep(delay).await;
@@ -408,11 +425,7 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
             "server/discover" => json!({
                 "resultType": "complete",
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {
-                    "tools": {"listChanged": true},
-                    "prompts": {"listChanged": true},
-                    "resources": {"listChanged": true, "subscribe": true},
-                },
+                "capabilities": capabilities,
                 "ttlMs": 0, "cacheScope": "public",
             }),
             "tools/list" => page("tools", &lists.tools),
