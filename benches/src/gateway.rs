@@ -10,6 +10,11 @@
 //! - Latency: an event published on an in-process upstream, to each of
 //!   100 listeners through the gateway against the same listeners on the
 //!   upstream directly.
+//!
+//! Each with the listeners of one principal, or spread over several
+//! (issue 40): then each listener is its principal's (the bearer token
+//! `token-<principal>`, known to the upstreams), and the gateway speaks
+//! upstream as each caller, with a scope per principal.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -17,10 +22,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use axum::response::{IntoResponse, Response};
+use mcp_subscriptions::audience::Principal;
 use mcp_subscriptions::http::HttpTransport;
 use mcp_subscriptions::{Filter, Hub, ListenService};
 use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
-use mcp_subscriptions_gateway::{Gateway, Upstream};
+use mcp_subscriptions_gateway::{Gateway, GatewayBuilder, Upstream, UpstreamIdentity};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -56,9 +62,17 @@ struct Process {
 }
 
 impl Process {
-    fn start(server: &PathBuf) -> Result<Self, String> {
+    /// The example server, knowing `principals` (none: no bearer tokens).
+    fn start(server: &PathBuf, principals: usize) -> Result<Self, String> {
+        let tokens = (0..principals).filter(|_| principals > 1).flat_map(|i| {
+            [
+                "--bearer-token".to_owned(),
+                format!("{}:{}", principal(i), token(i)),
+            ]
+        });
         let mut child = Command::new(server)
             .args(["--bind", "127.0.0.1:0", "--max-subscriptions", "5000"])
+            .args(tokens)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -115,14 +129,60 @@ impl Drop for Process {
     }
 }
 
-/// Serves `listen` over HTTP on a loopback port; its URL.
+/// Principal number `i`.
+fn principal(i: usize) -> String {
+    format!("c{i}")
+}
+
+/// Principal number `i`'s bearer token.
+fn token(i: usize) -> String {
+    format!("token-c{i}")
+}
+
+/// Options that listen as principal number `i` of `principals`.
+fn as_principal(i: usize, principals: usize) -> SubscribeOptions {
+    let options = SubscribeOptions::default();
+    if principals > 1 {
+        options.with_header("authorization", format!("Bearer {}", token(i)))
+    } else {
+        options
+    }
+}
+
+/// Speaks upstream as each of `principals` callers, when more than one.
+fn per_caller(builder: GatewayBuilder, upstreams: &[&str], principals: usize) -> GatewayBuilder {
+    if principals < 2 {
+        return builder;
+    }
+    let table = upstreams.iter().flat_map(|upstream| {
+        (0..principals).map(move |i| (upstream.to_string(), principal(i), token(i)))
+    });
+    builder.per_caller(UpstreamIdentity::table(table))
+}
+
+/// Serves `listen` over HTTP on a loopback port, a `token-<name>` bearer
+/// token taken as principal `<name>`; its URL.
 async fn serve<S>(listen: ListenService<S>, mcp: axum::Router) -> String
 where
     S: mcp_subscriptions::Source + 'static,
     S::Handle: 'static,
 {
     let http = HttpTransport::new(listen, mcp);
-    let app = axum::Router::new().route("/mcp", http.into_method_router());
+    let app = axum::Router::new()
+        .route("/mcp", http.into_method_router())
+        .layer(axum::middleware::from_fn(
+            |mut request: axum::extract::Request, next: axum::middleware::Next| async move {
+                let principal = request
+                    .headers()
+                    .get("authorization")
+                    .and_then(|value| value.to_str().ok()?.strip_prefix("Bearer token-"))
+                    .map(Principal::new);
+                if let Some(principal) = principal {
+                    request.extensions_mut().insert(principal);
+                }
+                next.run(request).await
+            },
+        ));
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", tcp.local_addr().unwrap());
     tokio::spawn(mcp_subscriptions::http::serve(
@@ -140,20 +200,28 @@ fn runtime() -> Runtime {
         .expect("a runtime")
 }
 
-/// `listeners` downstream listeners, each of one URI of 50 on one of two
-/// upstreams, held through a gateway or directly; what the upstreams hold
-/// then.
-pub fn sharing(downstream: Downstream, listeners: usize) -> Result<Sharing, String> {
+/// `listeners` downstream listeners of `principals` principals, each of
+/// one URI of 50 (under its principal's own path) on one of two upstreams,
+/// held through a gateway or directly; what the upstreams hold then.
+pub fn sharing(
+    downstream: Downstream,
+    listeners: usize,
+    principals: usize,
+) -> Result<Sharing, String> {
     let server = example_server().ok_or(
         "no example server next to bench_report: `cargo build --release --example server`",
     )?;
-    let upstreams = [Process::start(&server)?, Process::start(&server)?];
+    let upstreams = [
+        Process::start(&server, principals)?,
+        Process::start(&server, principals)?,
+    ];
     runtime().block_on(async {
         let gateway = match downstream {
             Downstream::Gateway => {
-                let gateway = Gateway::builder()
+                let builder = Gateway::builder()
                     .upstream(Upstream::http("a", upstreams[0].url()))
-                    .upstream(Upstream::http("b", upstreams[1].url()))
+                    .upstream(Upstream::http("b", upstreams[1].url()));
+                let gateway = per_caller(builder, &["a", "b"], principals)
                     .open()
                     .await
                     .map_err(|err| err.to_string())?;
@@ -165,16 +233,24 @@ pub fn sharing(downstream: Downstream, listeners: usize) -> Result<Sharing, Stri
         let mut held = Vec::with_capacity(listeners);
         let mut opening = tokio::task::JoinSet::new();
         for i in 0..listeners {
+            // Each principal's listeners on both upstreams.
+            let who = (i / 2) % principals;
+            // The example server lets a principal watch its own path only.
+            let path = if principals > 1 {
+                format!("file:///{}/{}", principal(who), i % 50)
+            } else {
+                format!("file:///{}", i % 50)
+            };
             let (url, uri) = match &gateway {
                 Some((_, url)) => {
                     let name = if i % 2 == 0 { "a" } else { "b" };
-                    (url.clone(), format!("{name}+file:///{}", i % 50))
+                    (url.clone(), format!("{name}+{path}"))
                 }
-                None => (upstreams[i % 2].url(), format!("file:///{}", i % 50)),
+                None => (upstreams[i % 2].url(), path),
             };
             opening.spawn(async move {
                 let filter = Filter::new().with_resource(uri.as_str());
-                Subscription::http(url, &filter, SubscribeOptions::default()).await
+                Subscription::http(url, &filter, as_principal(who, principals)).await
             });
             if opening.len() == 100 {
                 while let Some(opened) = opening.join_next().await {
@@ -232,21 +308,22 @@ async fn answer(body: String) -> Response {
     crate::catalog::reply(&request, result)
 }
 
-/// `rounds` events, one at a time, each to `listeners` listeners through
-/// a gateway or on the upstream directly: every listener's latency of
-/// every event.
+/// `rounds` events, one at a time, each to `listeners` listeners of
+/// `principals` principals through a gateway or on the upstream directly:
+/// every listener's latency of every event.
 pub fn latency(
     downstream: Downstream,
     listeners: usize,
     rounds: usize,
+    principals: usize,
 ) -> Result<Vec<Duration>, String> {
     runtime().block_on(async {
         let hub = Hub::new();
         let upstream_url = upstream(hub.clone()).await;
         let (gateway, url, uri) = match downstream {
             Downstream::Gateway => {
-                let gateway = Gateway::builder()
-                    .upstream(Upstream::http("up", upstream_url))
+                let builder = Gateway::builder().upstream(Upstream::http("up", upstream_url));
+                let gateway = per_caller(builder, &["up"], principals)
                     .open()
                     .await
                     .map_err(|err| err.to_string())?;
@@ -257,11 +334,11 @@ pub fn latency(
         };
         let (heard, mut hearing) = tokio::sync::mpsc::unbounded_channel();
         let filter = Filter::new().with_resource(uri);
-        for _ in 0..listeners {
-            let mut subscription =
-                Subscription::http(url.as_str(), &filter, SubscribeOptions::default())
-                    .await
-                    .map_err(|err| err.to_string())?;
+        for i in 0..listeners {
+            let options = as_principal(i % principals, principals);
+            let mut subscription = Subscription::http(url.as_str(), &filter, options)
+                .await
+                .map_err(|err| err.to_string())?;
             let heard = heard.clone();
             tokio::spawn(async move {
                 while let Some(item) = subscription.next().await {

@@ -108,11 +108,8 @@ impl GatewayBuilder {
         let hub = self
             .hub
             .unwrap_or_else(|| Hub::builder().capabilities(everything()).build());
-        let (scopes, hub) = match self.identity {
-            Some(identity) => {
-                let scopes = Scopes::per_caller(self.upstreams, identity, hub.clone(), grace);
-                (scopes, hub)
-            }
+        let scopes = match self.identity {
+            Some(identity) => Scopes::per_caller(self.upstreams, identity, hub.clone(), grace),
             None => {
                 let own = Scope::open(None, &self.upstreams, None);
                 // Those that are down go on joining; those refused for
@@ -122,7 +119,7 @@ impl GatewayBuilder {
                     return Err(GatewayError::Upstream { name, error });
                 }
                 own.serve(&hub);
-                (Scopes::shared(own, self.upstreams, hub.clone(), grace), hub)
+                Scopes::shared(own, self.upstreams, hub.clone(), grace)
             }
         };
         Ok(Gateway {

@@ -5,7 +5,9 @@
 //! A gateway fronts several MCP servers for many clients. Opening one
 //! upstream listen for each downstream one (N clients over M servers, N x
 //! M held streams on servers that did not ask for them) is what a gateway
-//! without a hub does. A [`Gateway`] holds, per upstream:
+//! without a hub does. A [`Gateway`] holds, per upstream and per
+//! credential scope (its own, or each caller's; see
+//! [per caller](#per-caller)):
 //!
 //! - a live [`Catalog`](mcp_subscriptions_client::catalog::Catalog): its lists, fetched once
 //!   per change and served merged and namespaced
@@ -41,7 +43,7 @@
 //! # let _ = listen;
 //! // `docs/search` is `search` of upstream `docs`; `docs+file:///a.md`
 //! // its `file:///a.md`.
-//! let tools = gateway.tools();
+//! let tools = gateway.view(None).await?.tools();
 //! # let _ = tools;
 //! # Ok(()) }
 //! ```
@@ -54,6 +56,42 @@
 //! `docs+file:///a.md`). `resources/updated` for an upstream URI reaches
 //! the downstream listeners of its downstream URI; calls, prompt gets and
 //! reads go back to the upstream whose namespace claims the name or URI.
+//!
+//! # Per caller
+//!
+//! MCP servers answer each client with what is "currently available to
+//! the requesting client", and scope events to principals and tenants. A
+//! gateway that speaks to them as itself shows every caller what the
+//! gateway's own credential sees. With
+//! [`GatewayBuilder::per_caller`], it speaks as each caller: an
+//! [`UpstreamIdentity`] gives, for a downstream principal (what the
+//! serving layer's authentication put in the request; see
+//! [`OpenContext::of_request`](mcp_subscriptions::OpenContext::of_request))
+//! and an upstream, the bearer token to send there, from a table, a token
+//! exchange or the caller's own token passed through.
+//!
+//! Each principal then has a *scope*: its own catalog of each upstream,
+//! fetched with its credential, and its own URI listen per upstream,
+//! shared by every stream of that principal. Its first stream (the
+//! [demand](Gateway::demand) hooks are [per
+//! principal](mcp_subscriptions::Demand::per_principal)) or request
+//! ([`Gateway::view`]) opens it; a [grace](GatewayBuilder::grace) after
+//! its last, it is released. An event heard in a scope is published for
+//! that principal alone ([`Audience::principal`](mcp_subscriptions::Audience::principal)),
+//! so an upstream event scoped to alice reaches alice's downstream
+//! streams and no one else's, an unscoped one each principal's streams
+//! once (through its own scope), and a list change only the principals
+//! whose list changed. A caller without a principal is refused (`-32600`).
+//! 1,000 downstream listeners of 10 principals over 2 upstreams hold at
+//! most 2 x 10 upstream listen streams per upstream.
+//!
+//! # Capabilities
+//!
+//! The gateway's hub advertises every list's changes and resource
+//! subscriptions from the start: an upstream may gain a list later (a
+//! restart with more, a late join, a caller whose credential sees more),
+//! and what it brings then reaches the downstream listeners without a
+//! restart of the gateway.
 //!
 //! # Upstream failures
 //!

@@ -78,10 +78,14 @@ const GATEWAY: Crate = Crate {
     layers: &[
         ("error", 0),
         ("stats", 0),
+        ("identity", 1),
         ("upstream", 1),
         ("link", 2),
         ("lists", 3),
-        ("handle", 4),
+        ("scope", 4),
+        ("scopes", 5),
+        ("view", 6),
+        ("handle", 7),
     ],
 };
 
