@@ -11,7 +11,7 @@
 //!
 //! - a live [`Catalog`](mcp_subscriptions_client::catalog::Catalog): its lists, fetched once
 //!   per change and served merged and namespaced
-//!   ([`Gateway::tools`], ...), with its own listen for list changes. A
+//!   ([`View::tools`], ...), with its own listen for list changes. A
 //!   list change reaches downstream listeners only when the merged list
 //!   really changed: the catalog's diff decides, so a restarted upstream
 //!   whose lists came back the same is no change;

@@ -80,7 +80,7 @@ impl UpstreamStats {
 }
 
 /// What a downstream client may cache of one of the gateway's merged lists
-/// ([`Gateway::cache_hint`](crate::Gateway::cache_hint)): its upstreams'
+/// ([`View::cache_hint`](crate::View::cache_hint)): its upstreams'
 /// hints merged pessimistically.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
