@@ -11,7 +11,6 @@ use rmcp::model::ErrorData;
 
 use crate::error::GatewayError;
 use crate::identity::UpstreamIdentity;
-use crate::lists;
 use crate::scope::Scope;
 use crate::scopes::{ScopeHold, Scopes};
 use crate::stats::UpstreamStats;
@@ -19,7 +18,7 @@ use crate::upstream::Upstream;
 use crate::view::View;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::audience::Principal;
-use mcp_subscriptions::{Capabilities, hub::InterestKey};
+use mcp_subscriptions::{Capabilities, hub::InterestKey, tasks};
 use mcp_subscriptions::{Demand, ListenService};
 use mcp_subscriptions_client::catalog::{Prefix, ServerHealth};
 
@@ -131,8 +130,8 @@ impl GatewayBuilder {
         })
     }
 }
-/// What a gateway's hub advertises downstream: every list's changes and
-/// resource subscriptions, since an upstream may gain any of them later
+/// What a gateway's hub advertises downstream: every list's changes,
+/// resource subscriptions and the tasks extension, since an upstream may gain any of them later
 /// (a server restarted with more, one joining late, a caller whose
 /// credential sees more), and the hub's capabilities are fixed when it is
 /// built. Each is served from what the upstreams have at the time.
@@ -142,6 +141,7 @@ fn everything() -> Capabilities {
         .with_prompts_list_changed()
         .with_resources_list_changed()
         .with_resources_subscribe()
+        .with_extension(tasks::extension())
 }
 
 /// A gateway over several upstream MCP servers: per credential scope (the
@@ -167,9 +167,9 @@ struct Inner {
 }
 
 impl Inner {
-    /// Attaches `key` (a URI, or the presence when `None`) for the streams
-    /// of `principal`: opens its scope, and for a URI waits until its
-    /// upstream's listen in that scope covers it.
+    /// Attaches `key` (a URI, a task id, or the presence when `None`) for
+    /// the streams of `principal`: opens its scope, and for a URI or a
+    /// task waits until its upstream's listen in that scope covers it.
     async fn attach(
         &self,
         principal: Option<Principal>,
@@ -177,16 +177,19 @@ impl Inner {
     ) -> Result<(), ErrorData> {
         let (scope, hold) = self.scopes.hold(principal.as_ref())?;
         scope.ready().await;
-        if let Some(InterestKey::Resource(uri)) = &key {
-            match lists::by_uri(&scope.catalogs, &scope.links, uri) {
-                Some((link, upstream_uri)) => link.attach(upstream_uri).await?,
-                None => {
-                    return Err(ErrorData::invalid_params(
-                        format!("no upstream serves {uri:?}"),
-                        None,
-                    ));
-                }
-            }
+        if let Some(key) = &key {
+            let Some((link, watch)) = scope.watch(key) else {
+                let what = match key {
+                    InterestKey::Resource(uri) => format!("{uri:?}"),
+                    InterestKey::Extension { field, key } => format!("{field} {key:?}"),
+                    other => format!("{other:?}"),
+                };
+                return Err(ErrorData::invalid_params(
+                    format!("no upstream serves {what}"),
+                    None,
+                ));
+            };
+            link.attach(watch).await?;
         }
         self.attached.lock().insert((principal, key), (scope, hold));
         Ok(())
@@ -197,10 +200,8 @@ impl Inner {
         let Some((scope, hold)) = self.attached.lock().remove(&(principal, key.clone())) else {
             return;
         };
-        if let Some(InterestKey::Resource(uri)) = &key
-            && let Some((link, upstream_uri)) = lists::by_uri(&scope.catalogs, &scope.links, uri)
-        {
-            link.detach(&upstream_uri);
+        if let Some((link, watch)) = key.as_ref().and_then(|key| scope.watch(key)) {
+            link.detach(&watch);
         }
         drop(hold);
     }

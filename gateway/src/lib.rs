@@ -85,10 +85,25 @@
 //! 1,000 downstream listeners of 10 principals over 2 upstreams hold at
 //! most 2 x 10 upstream listen streams per upstream.
 //!
+//! # Tasks
+//!
+//! A `tools/call` from a caller that declares the tasks extension is
+//! forwarded declaring it too (and one from a caller that does not, not),
+//! so an upstream may answer with a task: its id comes downstream named
+//! as the upstream's tools are (`a/task-1`), and the caller follows it
+//! with [`View::get_task`] (and `update_task`, `cancel_task`) or a listen
+//! for its `taskIds`, which the upstream's listen in the caller's scope
+//! then asks for (its `notifications/tasks` renamed on their way down).
+//! Per caller, the upstream sees the caller's own credential, so a task
+//! stays its owner's: another caller's `tasks/get` or listen of it is
+//! refused upstream. When that listen may have missed a status (it
+//! re-listened, lagged), each task's status is fetched (`tasks/get`) and
+//! published.
+//!
 //! # Capabilities
 //!
-//! The gateway's hub advertises every list's changes and resource
-//! subscriptions from the start: an upstream may gain a list later (a
+//! The gateway's hub advertises every list's changes, resource
+//! subscriptions and the tasks extension from the start: an upstream may gain a list later (a
 //! restart with more, a late join, a caller whose credential sees more),
 //! and what it brings then reaches the downstream listeners without a
 //! restart of the gateway.
@@ -127,6 +142,7 @@
 //! for the application's own events (a revocation reaches every replica).
 
 mod error;
+mod forward;
 mod handle;
 mod identity;
 mod link;
@@ -136,6 +152,7 @@ mod scopes;
 mod stats;
 mod upstream;
 mod view;
+mod watch;
 
 pub use error::GatewayError;
 pub use handle::{Gateway, GatewayBuilder};

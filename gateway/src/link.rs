@@ -1,10 +1,10 @@
-//! One upstream as the gateway holds it: its catalog, the upstream URIs
-//! downstream demand holds, and the task that keeps one upstream listen
-//! covering exactly them.
+//! One upstream as a scope holds it: its catalog, the upstream URIs and
+//! task ids downstream demand holds (its [`Watch`]es), and the task that
+//! keeps one upstream listen covering exactly them.
 //!
 //! # Wanted and listened
 //!
-//! The demand hooks change the *wanted* set: an attach adds a URI and
+//! The demand hooks change the *wanted* set: an attach adds a watch and
 //! waits until a listen that covers it was acknowledged upstream; a detach
 //! (after the grace) takes one away. Each change raises the wanted
 //! generation and wakes the task, which brings the upstream listen to the
@@ -31,24 +31,26 @@
 //! Whenever the upstream listen may have missed something (it re-listened
 //! after an abrupt end, its buffer lagged, or it was opened again after
 //! ending), each URI it covers is published downstream as updated, so that
-//! downstream listeners refetch: never silence.
+//! downstream listeners refetch, and each task's status is fetched
+//! (`tasks/get`) and published: never silence.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rmcp::model::ErrorData;
-use tokio::sync::{Notify, watch};
+use rmcp::model::{DetailedTask, ErrorData, GetTaskResult};
+use serde_json::Value;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
+use crate::watch::{self, Watch};
 use mcp_subscriptions::__private::Backoff;
-use mcp_subscriptions::Filter;
 use mcp_subscriptions::Hub;
-use mcp_subscriptions::{Audience, Event, EventKind};
-use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState};
+use mcp_subscriptions::{Audience, Event, EventKind, tasks};
+use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState, Namespace};
 use mcp_subscriptions_client::{FilterHandle, Item, SubscribeError, Subscription};
 
 /// How long the task waits before opening a listen that ended or failed
@@ -58,15 +60,15 @@ const REOPEN: Backoff = Backoff {
     max: Duration::from_secs(30),
 };
 
-/// The upstream URIs downstream demand holds (a key's hooks never
+/// What downstream demand holds of the upstream (a key's hooks never
 /// overlap, so a set is enough).
 #[derive(Default)]
 struct Wanted {
-    uris: BTreeSet<String>,
-    /// Raised at each change of `uris`.
+    watches: BTreeSet<Watch>,
+    /// Raised at each change of `watches`.
     generation: u64,
-    /// Why a URI was refused, until its attach reads it.
-    refused: HashMap<String, ErrorData>,
+    /// Why a watch was refused, until its attach reads it.
+    refused: HashMap<Watch, ErrorData>,
 }
 
 /// What the task last brought the upstream listen to.
@@ -75,7 +77,7 @@ struct Applied {
     /// The wanted generation it reached.
     generation: u64,
     /// What the upstream granted then.
-    listening: Arc<BTreeSet<String>>,
+    listening: Arc<BTreeSet<Watch>>,
 }
 
 /// One upstream, shared by the demand hooks, the task and the gateway.
@@ -85,7 +87,7 @@ pub(super) struct Link {
     catalogs: CatalogSet,
     wanted: Mutex<Wanted>,
     wake: Notify,
-    applied: watch::Sender<Applied>,
+    applied: tokio::sync::watch::Sender<Applied>,
     stats: Mutex<UpstreamStats>,
 }
 
@@ -97,7 +99,7 @@ impl Link {
             catalogs,
             wanted: Mutex::default(),
             wake: Notify::new(),
-            applied: watch::Sender::new(Applied::default()),
+            applied: tokio::sync::watch::Sender::new(Applied::default()),
             stats: Mutex::new(stats),
         }
     }
@@ -109,17 +111,17 @@ impl Link {
         })
     }
 
-    /// Adds `uri` (an upstream URI) to the wanted set and waits until the
-    /// upstream listen covers it.
+    /// Adds `watch` to the wanted set and waits until the upstream listen
+    /// covers it.
     ///
     /// # Errors
     ///
-    /// The upstream's refusal, or that it left the URI out of its grant.
-    pub(super) async fn attach(&self, uri: String) -> Result<(), ErrorData> {
+    /// The upstream's refusal, or that it left the watch out of its grant.
+    pub(super) async fn attach(&self, watch: Watch) -> Result<(), ErrorData> {
         let generation = {
             let mut wanted = self.wanted.lock();
-            wanted.refused.remove(&uri);
-            wanted.uris.insert(uri.clone());
+            wanted.refused.remove(&watch);
+            wanted.watches.insert(watch.clone());
             wanted.generation += 1;
             wanted.generation
         };
@@ -132,21 +134,21 @@ impl Link {
                 .map_err(|_| ErrorData::internal_error("the gateway is closed", None))?
                 .listening,
         );
-        if let Some(refused) = self.wanted.lock().refused.remove(&uri) {
+        if let Some(refused) = self.wanted.lock().refused.remove(&watch) {
             return Err(refused);
         }
-        if listening.contains(&uri) {
+        if listening.contains(&watch) {
             Ok(())
         } else {
-            Err(not_granted(&self.upstream.name, &uri))
+            Err(not_granted(&self.upstream.name, &watch))
         }
     }
 
-    /// Takes `uri` out of the wanted set.
-    pub(super) fn detach(&self, uri: &str) {
+    /// Takes `watch` out of the wanted set.
+    pub(super) fn detach(&self, watch: &Watch) {
         {
             let mut wanted = self.wanted.lock();
-            if !wanted.uris.remove(uri) {
+            if !wanted.watches.remove(watch) {
                 return;
             }
             wanted.generation += 1;
@@ -200,10 +202,10 @@ struct Listen {
     audience: Audience,
     subscription: Option<(Subscription, FilterHandle)>,
     /// What the upstream granted the listen (empty without one).
-    listening: BTreeSet<String>,
-    /// URIs whose attach was answered `Ok` and that are still wanted: a
+    listening: BTreeSet<Watch>,
+    /// Watches whose attach was answered `Ok` and that are still wanted: a
     /// failure never refuses them.
-    attached: BTreeSet<String>,
+    attached: BTreeSet<Watch>,
     /// Opens failed in a row, for the backoff.
     failures: u32,
     retry_at: Option<Instant>,
@@ -217,9 +219,9 @@ impl Listen {
     async fn apply(&mut self) {
         let (target, generation) = {
             let wanted = self.link.wanted.lock();
-            (wanted.uris.clone(), wanted.generation)
+            (wanted.watches.clone(), wanted.generation)
         };
-        self.attached.retain(|uri| target.contains(uri));
+        self.attached.retain(|watch| target.contains(watch));
         if target != self.listening || (self.subscription.is_none() && !target.is_empty()) {
             match self.change_to(&target).await {
                 Ok(()) => self.failures = 0,
@@ -238,7 +240,7 @@ impl Listen {
 
     /// Opens, changes or cancels the upstream listen so it asks for
     /// `target`.
-    async fn change_to(&mut self, target: &BTreeSet<String>) -> Result<(), SubscribeError> {
+    async fn change_to(&mut self, target: &BTreeSet<Watch>) -> Result<(), SubscribeError> {
         if target.is_empty() {
             if let Some((subscription, _)) = self.subscription.take() {
                 subscription.cancel().await;
@@ -248,11 +250,11 @@ impl Listen {
             self.resync_when_open = false;
             return Ok(());
         }
-        let filter = uris_filter(target);
+        let filter = watch::filter(target);
         let Some((_, handle)) = &self.subscription else {
             let subscription = self.link.catalog()?.subscribe(&filter).await?;
             let handle = subscription.filter_handle();
-            self.listening = granted_uris(&subscription.granted());
+            self.listening = watch::granted(&subscription.granted());
             self.subscription = Some((subscription, handle));
             if std::mem::take(&mut self.resync_when_open) {
                 self.resync(&self.listening.clone());
@@ -269,25 +271,26 @@ impl Listen {
                 Some(item) = next_item(&mut self.subscription) => self.heard(item),
             }
         };
-        self.listening = granted_uris(&granted);
+        self.listening = watch::granted(&granted);
         Ok(())
     }
 
     /// `error` came of changing to `target`: refuse what it refuses.
-    async fn failed(&mut self, target: &BTreeSet<String>, error: SubscribeError) {
-        let new: Vec<String> = target.difference(&self.attached).cloned().collect();
+    async fn failed(&mut self, target: &BTreeSet<Watch>, error: SubscribeError) {
+        let new: Vec<Watch> = target.difference(&self.attached).cloned().collect();
         let refusal = matches!(error, SubscribeError::Refused(_));
         if refusal && new.len() > 1 {
-            // Refused as a whole: try each new URI alone beside what holds.
-            let mut holding: BTreeSet<String> =
+            // Refused as a whole: try each new watch alone beside what
+            // holds.
+            let mut holding: BTreeSet<Watch> =
                 self.listening.intersection(target).cloned().collect();
-            for uri in new {
+            for watch in new {
                 let mut with = holding.clone();
-                with.insert(uri.clone());
+                with.insert(watch.clone());
                 match self.change_to(&with).await {
                     Ok(()) => holding = with,
                     Err(error) => {
-                        self.refuse(&uri, upstream_error(&self.link.upstream.name, &error));
+                        self.refuse(&watch, upstream_error(&self.link.upstream.name, &error));
                     }
                 }
             }
@@ -298,8 +301,8 @@ impl Listen {
             return;
         }
         let refused = upstream_error(&self.link.upstream.name, &error);
-        for uri in &new {
-            self.refuse(uri, refused.clone());
+        for watch in &new {
+            self.refuse(watch, refused.clone());
         }
         if !refusal && !self.attached.is_empty() {
             // The URIs held stay wanted: open again, with backoff.
@@ -310,28 +313,28 @@ impl Listen {
         tracing::warn!(target: "mcp_subscriptions", upstream = %self.link.upstream.name, %error, "an upstream listen change failed");
     }
 
-    /// Refuses the wanted URIs the upstream did not grant.
-    fn refuse_ungranted(&mut self, target: &BTreeSet<String>) {
+    /// Refuses the wanted watches the upstream did not grant.
+    fn refuse_ungranted(&mut self, target: &BTreeSet<Watch>) {
         if self.subscription.is_none() {
             return;
         }
-        let ungranted: Vec<String> = target
+        let ungranted: Vec<Watch> = target
             .iter()
-            .filter(|uri| !self.listening.contains(*uri) && !self.attached.contains(*uri))
+            .filter(|watch| !self.listening.contains(*watch) && !self.attached.contains(*watch))
             .cloned()
             .collect();
-        for uri in ungranted {
-            let error = not_granted(&self.link.upstream.name, &uri);
-            self.refuse(&uri, error);
+        for watch in ungranted {
+            let error = not_granted(&self.link.upstream.name, &watch);
+            self.refuse(&watch, error);
         }
     }
 
-    /// Takes `uri` out of the wanted set, with why for its attach.
-    fn refuse(&mut self, uri: &str, error: ErrorData) {
+    /// Takes `watch` out of the wanted set, with why for its attach.
+    fn refuse(&mut self, watch: &Watch, error: ErrorData) {
         // The attach refused is never detached: it goes now.
         let mut wanted = self.link.wanted.lock();
-        if wanted.uris.remove(uri) {
-            wanted.refused.insert(uri.to_owned(), error);
+        if wanted.watches.remove(watch) {
+            wanted.refused.insert(watch.clone(), error);
             self.link.stats.lock().refused += 1;
         }
     }
@@ -340,9 +343,17 @@ impl Listen {
     fn heard(&mut self, item: Item) {
         match item {
             Item::Event(event) => {
-                if let EventKind::ResourceUpdated { uri } = event.kind() {
-                    let uri = self.link.upstream.namespace.uri_down(uri);
-                    self.publish(uri);
+                let heard = match event.kind() {
+                    EventKind::ResourceUpdated { uri } => {
+                        self.publish(self.link.upstream.namespace.uri_down(uri));
+                        true
+                    }
+                    EventKind::Extension { method, .. } if method == tasks::METHOD => {
+                        self.publish_status(&event)
+                    }
+                    _ => false,
+                };
+                if heard {
                     self.link.stats.lock().events += 1;
                 }
             }
@@ -350,7 +361,7 @@ impl Listen {
             Item::Lagged(_) => self.resync(&self.listening.clone()),
             Item::Relistening(_) => self.link.stats.lock().relistens += 1,
             Item::Resynced(granted) => {
-                self.listening = granted_uris(&granted);
+                self.listening = watch::granted(&granted);
                 self.resync(&self.listening.clone());
             }
             Item::End(end) => {
@@ -367,10 +378,25 @@ impl Listen {
         self.record();
     }
 
-    /// Tells downstream that each of `uris` may have changed.
-    fn resync(&self, uris: &BTreeSet<String>) {
-        for uri in uris {
-            self.publish(self.link.upstream.namespace.uri_down(uri));
+    /// Tells downstream that each of `watches` may have changed: each URI
+    /// as updated, and each task's status as `tasks/get` gives it now.
+    fn resync(&self, watches: &BTreeSet<Watch>) {
+        let mut tasks = Vec::new();
+        for watch in watches {
+            match watch {
+                Watch::Uri(uri) => self.publish(self.link.upstream.namespace.uri_down(uri)),
+                Watch::Task(id) => tasks.push(id.clone()),
+            }
+        }
+        if !tasks.is_empty()
+            && let Ok(catalog) = self.link.catalog()
+        {
+            let status = TaskStatuses {
+                hub: self.hub.clone(),
+                audience: self.audience.clone(),
+                namespace: Arc::clone(&self.link.upstream.namespace),
+            };
+            tokio::spawn(status.fetch(catalog, tasks));
         }
         self.link.stats.lock().resyncs += 1;
     }
@@ -382,6 +408,25 @@ impl Listen {
             .publish(Event::resource_updated(uri).with_audience(self.audience.clone()));
     }
 
+    /// Publishes a `notifications/tasks` heard upstream to the scope's
+    /// downstream streams, its task named downstream; whether it was one.
+    fn publish_status(&self, event: &Event) -> bool {
+        let Ok(notification) = serde_json::from_str::<Value>(&event.to_plain_json()) else {
+            return false;
+        };
+        let Ok(task) = serde_json::from_value::<DetailedTask>(notification["params"].clone())
+        else {
+            return false;
+        };
+        let status = TaskStatuses {
+            hub: self.hub.clone(),
+            audience: self.audience.clone(),
+            namespace: Arc::clone(&self.link.upstream.namespace),
+        };
+        status.publish(task);
+        true
+    }
+
     fn record(&self) {
         let max = self
             .link
@@ -391,9 +436,16 @@ impl Listen {
             .max_uris_per_stream
             .max(1);
         let mut stats = self.link.stats.lock();
-        stats.uris = self.listening.iter().cloned().collect();
+        stats.uris.clear();
+        stats.tasks.clear();
+        for watch in &self.listening {
+            match watch {
+                Watch::Uri(uri) => stats.uris.push(uri.clone()),
+                Watch::Task(id) => stats.tasks.push(id.clone()),
+            }
+        }
         stats.uri_streams = match &self.subscription {
-            Some(_) => self.listening.len().div_ceil(max).max(1),
+            Some(_) => stats.uris.len().div_ceil(max).max(1),
             None => 0,
         };
         if let Some((subscription, _)) = &self.subscription {
@@ -402,24 +454,39 @@ impl Listen {
     }
 }
 
-fn uris_filter(uris: &BTreeSet<String>) -> Filter {
-    uris.iter().fold(Filter::new(), |filter, uri| {
-        filter.with_resource(uri.as_str())
-    })
+fn not_granted(upstream: &str, watch: &Watch) -> ErrorData {
+    ErrorData::invalid_params(format!("upstream {upstream} does not serve {watch}"), None)
 }
 
-fn granted_uris(granted: &Filter) -> BTreeSet<String> {
-    granted
-        .resource_subscriptions()
-        .map(str::to_owned)
-        .collect()
+/// Where a scope's task statuses go: its hub, for its audience, their
+/// task ids named downstream.
+struct TaskStatuses {
+    hub: Hub,
+    audience: Audience,
+    namespace: Arc<dyn Namespace>,
 }
 
-fn not_granted(upstream: &str, uri: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("upstream {upstream} does not serve updates of {uri}"),
-        None,
-    )
+impl TaskStatuses {
+    fn publish(&self, mut task: DetailedTask) {
+        task.task.task_id = self.namespace.name_down(&task.task.task_id);
+        self.hub
+            .publish(tasks::event(&task).with_audience(self.audience.clone()));
+    }
+
+    /// Fetches each of `ids`' status upstream (`tasks/get`) and publishes
+    /// it; a task the upstream no longer knows is left as it was.
+    async fn fetch(self, catalog: Arc<Catalog>, ids: Vec<String>) {
+        for id in ids {
+            let mut params = serde_json::Map::new();
+            params.insert("taskId".into(), Value::String(id));
+            let Ok(result) = catalog.request("tasks/get", params).await else {
+                continue;
+            };
+            if let Ok(result) = serde_json::from_value::<GetTaskResult>(result) {
+                self.publish(result.task);
+            }
+        }
+    }
 }
 
 /// The error a downstream listen is refused with: the upstream's own, or

@@ -17,10 +17,13 @@ use rmcp::model::ErrorData;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::forward;
 use crate::identity::UpstreamIdentity;
 use crate::link::Link;
 use crate::lists;
 use crate::upstream::Upstream;
+use crate::watch::Watch;
+use mcp_subscriptions::hub::InterestKey;
 
 /// One identity's view of the upstreams, and the tasks that keep it.
 pub(super) struct Scope {
@@ -99,6 +102,17 @@ impl Scope {
         let _ = ready.wait_for(|ready| *ready).await;
     }
 
+    /// The link a downstream listener's `key` (a URI, a task id) is for,
+    /// and what it watches there.
+    pub(super) fn watch(&self, key: &InterestKey) -> Option<(&Link, Watch)> {
+        let (upstream, watch) = Watch::of(&self.catalogs, key)?;
+        let link = self
+            .links
+            .iter()
+            .find(|link| link.upstream.name == upstream)?;
+        Some((&**link, watch))
+    }
+
     /// The first upstream refused for good, by the order given: what
     /// fails a gateway's own scope at open.
     pub(super) fn refused(&self) -> Option<(String, ServerHealth)> {
@@ -139,12 +153,17 @@ async fn join(
     let options = futures_util::future::join_all(options).await;
     for (upstream, options) in upstreams.iter().zip(options) {
         match options {
-            Ok(options) => catalogs.add_with(
-                upstream.name.clone(),
-                upstream.endpoint.clone(),
-                options,
-                Arc::clone(&upstream.namespace),
-            ),
+            Ok(mut options) => {
+                // Its links' listens may follow tasks; the requests it
+                // forwards declare what their callers do.
+                forward::declare_tasks(&mut options.subscribe.client_capabilities);
+                catalogs.add_with(
+                    upstream.name.clone(),
+                    upstream.endpoint.clone(),
+                    options,
+                    Arc::clone(&upstream.namespace),
+                );
+            }
             Err(error) => {
                 tracing::info!(target: "mcp_subscriptions", upstream = %upstream.name, ?principal, %error.message, "no credential upstream: left out of the caller's view");
             }

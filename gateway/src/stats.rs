@@ -25,7 +25,11 @@ pub struct UpstreamStats {
     /// The upstream URIs the URI listens were granted, in order, each
     /// once.
     pub uris: Vec<String>,
-    /// `resources/updated` events heard upstream and published downstream.
+    /// The upstream task ids whose status they were granted, in order,
+    /// each once.
+    pub tasks: Vec<String>,
+    /// `resources/updated` and `notifications/tasks` heard upstream and
+    /// published downstream.
     pub events: u64,
     /// Times the URIs were resynced downstream (the upstream listen
     /// re-listened, lagged or was opened again).
@@ -48,6 +52,7 @@ impl UpstreamStats {
             list_streams: 0,
             uri_streams: 0,
             uris: Vec::new(),
+            tasks: Vec::new(),
             events: 0,
             resyncs: 0,
             relistens: 0,
@@ -68,9 +73,14 @@ impl UpstreamStats {
         self.lists_live |= scope.lists_live;
         self.list_streams += usize::from(scope.lists_live);
         self.uri_streams += scope.uri_streams;
-        self.uris.extend(scope.uris.iter().cloned());
-        self.uris.sort_unstable();
-        self.uris.dedup();
+        for (all, of_scope) in [
+            (&mut self.uris, &scope.uris),
+            (&mut self.tasks, &scope.tasks),
+        ] {
+            all.extend(of_scope.iter().cloned());
+            all.sort_unstable();
+            all.dedup();
+        }
         self.events += scope.events;
         self.resyncs += scope.resyncs;
         self.relistens += scope.relistens;

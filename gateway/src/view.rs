@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogSet};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ErrorData, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorData, GetPromptRequestParams,
+    GetPromptResult, GetTaskParams, GetTaskResult, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate, Tool, UpdateTaskParams,
 };
 
+use crate::forward;
 use crate::lists;
 use crate::scope::Scope;
 use crate::scopes::ScopeHold;
@@ -59,7 +61,11 @@ impl View {
     /// upstream: the whole request is forwarded (its arguments, its
     /// `_meta` but the keys that describe the downstream connection, and a
     /// multi-round-trip request's input responses and request state), its
-    /// name the upstream's.
+    /// name the upstream's. The answer is the tool's result, the input it
+    /// requires, or, when the caller declared the tasks extension, the
+    /// task the upstream started for it, its id named downstream as the
+    /// upstream's tools are (`a/task-1`): the caller follows it with
+    /// [`get_task`](Self::get_task) or a listen for its `taskIds`.
     ///
     /// # Errors
     ///
@@ -70,8 +76,8 @@ impl View {
     pub async fn call_tool(
         &self,
         request: CallToolRequestParams,
-    ) -> Result<CallToolResult, ErrorData> {
-        lists::call_tool(&self.scope.catalogs, &self.scope.links, request).await
+    ) -> Result<CallToolResponse, ErrorData> {
+        forward::call_tool(&self.scope.catalogs, &self.scope.links, request).await
     }
 
     /// Gets the prompt the request names from its upstream, forwarded as
@@ -84,7 +90,7 @@ impl View {
         &self,
         request: GetPromptRequestParams,
     ) -> Result<GetPromptResult, ErrorData> {
-        lists::get_prompt(&self.scope.catalogs, &self.scope.links, request).await
+        forward::get_prompt(&self.scope.catalogs, &self.scope.links, request).await
     }
 
     /// Reads the resource of the request's downstream URI from its
@@ -98,7 +104,37 @@ impl View {
         &self,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, ErrorData> {
-        lists::read_resource(&self.scope.catalogs, &self.scope.links, request).await
+        forward::read_resource(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// `tasks/get` of a task (its downstream id) at its upstream, with the
+    /// caller's credential: a task is its owner's at the upstream, so
+    /// another caller's is refused there.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn get_task(&self, request: GetTaskParams) -> Result<GetTaskResult, ErrorData> {
+        forward::get_task(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// `tasks/update` (responses to a task's input requests) at the task's
+    /// upstream.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn update_task(&self, request: UpdateTaskParams) -> Result<(), ErrorData> {
+        forward::update_task(&self.scope.catalogs, &self.scope.links, request).await
+    }
+
+    /// `tasks/cancel` at the task's upstream.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn cancel_task(&self, request: CancelTaskParams) -> Result<(), ErrorData> {
+        forward::cancel_task(&self.scope.catalogs, &self.scope.links, request).await
     }
 
     /// The catalog of the upstream so named, once it has joined.

@@ -11,7 +11,7 @@ use mcp_subscriptions_client::{Item, SubscribeError, SubscribeOptions, Subscript
 use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use rmcp::model::{CacheScope, CallToolRequestParams, ErrorCode};
+use rmcp::model::{CacheScope, CallToolRequestParams, CallToolResponse, ErrorCode};
 use serde_json::json;
 
 use crate::support::catalog_server::CatalogServer;
@@ -402,6 +402,9 @@ async fn a_call_goes_upstream_whole_with_its_meta_and_the_gateways_own_connectio
         .call_tool(request)
         .await
         .unwrap();
+    let CallToolResponse::Complete(result) = result else {
+        panic!("a tool result: {result:?}");
+    };
     assert_eq!(result.is_error, Some(false));
     let sent = rig.a.last_call().expect("a was called");
     assert!(rig.b.last_call().is_none());

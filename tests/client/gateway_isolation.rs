@@ -9,17 +9,28 @@
 //! - churn: streams of ten principals arrive and leave at random while
 //!   the upstreams publish: each gets what it held, its principal's
 //!   upstream listens never number more than two per upstream, and once
-//!   all have left every scope and upstream stream is released.
+//!   all have left every scope and upstream stream is released;
+//! - tasks: a task a tool call started through the gateway is its
+//!   caller's: its status reaches the caller's listen of it, named
+//!   downstream, and another caller can neither get it nor listen to it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use mcp_subscriptions::audience::Principal;
 use mcp_subscriptions::{Event, EventKind, Filter};
 use mcp_subscriptions_client::catalog::CatalogOptions;
-use mcp_subscriptions_client::{DEFAULT_OVERLAP, Item, SubscribeOptions, Subscription};
+use mcp_subscriptions_client::{
+    DEFAULT_OVERLAP, Item, SubscribeError, SubscribeOptions, Subscription,
+};
 use mcp_subscriptions_gateway::{Gateway, Upstream, UpstreamIdentity};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorCode, GetTaskParams,
+    RequestMetaObject, TASKS_EXTENSION_ID, TaskPayload, TaskStatus,
+};
+use serde_json::{Value, json};
 
 use crate::support::catalog_server::CatalogServer;
 use crate::support::scoped::{Scope, URIS, random_scope, uri};
@@ -31,6 +42,8 @@ const DEADLINE: Duration = Duration::from_secs(10);
 const UPSTREAMS: [&str; 2] = ["a", "b"];
 /// The marker each stream holds at each upstream, published last.
 const END: &str = "file:///end";
+/// The tasks extension's filter field.
+const TASK_IDS: &str = "taskIds";
 
 /// A principal and its tenant's label, as the upstreams know them.
 const PEOPLE: [(&str, &str); 4] = [
@@ -318,4 +331,103 @@ async fn callers_coming_and_going_at_random_miss_nothing_and_leave_nothing_upstr
     })
     .await;
     assert_eq!(rig.gateway.hub().stats().listeners_active, 0);
+}
+
+/// Options that declare the tasks extension, as a client that takes tasks
+/// does.
+fn taking_tasks() -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
+    capabilities
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_started_through_the_gateway_is_its_callers_alone() {
+    let rig = rig(&PEOPLE[..3], Duration::from_secs(5)).await;
+    let (p0, p2) = (Principal::new("p0"), Principal::new("p2"));
+    let (mine, theirs) = (
+        rig.gateway.view(Some(&p0)).await.unwrap(),
+        rig.gateway.view(Some(&p2)).await.unwrap(),
+    );
+    // A caller that does not take tasks gets the tool's result.
+    let plain = mine.call_tool(CallToolRequestParams::new("a/slow")).await;
+    assert!(
+        matches!(plain, Ok(CallToolResponse::Complete(_))),
+        "{plain:?}"
+    );
+    // One that does gets the task the upstream started, named downstream.
+    let mut meta = RequestMetaObject::new();
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        serde_json::to_value(taking_tasks()).unwrap(),
+    );
+    let mut request = CallToolRequestParams::new("a/slow");
+    request.meta = Some(meta);
+    let Ok(CallToolResponse::Task(created)) = mine.call_tool(request).await else {
+        panic!("a task");
+    };
+    assert_eq!(created.task.task_id, "a/t-1");
+    assert_eq!(created.task.status, TaskStatus::Working);
+
+    // Its caller follows it; another caller is refused it upstream.
+    let filter = Filter::new().with_extension(TASK_IDS, json!(["a/t-1"]));
+    let options = |who: &str| {
+        SubscribeOptions::default()
+            .with_header("x-user", who)
+            .with_client_capabilities(taking_tasks())
+    };
+    let mut following = Subscription::http(rig.url.as_str(), &filter, options("p0"))
+        .await
+        .unwrap();
+    let refused = Subscription::http(rig.url.as_str(), &filter, options("p2")).await;
+    assert!(
+        matches!(&refused, Err(SubscribeError::Refused(error)) if error.code == ErrorCode::INVALID_PARAMS),
+        "{refused:?}"
+    );
+    let next_status =
+        async |following: &mut Subscription| match tokio::time::timeout(DEADLINE, following.next())
+            .await
+        {
+            Ok(Some(Item::Event(event))) => {
+                let notification: Value = serde_json::from_str(&event.to_plain_json()).unwrap();
+                notification["params"].clone()
+            }
+            other => panic!("the task's status: {other:?}"),
+        };
+    let upstream = &rig.upstreams[0];
+    upstream.set_task_status("t-1", TaskPayload::Working);
+    let status = next_status(&mut following).await;
+    assert_eq!(
+        (&status["taskId"], &status["status"]),
+        (&json!("a/t-1"), &json!("working"))
+    );
+    // It completes while the upstream is down: once it is back, the
+    // gateway fetches the status its listen may have missed.
+    upstream.stop().await;
+    let result = json!({"content": [], "isError": false});
+    let result = result.as_object().unwrap().clone();
+    upstream.set_task_status("t-1", TaskPayload::Completed { result });
+    upstream.restart().await;
+    let status = next_status(&mut following).await;
+    assert_eq!(
+        (&status["taskId"], &status["status"]),
+        (&json!("a/t-1"), &json!("completed"))
+    );
+
+    let got = mine.get_task(GetTaskParams::new("a/t-1")).await.unwrap();
+    assert_eq!(got.task.task.task_id, "a/t-1");
+    assert_eq!(got.task.status(), TaskStatus::Completed);
+    let error = theirs
+        .get_task(GetTaskParams::new("a/t-1"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
+    assert_eq!(
+        rig.gateway.stats()[0].tasks,
+        ["t-1"],
+        "the upstream listen follows it"
+    );
 }

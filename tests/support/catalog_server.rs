@@ -4,8 +4,11 @@
 //! held a while (a slow server) or answered with an HTTP status (a broken
 //! one), a bearer token may be required, and changes are published
 //! through a hub as a real server's would be. It may know principals by
-//! their bearer tokens, each of a tenant, and scope events to them. It can
-//! be stopped and started again on the same port (a restart).
+//! their bearer tokens, each of a tenant, and scope events to them. Its
+//! tool `slow` starts a task for a caller that declares the tasks
+//! extension, the caller's own (`tasks/get` and `taskIds` listens are its
+//! owner's alone). It can be stopped and started again on the same port
+//! (a restart).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -14,16 +17,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use mcp_subscriptions::audience::{Label, Principal};
 use mcp_subscriptions::error::OpenError;
-use mcp_subscriptions::{Event, Filter, Grant, Hub, ListKind, ListenService};
+use mcp_subscriptions::{
+    Audience, Capabilities, Event, Extension, Filter, Grant, Hub, ListKind, ListenService, Selector,
+};
 use parking_lot::Mutex;
-use rmcp::model::ErrorData;
+use rmcp::model::{DetailedTask, ErrorData, TASKS_EXTENSION_ID, Task, TaskPayload, TaskStatus};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+
+/// The tasks extension's filter field.
+const TASK_IDS: &str = "taskIds";
 
 #[derive(Default)]
 struct Lists {
@@ -72,7 +80,11 @@ struct Behaviour {
 }
 
 struct Shared {
+    /// Where its events are published; a new one at each restart.
+    hub: Mutex<Hub>,
     lists: Mutex<Lists>,
+    /// The tasks `slow` started: each one's owner and status.
+    tasks: Mutex<BTreeMap<String, (Option<Principal>, DetailedTask)>>,
     behaviour: Mutex<Behaviour>,
     /// The params of the last `tools/call`.
     last_call: Mutex<Option<Value>>,
@@ -86,7 +98,6 @@ struct Shared {
 /// A running catalog server.
 pub struct CatalogServer {
     pub port: u16,
-    hub: Mutex<Hub>,
     shared: Arc<Shared>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
 }
@@ -96,7 +107,9 @@ impl CatalogServer {
     /// time.
     pub async fn start(page_size: usize) -> Self {
         let shared = Arc::new(Shared {
+            hub: Mutex::new(hub()),
             lists: Mutex::default(),
+            tasks: Mutex::default(),
             behaviour: Mutex::default(),
             last_call: Mutex::default(),
             fetches: Mutex::default(),
@@ -107,7 +120,6 @@ impl CatalogServer {
         let port = tcp.local_addr().unwrap().port();
         let server = Self {
             port,
-            hub: Mutex::new(Hub::new()),
             shared,
             stop: Mutex::new(None),
         };
@@ -120,7 +132,7 @@ impl CatalogServer {
     }
 
     fn serve(&self, tcp: TcpListener) {
-        let hub = self.hub.lock().clone();
+        let hub = self.shared.hub.lock().clone();
         let shared = Arc::clone(&self.shared);
         let listen = ListenService::new(hub).with_authorizer(
             move |context: &mcp_subscriptions::OpenContext, requested: &Filter| {
@@ -140,10 +152,23 @@ impl CatalogServer {
                 let granted = requested
                     .lists_changed()
                     .fold(Filter::new(), Filter::with_list_changed);
-                let granted = requested
+                let mut granted = requested
                     .resource_subscriptions()
                     .filter(|uri| !holds(uri, &behaviour.withheld_uris))
                     .fold(granted, Filter::with_resource);
+                // The tasks asked for that are the caller's own.
+                if let Some(Value::Array(ids)) = requested.extensions().get(TASK_IDS) {
+                    let tasks = shared.tasks.lock();
+                    let owned: Vec<Value> = ids
+                        .iter()
+                        .filter(|id| {
+                            let task = id.as_str().and_then(|id| tasks.get(id));
+                            task.is_some_and(|(owner, _)| *owner == context.principal)
+                        })
+                        .cloned()
+                        .collect();
+                    granted = granted.with_extension(TASK_IDS, Value::Array(owned));
+                }
                 let tenant = context.principal.as_ref().and_then(|principal| {
                     let known = behaviour.principals.values();
                     known
@@ -179,7 +204,7 @@ impl CatalogServer {
     /// Stops as a server shutting down does: every listen stream completes
     /// gracefully, then the port closes.
     pub async fn stop(&self) {
-        self.hub.lock().complete();
+        self.shared.hub.lock().complete();
         if let Some(stop) = self.stop.lock().take() {
             let _ = stop.send(());
         }
@@ -196,19 +221,19 @@ impl CatalogServer {
     /// Starts again on the same port, with a new hub (no listener of the
     /// old one survives), keeping the lists and counts.
     pub async fn restart(&self) {
-        *self.hub.lock() = Hub::new();
+        *self.shared.hub.lock() = hub();
         let tcp = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
         self.serve(tcp);
     }
 
     /// Publishes a list change.
     pub fn publish(&self, list: ListKind) {
-        self.hub.lock().publish(Event::list_changed(list));
+        self.shared.hub.lock().publish(Event::list_changed(list));
     }
 
     /// Publishes a resource update.
     pub fn publish_updated(&self, uri: &str) {
-        self.hub.lock().publish(Event::resource_updated(uri));
+        self.shared.hub.lock().publish(Event::resource_updated(uri));
     }
 
     /// Says it has `capabilities` (a `ServerCapabilities` object) from
@@ -217,9 +242,28 @@ impl CatalogServer {
         self.shared.behaviour.lock().capabilities = Some(capabilities);
     }
 
+    /// Sets task `id`'s status (`slow` started it) and publishes it to its
+    /// owner's listens.
+    pub fn set_task_status(&self, id: &str, payload: TaskPayload) {
+        let task = {
+            let mut tasks = self.shared.tasks.lock();
+            let (owner, task) = tasks.get_mut(id).expect("a task slow started");
+            // A second later than the last status, so that it succeeds it.
+            let last = &task.task.last_updated_at;
+            let (minute, second) = last.trim_end_matches('Z').rsplit_once(':').unwrap();
+            let updated = format!("{minute}:{:02}Z", second.parse::<u32>().unwrap() + 1);
+            *task = DetailedTask::new(
+                Task::new(id, payload.status(), task.task.created_at.clone(), updated),
+                payload,
+            );
+            (owner.clone(), task.clone())
+        };
+        publish_task(&self.shared, task.0, &task.1);
+    }
+
     /// Publishes `event`, whoever it is for.
     pub fn publish_event(&self, event: Event) {
-        self.hub.lock().publish(event);
+        self.shared.hub.lock().publish(event);
     }
 
     /// Knows each principal by its bearer token, of its tenant (label
@@ -237,7 +281,7 @@ impl CatalogServer {
 
     /// Listen streams open on the server.
     pub fn listeners(&self) -> u64 {
-        self.hub.lock().stats().listeners_active
+        self.shared.hub.lock().stats().listeners_active
     }
 
     pub fn set_tool(&self, name: &str, description: &str) {
@@ -367,7 +411,12 @@ async fn authorize(
     next.run(request).await
 }
 
-async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -> Response {
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    principal: Option<axum::Extension<Principal>>,
+    body: String,
+) -> Response {
+    let principal = principal.map(|axum::Extension(principal)| principal);
     let request: Value = serde_json::from_str(&body).unwrap();
     let method = request["method"].as_str().unwrap_or_default().to_owned();
     let params = &request["params"];
@@ -434,7 +483,29 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
             "resources/templates/list" => page("resourceTemplates", &lists.templates),
             "tools/call" => {
                 *shared.last_call.lock() = Some(params.clone());
-                json!({"resultType": "complete", "content": [{"type": "text", "text": "called"}], "isError": false})
+                let takes_tasks =
+                    params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                        .get(TASKS_EXTENSION_ID)
+                        .is_some();
+                if params["name"] == "slow" && takes_tasks {
+                    start_task(&shared, principal)
+                } else {
+                    json!({"resultType": "complete", "content": [{"type": "text", "text": "called"}], "isError": false})
+                }
+            }
+            "tasks/get" => {
+                let id = params["taskId"].as_str().unwrap_or_default();
+                match shared.tasks.lock().get(id) {
+                    Some((owner, task)) if *owner == principal => {
+                        let mut got = serde_json::to_value(task).unwrap();
+                        got["resultType"] = json!("complete");
+                        got
+                    }
+                    _ => {
+                        return json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
+                            "error": {"code": -32602, "message": "no such task"}}));
+                    }
+                }
             }
             "resources/read" => {
                 let uri = params["uri"].as_str().unwrap();
@@ -455,6 +526,46 @@ async fn answer(State(shared): State<Arc<Shared>>, _: HeaderMap, body: String) -
         }
     };
     json_answer(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}))
+}
+
+/// A hub that serves the tasks extension's `taskIds`.
+fn hub() -> Hub {
+    let tasks = Extension::new(TASKS_EXTENSION_ID)
+        .with_id_list(TASK_IDS, 1_000)
+        .with_method("notifications/tasks")
+        .requiring_client_declaration();
+    Hub::builder()
+        .capabilities(Capabilities::default().with_extension(tasks))
+        .build()
+}
+
+/// `task`'s status, to its owner's listens of its id.
+fn publish_task(shared: &Shared, owner: Option<Principal>, task: &DetailedTask) {
+    let Ok(Value::Object(params)) = serde_json::to_value(task) else {
+        unreachable!("a task serializes as an object")
+    };
+    let selector = Selector::new(TASK_IDS, Some(task.task.task_id.clone()));
+    let audience = owner.map_or_else(Audience::everyone, Audience::principal);
+    let event = Event::extension("notifications/tasks", params, Some(selector));
+    shared.hub.lock().publish(event.with_audience(audience));
+}
+
+/// `tools/call` of `slow` by a caller that takes tasks: a task of its
+/// own, working.
+fn start_task(shared: &Shared, owner: Option<Principal>) -> Value {
+    let mut tasks = shared.tasks.lock();
+    let id = format!("t-{}", tasks.len() + 1);
+    let at = "2026-12-06T00:00:00Z";
+    let task = DetailedTask::new(
+        Task::new(id.as_str(), TaskStatus::Working, at, at),
+        TaskPayload::Working,
+    );
+    tasks.insert(id, (owner.clone(), task.clone()));
+    drop(tasks);
+    publish_task(shared, owner, &task);
+    let mut created = serde_json::to_value(&task.task).unwrap();
+    created["resultType"] = json!("task");
+    created
 }
 
 fn json_answer(message: Value) -> Response {
