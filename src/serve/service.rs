@@ -11,7 +11,6 @@ use super::pull::Lease;
 use super::stream::ListenStream;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use super::stream::Waiting;
-use crate::audience::Principal;
 use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal, StreamError};
 use crate::filter::Filter;
@@ -338,7 +337,7 @@ impl<S: Source + 'static> ListenService<S> {
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub(crate) fn hold_presence(
         &self,
-        principal: Option<&Principal>,
+        principal: Option<&crate::audience::Principal>,
     ) -> Option<super::demand::Hold> {
         let keys = self.demand.as_ref()?;
         Some(keys.hold(principal, []).0)
@@ -350,7 +349,7 @@ impl<S: Source + 'static> ListenService<S> {
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub(crate) async fn hold(
         &self,
-        principal: Option<&Principal>,
+        principal: Option<&crate::audience::Principal>,
         keys: impl IntoIterator<Item = crate::filter::InterestKey>,
     ) -> Result<Option<super::demand::Hold>, ErrorData> {
         let Some(demand) = &self.demand else {
