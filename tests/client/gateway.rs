@@ -478,25 +478,10 @@ async fn listeners_coming_and_going_at_random_miss_nothing_they_held() {
             };
             server.publish_updated(upstream_uri);
         }
-        for (held, subscription) in &mut open {
-            let mut expected: BTreeSet<&String> = held.intersection(&published).collect();
-            while !expected.is_empty() {
-                match tokio::time::timeout(DEADLINE, subscription.next()).await {
-                    Ok(Some(Item::Event(event))) => {
-                        if let EventKind::ResourceUpdated { uri } = event.kind() {
-                            assert!(held.contains(uri), "step {step}: {uri} is not held");
-                            if expected.remove(uri) {
-                                delivered += 1;
-                            }
-                        }
-                    }
-                    other => panic!(
-                        "seed {seed}, step {step}: missed {expected:?} held by a listener: {other:?}; {:?}",
-                        rig.gateway.stats()
-                    ),
-                }
-            }
-        }
+        delivered += each_gets_what_it_held(&mut open, &published, || {
+            format!("seed {seed}, step {step}: {:?}", rig.gateway.stats())
+        })
+        .await;
     }
     assert!(delivered > STEPS / 2, "only {delivered} deliveries checked");
     let remaining: BTreeMap<&str, BTreeSet<String>> = ["a", "b"]
@@ -567,4 +552,32 @@ async fn a_list_an_upstream_gains_later_reaches_downstream_without_a_restart() {
         view.prompts().iter().any(|prompt| prompt.name == "a/greet")
     })
     .await;
+}
+
+/// Reads each of `open` (listeners with the URIs they hold) until it got
+/// an update of every URI of `published` it holds, and nothing it does not
+/// hold; how many it got. A miss panics, saying `context()`.
+pub(super) async fn each_gets_what_it_held(
+    open: &mut [(BTreeSet<String>, Subscription)],
+    published: &BTreeSet<String>,
+    context: impl Fn() -> String,
+) -> usize {
+    let mut delivered = 0;
+    for (held, subscription) in open {
+        let mut expected: BTreeSet<&String> = held.intersection(published).collect();
+        while !expected.is_empty() {
+            match tokio::time::timeout(DEADLINE, subscription.next()).await {
+                Ok(Some(Item::Event(event))) => {
+                    if let EventKind::ResourceUpdated { uri } = event.kind() {
+                        assert!(held.contains(uri), "{}: {uri} is not held", context());
+                        if expected.remove(uri) {
+                            delivered += 1;
+                        }
+                    }
+                }
+                other => panic!("{}: missed {expected:?}: {other:?}", context()),
+            }
+        }
+    }
+    delivered
 }

@@ -4,17 +4,15 @@
 //! reaching exactly the downstream listeners that asked for them.
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_subscriptions::{EventKind, Filter, ListKind};
 use mcp_subscriptions_client::catalog::{Catalog, CatalogOptions};
 use mcp_subscriptions_client::{Item, SubscribeOptions, Subscription};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use crate::support::example::{HttpServer, binary, example, raw_http};
+use crate::support::example::{HttpServer, binary, raw_http, start_gateway};
 use crate::support::interop::Server;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -26,24 +24,13 @@ async fn gateway(upstreams: &[String]) -> (Child, String) {
 
 /// The example gateway on `bind`, sharing its port with other replicas.
 async fn gateway_on(bind: &str, upstreams: &[String]) -> (Child, String) {
-    let mut command = Command::new(example("gateway"));
-    command.args(["--bind", bind, "--grace-secs", "1", "--reuse-port"]);
+    let mut args: Vec<String> = ["--bind", bind, "--grace-secs", "1", "--reuse-port"]
+        .map(str::to_owned)
+        .into();
     for upstream in upstreams {
-        command.args(["--upstream", upstream]);
+        args.extend(["--upstream".to_owned(), upstream.clone()]);
     }
-    let mut child = command
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example gateway starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-        .await
-        .expect("the gateway says where it listens")
-        .unwrap()
-        .expect("the gateway exited before listening");
-    let url = line.strip_prefix("listening on ").unwrap().to_owned();
-    (child, url)
+    start_gateway(&args).await
 }
 
 fn tool_names(catalog: &Catalog) -> BTreeSet<String> {

@@ -32,6 +32,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use crate::gateway::each_gets_what_it_held;
 use crate::support::catalog_server::CatalogServer;
 use crate::support::scoped::{Scope, URIS, random_scope, uri};
 use crate::waiting::until;
@@ -293,34 +294,18 @@ async fn callers_coming_and_going_at_random_miss_nothing_and_leave_nothing_upstr
                 "step {step}: {listens} upstream listens"
             );
         }
-        let published: BTreeSet<&String> = (0..rng.random_range(1..4))
-            .map(|_| &pool[rng.random_range(0..pool.len())])
+        let published: BTreeSet<String> = (0..rng.random_range(1..4))
+            .map(|_| pool[rng.random_range(0..pool.len())].clone())
             .collect();
         for name in &published {
             let (upstream, there) = name.split_once('+').unwrap();
             let at = UPSTREAMS.iter().position(|u| *u == upstream).unwrap();
             rig.upstreams[at].publish_updated(there);
         }
-        for (held, subscription) in &mut open {
-            let mut expected: BTreeSet<&String> =
-                held.iter().filter(|uri| published.contains(uri)).collect();
-            while !expected.is_empty() {
-                match tokio::time::timeout(DEADLINE, subscription.next()).await {
-                    Ok(Some(Item::Event(event))) => {
-                        if let EventKind::ResourceUpdated { uri } = event.kind() {
-                            assert!(held.contains(uri), "step {step}: {uri} is not held");
-                            if expected.remove(uri) {
-                                delivered += 1;
-                            }
-                        }
-                    }
-                    other => panic!(
-                        "seed {seed}, step {step}: missed {expected:?}: {other:?}; {:?}",
-                        rig.gateway.stats()
-                    ),
-                }
-            }
-        }
+        delivered += each_gets_what_it_held(&mut open, &published, || {
+            format!("seed {seed}, step {step}: {:?}", rig.gateway.stats())
+        })
+        .await;
     }
     assert!(delivered > STEPS / 2, "only {delivered} deliveries checked");
     drop(open);

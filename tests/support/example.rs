@@ -183,6 +183,25 @@ impl HttpServer {
     }
 }
 
+/// The example gateway started with `args`, and the URL it says it
+/// listens on.
+pub async fn start_gateway(args: &[String]) -> (Child, String) {
+    let mut child = Command::new(example("gateway"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example gateway starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the gateway says where it listens")
+        .unwrap()
+        .expect("the gateway exited before listening");
+    let url = line.strip_prefix("listening on ").unwrap().to_owned();
+    (child, url)
+}
+
 /// The example server speaking over its stdin and stdout.
 pub async fn stdio_client(args: &[&str]) -> (Child, Client) {
     let mut child = Command::new(binary())
