@@ -1,7 +1,7 @@
 //! A gateway speaking upstream as each caller, against models:
 //!
-//! - isolation: downstream streams of several principals (two per
-//!   tenant), each with random URIs of two upstreams that know every
+//! - isolation: a caller without a principal is refused, and downstream
+//!   streams of several principals (two per tenant), each with random URIs of two upstreams that know every
 //!   principal by its own token and scope events to principals and
 //!   tenants, receive exactly what a model says of a seeded random run of
 //!   events for everyone, a principal, a tenant, both, no one, or a
@@ -175,6 +175,16 @@ async fn until_ends(subscription: &mut Subscription) -> BTreeMap<String, Vec<Str
 async fn each_downstream_stream_gets_exactly_what_its_principal_is_sent_upstream() {
     let mut rng = StdRng::seed_from_u64(SEED);
     let rig = rig(&PEOPLE, Duration::from_secs(5)).await;
+    // A caller without a principal has no credential to be: refused.
+    let filter = Filter::new().with_resource(downstream("a", END));
+    let anonymous =
+        Subscription::http(rig.url.as_str(), &filter, SubscribeOptions::default()).await;
+    assert!(
+        matches!(&anonymous, Err(SubscribeError::Refused(error)) if error.code == ErrorCode::INVALID_REQUEST),
+        "{anonymous:?}"
+    );
+    let view = rig.gateway.view(None).await;
+    assert_eq!(view.unwrap_err().code, ErrorCode::INVALID_REQUEST);
     // Two streams per principal, each with random URIs of both upstreams.
     let mut streams = Vec::new();
     for &(principal, tenant) in &PEOPLE {
