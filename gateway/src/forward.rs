@@ -34,8 +34,8 @@ fn by_uri<'a>(
     link_of(links, catalogs.claim_uri(uri))
 }
 
-/// The `_meta` keys that describe the downstream client's own connection:
-/// upstream, the request is the gateway's, and names it instead.
+// The `_meta` keys that describe the downstream client's own connection:
+// upstream, the request is the gateway's, and names it instead.
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

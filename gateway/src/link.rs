@@ -391,12 +391,7 @@ impl Listen {
         if !tasks.is_empty()
             && let Ok(catalog) = self.link.catalog()
         {
-            let status = TaskStatuses {
-                hub: self.hub.clone(),
-                audience: self.audience.clone(),
-                namespace: Arc::clone(&self.link.upstream.namespace),
-            };
-            tokio::spawn(status.fetch(catalog, tasks));
+            tokio::spawn(self.statuses().fetch(catalog, tasks));
         }
         self.link.stats.lock().resyncs += 1;
     }
@@ -418,13 +413,17 @@ impl Listen {
         else {
             return false;
         };
-        let status = TaskStatuses {
+        self.statuses().publish(task);
+        true
+    }
+
+    /// Where the scope's task statuses go.
+    fn statuses(&self) -> TaskStatuses {
+        TaskStatuses {
             hub: self.hub.clone(),
             audience: self.audience.clone(),
             namespace: Arc::clone(&self.link.upstream.namespace),
-        };
-        status.publish(task);
-        true
+        }
     }
 
     fn record(&self) {
