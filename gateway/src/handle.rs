@@ -58,13 +58,14 @@ impl GatewayBuilder {
 
     /// Speaks to the upstreams as each downstream caller, with the
     /// credential `identity` gives for the caller's principal, instead of
-    /// as the gateway itself. Each principal gets a *scope* of its own:
-    /// its own catalog of each upstream (its lists are what its
-    /// credential sees) and its own URI listens, shared by all of that
-    /// principal's streams, opened by its first stream or request and
-    /// released a [grace](Self::grace) after its last; every event heard
-    /// in a scope reaches only that principal's streams. A caller without
-    /// a principal is refused (`-32600`).
+    /// as the gateway itself. Each credential scope (by default each
+    /// principal; see [`UpstreamIdentity`]) gets a *scope* of its own: its
+    /// own catalog of each upstream (its lists are what its credential
+    /// sees) and its own URI and task listens, shared by all of its
+    /// principals' streams, opened by their first stream or request and
+    /// released a [grace](Self::grace) after their last; every event
+    /// heard in a scope reaches only its principals' streams. A caller
+    /// without a principal is refused (`-32600`).
     pub fn per_caller(mut self, identity: UpstreamIdentity) -> Self {
         self.identity = Some(identity);
         self

@@ -70,14 +70,16 @@
 //! and an upstream, the bearer token to send there, from a table, a token
 //! exchange or the caller's own token passed through.
 //!
-//! Each principal then has a *scope*: its own catalog of each upstream,
-//! fetched with its credential, and its own URI listen per upstream,
-//! shared by every stream of that principal. Its first stream (the
+//! Each principal then has a *scope* (principals whose credentials are
+//! the same at every upstream share one: a [credential
+//! scope](UpstreamIdentity#credential-scopes)): its own catalog of each
+//! upstream, fetched with its credential, and its own URI listen per
+//! upstream, shared by every stream of that principal. Its first stream (the
 //! [demand](Gateway::demand) hooks are [per
 //! principal](mcp_subscriptions::Demand::per_principal)) or request
 //! ([`Gateway::view`]) opens it; a [grace](GatewayBuilder::grace) after
 //! its last, it is released. An event heard in a scope is published for
-//! that principal alone ([`Audience::principal`](mcp_subscriptions::Audience::principal)),
+//! its principals alone ([`Audience::principal`](mcp_subscriptions::Audience::principal)),
 //! so an upstream event scoped to alice reaches alice's downstream
 //! streams and no one else's, an unscoped one each principal's streams
 //! once (through its own scope), and a list change only the principals
@@ -147,6 +149,7 @@ mod handle;
 mod identity;
 mod link;
 mod lists;
+mod members;
 mod scope;
 mod scopes;
 mod stats;

@@ -34,7 +34,7 @@
 //! downstream listeners refetch, and each task's status is fetched
 //! (`tasks/get`) and published: never silence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,12 +44,13 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::members::Members;
 use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
 use crate::watch::{self, Watch};
 use mcp_subscriptions::__private::Backoff;
 use mcp_subscriptions::Hub;
-use mcp_subscriptions::{Audience, Event, EventKind, tasks};
+use mcp_subscriptions::{Event, EventKind, tasks};
 use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState, Namespace};
 use mcp_subscriptions_client::{FilterHandle, Item, SubscribeError, Subscription};
 
@@ -60,11 +61,12 @@ const REOPEN: Backoff = Backoff {
     max: Duration::from_secs(30),
 };
 
-/// What downstream demand holds of the upstream (a key's hooks never
-/// overlap, so a set is enough).
+/// What downstream demand holds of the upstream: each watch with how many
+/// hold it (the principals of a scope that shares credentials each attach
+/// it; one principal's hooks of a key never overlap).
 #[derive(Default)]
 struct Wanted {
-    watches: BTreeSet<Watch>,
+    watches: BTreeMap<Watch, usize>,
     /// Raised at each change of `watches`.
     generation: u64,
     /// Why a watch was refused, until its attach reads it.
@@ -121,7 +123,7 @@ impl Link {
         let generation = {
             let mut wanted = self.wanted.lock();
             wanted.refused.remove(&watch);
-            wanted.watches.insert(watch.clone());
+            *wanted.watches.entry(watch.clone()).or_default() += 1;
             wanted.generation += 1;
             wanted.generation
         };
@@ -144,13 +146,19 @@ impl Link {
         }
     }
 
-    /// Takes `watch` out of the wanted set.
+    /// One holder of `watch` fewer: the last one takes it out of the
+    /// wanted set.
     pub(super) fn detach(&self, watch: &Watch) {
         {
             let mut wanted = self.wanted.lock();
-            if !wanted.watches.remove(watch) {
+            let Some(holders) = wanted.watches.get_mut(watch) else {
+                return;
+            };
+            *holders -= 1;
+            if *holders > 0 {
                 return;
             }
+            wanted.watches.remove(watch);
             wanted.generation += 1;
         }
         self.wake.notify_one();
@@ -167,12 +175,12 @@ impl Link {
 
     /// Keeps the upstream listen covering the wanted set until the
     /// gateway is dropped, publishing what it hears into `hub` for
-    /// `audience` (its scope's).
-    pub(super) async fn run(self: Arc<Self>, hub: Hub, audience: Audience) {
+    /// its scope's `members`.
+    pub(super) async fn run(self: Arc<Self>, hub: Hub, members: Members) {
         let mut listen = Listen {
             link: self,
             hub,
-            audience,
+            members,
             subscription: None,
             listening: BTreeSet::new(),
             attached: BTreeSet::new(),
@@ -198,8 +206,8 @@ impl Link {
 struct Listen {
     link: Arc<Link>,
     hub: Hub,
-    /// Whom the events heard are for: the scope's principal, or everyone.
-    audience: Audience,
+    /// Whom the events heard are for: the scope's members, or everyone.
+    members: Members,
     subscription: Option<(Subscription, FilterHandle)>,
     /// What the upstream granted the listen (empty without one).
     listening: BTreeSet<Watch>,
@@ -217,9 +225,9 @@ impl Listen {
     /// Brings the upstream listen to the wanted set, and publishes the
     /// generation reached.
     async fn apply(&mut self) {
-        let (target, generation) = {
+        let (target, generation): (BTreeSet<Watch>, u64) = {
             let wanted = self.link.wanted.lock();
-            (wanted.watches.clone(), wanted.generation)
+            (wanted.watches.keys().cloned().collect(), wanted.generation)
         };
         self.attached.retain(|watch| target.contains(watch));
         if target != self.listening || (self.subscription.is_none() && !target.is_empty()) {
@@ -333,7 +341,7 @@ impl Listen {
     fn refuse(&mut self, watch: &Watch, error: ErrorData) {
         // The attach refused is never detached: it goes now.
         let mut wanted = self.link.wanted.lock();
-        if wanted.watches.remove(watch) {
+        if wanted.watches.remove(watch).is_some() {
             wanted.refused.insert(watch.clone(), error);
             self.link.stats.lock().refused += 1;
         }
@@ -400,7 +408,7 @@ impl Listen {
     /// updated.
     fn publish(&self, uri: String) {
         self.hub
-            .publish(Event::resource_updated(uri).with_audience(self.audience.clone()));
+            .publish(Event::resource_updated(uri).with_audience(self.members.audience()));
     }
 
     /// Publishes a `notifications/tasks` heard upstream to the scope's
@@ -421,7 +429,7 @@ impl Listen {
     fn statuses(&self) -> TaskStatuses {
         TaskStatuses {
             hub: self.hub.clone(),
-            audience: self.audience.clone(),
+            members: self.members.clone(),
             namespace: Arc::clone(&self.link.upstream.namespace),
         }
     }
@@ -457,11 +465,11 @@ fn not_granted(upstream: &str, watch: &Watch) -> ErrorData {
     ErrorData::invalid_params(format!("upstream {upstream} does not serve {watch}"), None)
 }
 
-/// Where a scope's task statuses go: its hub, for its audience, their
+/// Where a scope's task statuses go: its hub, for its members, their
 /// task ids named downstream.
 struct TaskStatuses {
     hub: Hub,
-    audience: Audience,
+    members: Members,
     namespace: Arc<dyn Namespace>,
 }
 
@@ -469,7 +477,7 @@ impl TaskStatuses {
     fn publish(&self, mut task: DetailedTask) {
         task.task.task_id = self.namespace.name_down(&task.task.task_id);
         self.hub
-            .publish(tasks::event(&task).with_audience(self.audience.clone()));
+            .publish(tasks::event(&task).with_audience(self.members.audience()));
     }
 
     /// Fetches each of `ids`' status upstream (`tasks/get`) and publishes

@@ -3,21 +3,22 @@
 
 use rmcp::model::{CacheScope, Prompt, Resource, ResourceTemplate, Tool};
 
+use mcp_subscriptions::Event;
 use mcp_subscriptions::Hub;
-use mcp_subscriptions::{Audience, Event};
 use mcp_subscriptions_client::catalog::{
     CatalogKind, CatalogSet, ServerHealth, SetChange, SetChanges,
 };
 
+use crate::members::Members;
 use crate::stats::CacheHint;
 
 /// Publishes a list change downstream each time an upstream's list
 /// really changed (its catalog's diff decides, so a refetch that found the
 /// same list, after a restart say, is no change), and each list's when an
-/// upstream joins or leaves: for `audience`, the scope's streams.
-pub(super) async fn forward_changes(mut changes: SetChanges, hub: Hub, audience: Audience) {
+/// upstream joins or leaves: for the scope's `members`.
+pub(super) async fn forward_changes(mut changes: SetChanges, hub: Hub, members: Members) {
     let publish = |kind: CatalogKind| {
-        hub.publish(Event::list_changed(kind.list_kind()).with_audience(audience.clone()));
+        hub.publish(Event::list_changed(kind.list_kind()).with_audience(members.audience()));
     };
     while let Some(change) = changes.next().await {
         match change {

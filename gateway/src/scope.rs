@@ -4,13 +4,14 @@
 //!
 //! A gateway without [per caller](crate::GatewayBuilder::per_caller)
 //! identities has one scope, its own, whose events reach everyone; with
-//! them, one per downstream principal, whose events reach only that
-//! principal's streams (the hub's audiences enforce it).
+//! them, one per credential scope (by default each principal its own),
+//! whose events reach only its members' streams (the hub's audiences
+//! enforce it).
 
 use std::sync::Arc;
 
+use mcp_subscriptions::Hub;
 use mcp_subscriptions::audience::Principal;
-use mcp_subscriptions::{Audience, Hub};
 use mcp_subscriptions_client::catalog::{CatalogSet, ServerHealth};
 use parking_lot::Mutex;
 use rmcp::model::ErrorData;
@@ -21,14 +22,18 @@ use crate::forward;
 use crate::identity::UpstreamIdentity;
 use crate::link::Link;
 use crate::lists;
+use crate::members::Members;
 use crate::upstream::Upstream;
 use crate::watch::Watch;
 use mcp_subscriptions::hub::InterestKey;
 
 /// One identity's view of the upstreams, and the tasks that keep it.
 pub(super) struct Scope {
-    /// The caller whose credential it carries; `None`: the gateway's own.
+    /// The principal whose credentials it carries (the first of its
+    /// members); `None`: the gateway's own.
     pub(super) principal: Option<Principal>,
+    /// Whom its events are for.
+    pub(super) members: Members,
     /// Each upstream's catalog as this identity sees it.
     pub(super) catalogs: CatalogSet,
     pub(super) links: Vec<Arc<Link>>,
@@ -65,6 +70,7 @@ impl Scope {
             ready.clone(),
         ));
         Arc::new(Self {
+            members: Members::of(principal.as_ref()),
             principal,
             catalogs,
             links,
@@ -74,22 +80,18 @@ impl Scope {
     }
 
     /// Starts publishing what the scope hears into `hub`: for the streams
-    /// of its principal, or everyone's.
+    /// of its members, or everyone's.
     pub(super) fn serve(&self, hub: &Hub) {
-        let audience = self
-            .principal
-            .clone()
-            .map_or_else(Audience::everyone, Audience::principal);
         let mut tasks = self.tasks.lock();
         for link in &self.links {
             tasks.push(tokio::spawn(
-                Arc::clone(link).run(hub.clone(), audience.clone()),
+                Arc::clone(link).run(hub.clone(), self.members.clone()),
             ));
         }
         tasks.push(tokio::spawn(lists::forward_changes(
             self.catalogs.changes(),
             hub.clone(),
-            audience,
+            self.members.clone(),
         )));
     }
 

@@ -1,6 +1,6 @@
-//! The scopes a gateway holds: its own, or one per downstream caller,
-//! opened by the caller's first stream or request and released a grace
-//! after its last one.
+//! The scopes a gateway holds: its own, or one per credential scope of
+//! its callers (by default each principal its own), opened by a caller's
+//! first stream or request and released a grace after its members' last.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,14 +26,14 @@ pub(super) struct Scopes {
 enum Mode {
     /// One scope, the gateway's own, for every caller.
     Shared(Arc<Scope>),
-    /// A scope per principal, opened on demand.
+    /// A scope per credential scope, by its name, opened on demand.
     PerCaller {
         identity: UpstreamIdentity,
-        callers: Mutex<HashMap<Principal, Held>>,
+        callers: Mutex<HashMap<String, Held>>,
     },
 }
 
-/// A caller's scope and who holds it.
+/// A credential scope's scope and who holds it.
 struct Held {
     scope: Arc<Scope>,
     holders: usize,
@@ -45,7 +45,8 @@ struct Held {
 /// One hold on a caller's scope, given back when dropped.
 pub(super) struct ScopeHold {
     scopes: Arc<Scopes>,
-    principal: Principal,
+    /// Its credential scope's name.
+    name: String,
 }
 
 impl Scopes {
@@ -95,9 +96,10 @@ impl Scopes {
         self.grace
     }
 
-    /// The scope `principal`'s requests and streams are served from,
-    /// opened if it was not, and held until the hold is dropped (and the
-    /// grace has passed). The shared scope needs no hold.
+    /// The scope `principal`'s requests and streams are served from (its
+    /// credential scope's, `principal` one of its members), opened if it
+    /// was not, and held until the hold is dropped (and the grace has
+    /// passed). The shared scope needs no hold.
     ///
     /// # Errors
     ///
@@ -116,8 +118,9 @@ impl Scopes {
                 None,
             ));
         };
+        let name = identity.scope_of(principal);
         let mut callers = callers.lock();
-        let held = callers.entry(principal.clone()).or_insert_with(|| {
+        let held = callers.entry(name.clone()).or_insert_with(|| {
             let scope = Scope::open(
                 Some(principal.clone()),
                 &self.upstreams,
@@ -131,9 +134,10 @@ impl Scopes {
             }
         });
         held.holders += 1;
+        held.scope.members.admit(principal);
         let hold = ScopeHold {
             scopes: Arc::clone(self),
-            principal: principal.clone(),
+            name,
         };
         Ok((Arc::clone(&held.scope), Some(hold)))
     }
@@ -150,15 +154,14 @@ impl Scopes {
         }
     }
 
-    /// One holder of `principal`'s scope fewer: the last one starts its
-    /// grace.
-    fn release(self: &Arc<Self>, principal: &Principal) {
+    /// One holder of scope `name` fewer: the last one starts its grace.
+    fn release(self: &Arc<Self>, name: &str) {
         let Mode::PerCaller { callers, .. } = &self.mode else {
             return;
         };
         let spell = {
             let mut callers = callers.lock();
-            let Some(held) = callers.get_mut(principal) else {
+            let Some(held) = callers.get_mut(name) else {
                 return;
             };
             held.holders -= 1;
@@ -168,18 +171,18 @@ impl Scopes {
             held.spell += 1;
             held.spell
         };
-        let (scopes, principal) = (Arc::clone(self), principal.clone());
+        let (scopes, name) = (Arc::clone(self), name.to_owned());
         let lapse = move || {
             let Mode::PerCaller { callers, .. } = &scopes.mode else {
                 return;
             };
             let mut callers = callers.lock();
             if callers
-                .get(&principal)
+                .get(&name)
                 .is_some_and(|held| held.holders == 0 && held.spell == spell)
             {
                 // Dropped outside the lock: its tasks are aborted.
-                let gone = callers.remove(&principal);
+                let gone = callers.remove(&name);
                 drop(callers);
                 drop(gone);
             }
@@ -200,6 +203,6 @@ impl Scopes {
 
 impl Drop for ScopeHold {
     fn drop(&mut self) {
-        self.scopes.release(&self.principal);
+        self.scopes.release(&self.name);
     }
 }

@@ -10,6 +10,9 @@
 //!   the upstreams publish: each gets what it held, its principal's
 //!   upstream listens never number more than two per upstream, and once
 //!   all have left every scope and upstream stream is released;
+//! - credential scopes: principals with one token everywhere share one
+//!   scope, each hears what that identity is sent, and one letting go of
+//!   a URI leaves it held for the other;
 //! - tasks: a task a tool call started through the gateway is its
 //!   caller's: its status reaches the caller's listen of it, named
 //!   downstream, and another caller can neither get it nor listen to it.
@@ -18,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use mcp_subscriptions::audience::Principal;
-use mcp_subscriptions::{Event, EventKind, Filter};
+use mcp_subscriptions::{Audience, Event, EventKind, Filter};
 use mcp_subscriptions_client::catalog::CatalogOptions;
 use mcp_subscriptions_client::{
     DEFAULT_OVERLAP, Item, SubscribeError, SubscribeOptions, Subscription,
@@ -54,32 +57,44 @@ const PEOPLE: [(&str, &str); 4] = [
     ("p3", "tenant:b"),
 ];
 
-/// Two upstreams knowing `principals` (each by the token `token-<name>`,
-/// of tenant `<tenant>`), a per-caller gateway over them with `grace`,
-/// served over HTTP behind a layer that takes the caller from `x-user`.
+/// Two upstreams, a per-caller gateway over them, served over HTTP behind
+/// a layer that takes the caller from `x-user`.
 struct Rig {
     upstreams: Vec<CatalogServer>,
     gateway: Gateway,
     url: String,
 }
 
+/// The rig with `principals` (name, tenant), each known upstream by the
+/// token `token-<name>`, and the gateway speaking as each with its own.
 async fn rig(principals: &[(&str, &str)], grace: Duration) -> Rig {
-    let mut upstreams = Vec::new();
-    let mut builder = Gateway::builder().grace(grace);
-    let known: Vec<(String, &str, &str)> = principals
+    let tokens: Vec<String> = principals
         .iter()
-        .map(|&(name, tenant)| {
-            (
-                format!("token-{name}"),
-                name,
-                tenant.trim_start_matches("tenant:"),
-            )
-        })
+        .map(|(name, _)| format!("token-{name}"))
         .collect();
+    let known: Vec<(&str, &str, &str)> = principals
+        .iter()
+        .zip(&tokens)
+        .map(|(&(name, tenant), token)| (token.as_str(), name, tenant))
+        .collect();
+    let speaking: Vec<(&str, &str)> = principals
+        .iter()
+        .zip(&tokens)
+        .map(|(&(name, _), token)| (name, token.as_str()))
+        .collect();
+    rig_with(&known, &speaking, grace).await
+}
+
+/// The rig with upstreams that know each `(token, principal, tenant)`,
+/// and a gateway (with `grace`) that speaks as each downstream principal
+/// with the token `speaking` gives it, at both upstreams.
+async fn rig_with(known: &[(&str, &str, &str)], speaking: &[(&str, &str)], grace: Duration) -> Rig {
     let known: Vec<(&str, &str, &str)> = known
         .iter()
-        .map(|(token, name, tenant)| (token.as_str(), *name, *tenant))
+        .map(|&(token, name, tenant)| (token, name, tenant.trim_start_matches("tenant:")))
         .collect();
+    let mut upstreams = Vec::new();
+    let mut builder = Gateway::builder().grace(grace);
     // No copy of a pending update is coalesced upstream, so that every
     // event arrives as itself and the model is exact.
     let defaults = CatalogOptions::default();
@@ -94,9 +109,9 @@ async fn rig(principals: &[(&str, &str)], grace: Duration) -> Rig {
         upstreams.push(server);
     }
     let table = UPSTREAMS.iter().flat_map(|upstream| {
-        principals
+        speaking
             .iter()
-            .map(move |&(name, _)| (*upstream, name, format!("token-{name}")))
+            .map(move |&(name, token)| (*upstream, name, token))
     });
     let gateway = builder
         .per_caller(UpstreamIdentity::table(table))
@@ -150,8 +165,17 @@ fn downstream(upstream: &str, uri: &str) -> String {
 /// What `subscription` receives until it has seen the end marker of each
 /// upstream, by upstream: the downstream URIs updated, in order.
 async fn until_ends(subscription: &mut Subscription) -> BTreeMap<String, Vec<String>> {
+    until_ends_of(subscription, &UPSTREAMS).await
+}
+
+/// What `subscription` receives until it has seen the end marker of each
+/// of `upstreams`, by upstream.
+async fn until_ends_of(
+    subscription: &mut Subscription,
+    upstreams: &[&str],
+) -> BTreeMap<String, Vec<String>> {
     let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut ends: BTreeSet<String> = UPSTREAMS.iter().map(|u| downstream(u, END)).collect();
+    let mut ends: BTreeSet<String> = upstreams.iter().map(|u| downstream(u, END)).collect();
     while !ends.is_empty() {
         match tokio::time::timeout(DEADLINE, subscription.next()).await {
             Ok(Some(Item::Event(event))) => {
@@ -425,4 +449,53 @@ async fn a_task_started_through_the_gateway_is_its_callers_alone() {
         ["t-1"],
         "the upstream listen follows it"
     );
+}
+
+/// Principals with one token at every upstream are one identity there:
+/// one scope (one catalog listen and one URI listen per upstream) whose
+/// events reach each of their streams and no one else's, and a URI one of
+/// them lets go stays held for the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn principals_of_one_credential_share_one_scope() {
+    let known = [("token-team", "team", "t"), ("token-p2", "p2", "t")];
+    let speaking = [
+        ("p0", "token-team"),
+        ("p1", "token-team"),
+        ("p2", "token-p2"),
+    ];
+    let rig = rig_with(&known, &speaking, Duration::from_millis(50)).await;
+    let uris: BTreeSet<String> = [downstream("a", "file:///x"), downstream("a", END)].into();
+    let mut p0 = rig.listen("p0", &uris).await;
+    let mut p1 = rig.listen("p1", &uris).await;
+    let mut p2 = rig.listen("p2", &uris).await;
+    let stats = &rig.gateway.stats()[0];
+    assert_eq!(stats.scopes, 2, "p0 and p1 share one: {stats:?}");
+    assert_eq!(stats.listens(), 4, "two per scope: {stats:?}");
+    tokio::time::sleep(DEFAULT_OVERLAP * 2).await;
+
+    let team = Audience::principal("team");
+    let upstream = &rig.upstreams[0];
+    upstream.publish_event(Event::resource_updated("file:///x").with_audience(team.clone()));
+    upstream.publish_updated(END);
+    let x = downstream("a", "file:///x");
+    for (who, stream) in [("p0", &mut p0), ("p1", &mut p1)] {
+        let seen = until_ends_of(stream, &["a"]).await;
+        assert_eq!(seen.get("a"), Some(&vec![x.clone()]), "{who}");
+    }
+    assert_eq!(
+        until_ends_of(&mut p2, &["a"]).await.get("a"),
+        None,
+        "not p2's"
+    );
+
+    // p0 lets go of the URI; p1 still holds it, past the graces.
+    drop(p0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    upstream.publish_event(Event::resource_updated("file:///x").with_audience(team));
+    upstream.publish_updated(END);
+    assert_eq!(
+        until_ends_of(&mut p1, &["a"]).await.get("a"),
+        Some(&vec![x])
+    );
+    assert_eq!(rig.gateway.stats()[0].scopes, 2);
 }

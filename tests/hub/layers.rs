@@ -79,6 +79,7 @@ const GATEWAY: Crate = Crate {
         ("error", 0),
         ("stats", 0),
         ("identity", 1),
+        ("members", 1),
         ("upstream", 1),
         ("watch", 1),
         ("link", 2),
