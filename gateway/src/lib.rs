@@ -16,8 +16,8 @@
 //!   really changed: the catalog's diff decides, so a restarted upstream
 //!   whose lists came back the same is no change;
 //! - at most one URI listen (a group of streams past 1,000 URIs) over the
-//!   catalog's connection, asking for exactly the upstream URIs that
-//!   downstream listeners hold. Demand drives it: a URI's first
+//!   catalog's connection, asking for exactly the upstream URIs (and
+//!   [task ids](#tasks)) that downstream listeners hold. Demand drives it: a URI's first
 //!   downstream listener widens it before that listen is acknowledged, its
 //!   last one lets it narrow after the [grace](GatewayBuilder::grace), and
 //!   with no URI left it is closed. A change of filter never opens a gap:
