@@ -66,7 +66,8 @@ struct Options {
     #[arg(long, value_parser = BoolishValueParser::new())]
     reuse_port: bool,
     /// Seconds an upstream URI stays listened to after its last
-    /// downstream listener left
+    /// downstream listener left (and a caller's scope open after its last
+    /// stream or request)
     #[arg(long, value_name = "N", default_value_t = mcp_subscriptions::Demand::DEFAULT_GRACE.as_secs())]
     grace_secs: u64,
     /// Require this bearer token for that principal (of that tenant), and
@@ -79,7 +80,12 @@ struct Options {
     bearer_tokens: Vec<bearer::BearerToken>,
     /// The token sent to that upstream on that principal's behalf (else
     /// the principal's own bearer token); repeat for more
-    #[arg(long = "upstream-token", value_name = "UPSTREAM=PRINCIPAL:TOKEN", value_parser = upstream_token)]
+    #[arg(
+        long = "upstream-token",
+        value_name = "UPSTREAM=PRINCIPAL:TOKEN",
+        value_parser = upstream_token,
+        requires = "bearer_tokens"
+    )]
     upstream_tokens: Vec<UpstreamToken>,
 }
 
@@ -303,6 +309,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    if let Some(stray) = options
+        .upstream_tokens
+        .iter()
+        .find(|token| !options.upstreams.iter().any(|u| u.name() == token.upstream))
+    {
+        return Err(format!(
+            "--upstream-token names {}, which no --upstream is",
+            stray.upstream
+        )
+        .into());
+    }
     let tokens = bearer::Tokens::new(&options.bearer_tokens);
     let mut builder = Gateway::builder().grace(Duration::from_secs(options.grace_secs));
     if !tokens.is_empty() {

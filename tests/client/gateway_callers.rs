@@ -12,7 +12,7 @@ use mcp_subscriptions_client::{DEFAULT_OVERLAP, Item, SubscribeOptions, Subscrip
 use serde_json::{Value, json};
 use tokio::process::Child;
 
-use crate::support::example::{HttpServer, raw_http, start_gateway};
+use crate::support::example::{HttpServer, example, raw_http, start_gateway};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -280,4 +280,25 @@ async fn each_caller_gets_its_own_lists_and_events_and_a_killed_upstream_resyncs
         );
     }
     drop(a);
+}
+
+/// An `--upstream-token` for an upstream the gateway does not have, or
+/// without `--bearer-token` (no caller to speak as), is a mistake said at
+/// once, not a token silently unused.
+#[tokio::test]
+async fn the_example_gateway_refuses_upstream_tokens_it_cannot_use() {
+    let run = |args: &'static [&'static str]| async move {
+        let output = tokio::process::Command::new(example("gateway"))
+            .args(["--upstream", "a=http://127.0.0.1:9/mcp"])
+            .args(args)
+            .output()
+            .await
+            .expect("the example gateway runs");
+        assert!(!output.status.success(), "{args:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stray = run(&["--bearer-token", "p:t", "--upstream-token", "b=p:u"]).await;
+    assert!(stray.contains("--upstream-token names b"), "{stray}");
+    let alone = run(&["--upstream-token", "a=p:u"]).await;
+    assert!(alone.contains("--bearer-token"), "{alone}");
 }
