@@ -434,11 +434,7 @@ async fn a_call_goes_upstream_whole_with_its_meta_and_the_gateways_own_connectio
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listeners_coming_and_going_at_random_miss_nothing_they_held() {
     const STEPS: usize = 300;
-    let seed: u64 = std::env::var("GATEWAY_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(rand::random);
-    println!("GATEWAY_SEED={seed}");
+    let seed = churn_seed();
     let mut rng = StdRng::seed_from_u64(seed);
     let rig = rig(Duration::from_millis(20)).await;
     let pool: Vec<String> = (0..8)
@@ -580,4 +576,15 @@ pub(super) async fn each_gets_what_it_held(
         }
     }
     delivered
+}
+
+/// A churn run's seed: `GATEWAY_SEED` when set (to replay one), else a
+/// random one, printed.
+pub(super) fn churn_seed() -> u64 {
+    let seed = std::env::var("GATEWAY_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("GATEWAY_SEED={seed}");
+    seed
 }

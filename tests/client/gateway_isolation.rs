@@ -35,7 +35,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use crate::gateway::each_gets_what_it_held;
+use crate::gateway::{churn_seed, each_gets_what_it_held};
 use crate::support::catalog_server::CatalogServer;
 use crate::support::scoped::{Scope, URIS, random_scope, uri};
 use crate::waiting::until;
@@ -286,11 +286,7 @@ async fn each_downstream_stream_gets_exactly_what_its_principal_is_sent_upstream
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_coming_and_going_at_random_miss_nothing_and_leave_nothing_upstream() {
     const STEPS: usize = 150;
-    let seed: u64 = std::env::var("GATEWAY_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(rand::random);
-    println!("GATEWAY_SEED={seed}");
+    let seed = churn_seed();
     let mut rng = StdRng::seed_from_u64(seed);
     let names: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
     let principals: Vec<(&str, &str)> = names
