@@ -7,6 +7,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use mcp_subscriptions::{Event, Filter, Hub, Listener, Next};
@@ -202,6 +203,12 @@ pub(crate) trait Tap: Send + 'static {
     /// When an event has arrived, before it is counted (so before the
     /// publisher can learn that the burst is done).
     fn arrived(&mut self) {}
+
+    /// The waker to poll the reader with, given the task's own; `None`
+    /// polls with the task's own.
+    fn waker(&mut self, _task: &Waker) -> Option<&Waker> {
+        None
+    }
 }
 
 impl Tap for () {}
@@ -257,7 +264,10 @@ impl Receivers {
                 let mut next = pin!(reader.next_event());
                 let arrived = poll_fn(|cx| {
                     tap.polled();
-                    next.as_mut().poll(cx)
+                    match tap.waker(cx.waker()) {
+                        Some(waker) => next.as_mut().poll(&mut Context::from_waker(waker)),
+                        None => next.as_mut().poll(cx),
+                    }
                 });
                 if !arrived.await {
                     break;

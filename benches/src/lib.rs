@@ -9,6 +9,9 @@
 //! - latency: [`Latency`] is a paced fan-out whose listeners note when each
 //!   event reached them; criterion times an event's way to the last of
 //!   them, the report takes the percentiles of every listener's samples;
+//! - the keep-up regime: [`KeepUp`] publishes one event at a time, each
+//!   read by every listener before the next, and counts what the
+//!   publisher's thread paid (wakes issued, CPU time) beside the rate;
 //! - memory: [`held_by_idle_listeners`] counts the heap bytes that idle
 //!   listeners hold, through an instrumented allocator that this crate
 //!   installs for every binary built on it, so that the benches and the
@@ -25,6 +28,7 @@ mod held;
 #[cfg(feature = "relay")]
 mod herd;
 mod http;
+mod keepup;
 mod latency;
 mod memory;
 #[cfg(feature = "relay")]
@@ -47,6 +51,7 @@ pub use held::{Held, HeldStreams, HerdSeen, become_held_child};
 #[cfg(feature = "relay")]
 pub use herd::{Herd, HerdRun};
 pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
+pub use keepup::{KeepUp, Paid};
 pub use latency::Latency;
 pub use memory::{
     held, held_by_idle_listeners, held_by_idle_listeners_apart, held_by_stalled_listener,

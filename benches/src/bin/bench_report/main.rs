@@ -9,11 +9,14 @@
 //! cargo run --release -p mcp-subscriptions-benches --bin bench_report -- [OPTIONS]
 //! ```
 //!
-//! `--workers 2,4,8,16` sets the scaling table's worker counts for the
-//! readers (those are the default).
+//! `--workers 2,4,8,16` sets the worker counts for the readers of the
+//! scaling table (those are its default) and of the keep-up section (2 by
+//! default). On a machine with many cores,
+//! `bench_report --only scaling,keepup --workers 2,4,8,16` is the one
+//! command that measures both.
 //!
 //! `--only latency,render` runs only those sections (`fanout`, `sparse`,
-//! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`,
+//! `latency`, `memory`, `render`, `http`, `held`, `client`, `scaling`, `keepup`,
 //! `relay`, `cluster_spread`, `audiences`, `herd`, `catalog`, `gateway`). The held section runs
 //! its servers and client shards as child processes (this binary again),
 //! and needs `ulimit -n` above 19,064. The scaling table (1, 4 and 16
@@ -42,6 +45,7 @@ mod held;
 #[cfg(feature = "relay")]
 mod herd;
 mod http;
+mod keepup;
 mod latency;
 mod memory;
 mod plot;
@@ -92,15 +96,15 @@ struct Options {
         action = ArgAction::Set
     )]
     only: Vec<Section>,
-    /// The scaling table's worker counts for the readers' runtime,
-    /// comma-separated; each is measured for the hub and `broadcast` in
-    /// the same run
+    /// The worker counts for the readers' runtime of the scaling table and
+    /// the keep-up section, comma-separated; each is measured for the hub
+    /// and `broadcast` in the same run [default: 2,4,8,16 for scaling, 2
+    /// for keepup]
     #[arg(
         long,
         value_name = "N,...",
         value_delimiter = ',',
-        action = ArgAction::Set,
-        default_values_t = scaling::DEFAULT_WORKERS
+        action = ArgAction::Set
     )]
     workers: Vec<usize>,
 }
@@ -119,6 +123,8 @@ enum Section {
     Held,
     Client,
     Scaling,
+    #[value(name = "keepup")]
+    KeepUp,
     Relay,
     #[value(name = "cluster_spread")]
     ClusterSpread,
@@ -140,6 +146,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(fanout::BURSTS_COMMAND) {
         return Ok(fanout::run_bursts(&args[1..])?);
+    }
+    // And the keep-up section, for perf to count syscalls.
+    if args.first().map(String::as_str) == Some(keepup::EVENTS_COMMAND) {
+        return Ok(keepup::run_events(&args[1..])?);
     }
     // And the audience section, scoped publishes.
     if args.first().map(String::as_str) == Some(audiences::PUBLISHES_COMMAND) {
@@ -168,6 +178,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if workers.contains(&0) {
         return Err("--workers: a runtime needs at least one worker".into());
     }
+    let workers_or = |default: &[usize]| {
+        if workers.is_empty() {
+            default.to_vec()
+        } else {
+            workers.clone()
+        }
+    };
 
     let (mut rows, mut curve) = (Vec::new(), Vec::new());
     for &section in Section::value_variants().iter().filter(|&&s| wants(s)) {
@@ -180,7 +197,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Section::Http => http::rows(&settings),
             Section::Held => held::rows(&settings)?,
             Section::Client => client::rows(&settings),
-            Section::Scaling => scaling::rows(&settings, &workers),
+            Section::Scaling => scaling::rows(&settings, &workers_or(&scaling::DEFAULT_WORKERS)),
+            Section::KeepUp => keepup::rows(&settings, &workers_or(&keepup::DEFAULT_WORKERS)),
             Section::Relay => relay_rows(&settings)?,
             Section::ClusterSpread => cluster_rows()?,
             Section::Audiences => audiences::rows(&settings),
