@@ -110,8 +110,16 @@ impl Fanout {
     /// Publishes one burst (from this thread, or through the pool when
     /// there is one) and waits until every listener has had all of it.
     pub(crate) fn burst(&self) {
+        self.burst_around(|publish| publish());
+    }
+
+    /// As [`burst`](Self::burst), each publish of this thread made by
+    /// `around`, given the publish to make, so that it can note what the
+    /// publish itself cost.
+    pub(crate) fn burst_around(&self, mut around: impl FnMut(&dyn Fn())) {
         let route = &self.route;
-        self.receivers.burst(self.pool.as_ref(), || route.publish());
+        self.receivers
+            .burst(self.pool.as_ref(), || around(&|| route.publish()));
     }
 }
 

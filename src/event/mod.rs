@@ -36,8 +36,26 @@ use crate::wire::{Message, SubscriptionId};
 ///     r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"},"uri":"file:///a"}}"#,
 /// );
 /// ```
-#[derive(Clone)]
+#[cfg_attr(not(mcp_subscriptions_census), derive(Clone))]
 pub struct Event(Arc<Published>);
+
+/// The census (`sync::census`) counts an event's clones and drops: they
+/// are the writes of its reference count.
+#[cfg(mcp_subscriptions_census)]
+impl Clone for Event {
+    #[track_caller]
+    fn clone(&self) -> Self {
+        crate::sync::census::note(Arc::as_ptr(&self.0), std::panic::Location::caller());
+        Self(self.0.clone())
+    }
+}
+
+#[cfg(mcp_subscriptions_census)]
+impl Drop for Event {
+    fn drop(&mut self) {
+        crate::sync::census::note(Arc::as_ptr(&self.0), std::panic::Location::caller());
+    }
+}
 
 #[derive(Debug, Clone)]
 struct Published {

@@ -66,6 +66,24 @@ use crate::sync::{Arc, Ordering};
 /// (the listeners sharing rings then move to queues of their own, holding
 /// what they had yet to read).
 ///
+/// # Waking readers that keep up
+///
+/// Where readers keep up with the publisher (on many cores they do), each
+/// of them is asleep when each event comes, and waking them one by one
+/// from the publisher's thread would be serial work that caps one
+/// publisher's rate. So a push into a lane wakes at most two of the
+/// members that wait and hands the others' wake-ups to the lane: each
+/// member that reads an event wakes up to four more, on its own thread,
+/// until the lane's waiters are all awake. A member that goes away passes
+/// every wake-up on, and a push that finds the last wave unfinished wakes
+/// what is left itself, so nothing waits for a wake-up that never comes;
+/// but a woken member that does not read (its task stalled, or busy with
+/// something else while registered through its [`Stream`] impl) delays the
+/// members after it until one of them reads or the next event. Listeners
+/// with queues of their own are woken by the publisher, one each.
+///
+/// [`Stream`]: futures_core::Stream
+///
 /// # Why locks and not an actor task
 ///
 /// All listener state has one owner, the hub, reached only through its

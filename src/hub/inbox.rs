@@ -44,6 +44,14 @@ impl Inbox {
         }
     }
 
+    /// Passes on every wake-up its lane's chain holds, as a member that
+    /// leaves the lane for its own queue must; nothing for a queue.
+    pub(crate) fn pass_on_all(&self) {
+        if let Self::Seat(lane, _) = self {
+            lane.pass_on_all();
+        }
+    }
+
     /// Removes a waiter that gave up.
     pub(crate) fn forget_waiter(&self) {
         match self {

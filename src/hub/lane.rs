@@ -20,7 +20,19 @@
 //! take an event. Only a member that finds nothing to read takes the
 //! lane's lock, to register its waiter where the next push looks: one
 //! lock and one wake-up per reader per wait, not per event. Lock order:
-//! the lane, then a seat, then the queue a seat moved out to.
+//! the lane, then a seat, then the queue a seat moved out to; the lane's
+//! [`Chain`] after the lane.
+//!
+//! # Waking
+//!
+//! A waiting member's waiter is kept in the lane's own list, not in its
+//! seat, so a push takes every waiter of the lane at once, under the lane's
+//! lock, without touching a member's seat: a seat is written by its reader
+//! alone. The push hands them to the lane's [`Chain`], which the publisher
+//! wakes a few of and the woken members pass on (see `chain`): when members
+//! keep up, the publisher's share of the wake-ups is a few per lane, not
+//! one per member. A member finds its entry in the list by the round it
+//! registered in, so a push that empties the list needs to tell no member.
 //!
 //! A lane seats at most 64 members (`SEATS_PER_LANE`, in the registry),
 //! so that no more readers than that share a slot's cache line.
@@ -41,6 +53,7 @@
 use std::collections::VecDeque;
 
 use super::bounded::Pushed;
+use super::chain::Chain;
 use super::id::ListenerId;
 use super::queue::Queue;
 use super::reader::{Reader, Settings, Snapshot, Waiter};
@@ -110,6 +123,8 @@ pub(crate) struct Lane {
     /// Read by members holding only their seat; written under `state`.
     ring: Ring,
     state: Mutex<State>,
+    /// The wake-ups of the members each push found waiting.
+    chain: Chain,
 }
 
 #[derive(Debug)]
@@ -121,9 +136,20 @@ struct State {
     blocks: Vec<Arc<Block>>,
     /// Seats of the blocks that no member holds, the next one last.
     free: Vec<usize>,
-    /// Seats that registered a waiter since the last publish (a seat is
-    /// listed once, however often its reader registers).
-    waiting: Vec<usize>,
+    /// The waiters members registered since the last push, each member's
+    /// at the place its [`Listing`] says (`None` once it gave up).
+    waiting: Vec<Option<Waiter>>,
+    /// Pushes that took the waiting list, so that a member's listing of an
+    /// earlier round reads as none.
+    round: u64,
+}
+
+/// Where a member's waiter is in the lane's waiting list: valid only in
+/// the round it was made in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Listing {
+    round: u64,
+    at: u32,
 }
 
 /// Places allocated together, so that a seat costs what it holds and not
@@ -163,13 +189,13 @@ enum Place {
     Moved(Arc<Queue>),
 }
 
-/// A member: its reader and its place in the ring.
+/// A member: its reader and its place in the ring. Its reader keeps no
+/// waiter: the lane's waiting list does.
 #[derive(Debug)]
 struct Member {
     reader: Reader,
     cursor: Cursor,
-    /// In the lane's waiting list.
-    listed: bool,
+    listing: Listing,
 }
 
 impl Lane {
@@ -184,7 +210,10 @@ impl Lane {
                 blocks: Vec::new(),
                 free: Vec::new(),
                 waiting: Vec::new(),
+                // A member's default listing, round 0, is of no round.
+                round: 1,
             }),
+            chain: Chain::default(),
         }
     }
 
@@ -214,19 +243,20 @@ impl Lane {
         *seat.place() = Some(Place::Member(Member {
             reader: Reader::default(),
             cursor: Cursor::at(at),
-            listed: false,
+            listing: Listing::default(),
         }));
         seat
     }
 
     /// Offers `event` to every member, tallying each member's outcome as
-    /// its own queue's push would, and collecting the waiters to wake.
+    /// its own queue's push would, and collecting the waiters the
+    /// publisher wakes itself; the others' wake-ups go to the lane's chain.
     /// Events with a succession never reach a lane (see the module docs).
     pub(crate) fn push(
         &self,
         event: &Event,
         tally: &mut [usize; Pushed::COUNT],
-        waiters: &mut Vec<Waiter>,
+        waiters: &mut Vec<Option<Waiter>>,
     ) {
         debug_assert!(event.succession().is_none(), "a lane takes no successions");
         let mut state = self.state.lock();
@@ -234,9 +264,9 @@ impl Lane {
             bounds,
             blocks,
             waiting,
+            round,
             ..
         } = &mut *state;
-        let place = |index: usize| blocks[index / SEATS_PER_BLOCK][index % SEATS_PER_BLOCK].lock();
         if bounds.evicts_bytes_for(&self.ring, event) {
             // Each member's deepest is noted as its reader would find it,
             // so a queue shrunk by the byte bound must be noted before.
@@ -247,45 +277,57 @@ impl Lane {
                 }
             }
         }
+        // Only readers that found nothing registered, under this lock: one
+        // wake-up each until they read again, whatever is published. A new
+        // round makes every member's listing stale, so none is visited.
+        // Handed before the event can be read: a member that reads it, woken
+        // or not, finds the chain's wake-ups to pass on (see `chain`).
+        if !waiting.is_empty() {
+            *round += 1;
+            self.chain.hand(waiting, waiters);
+        }
         let members = bounds.members();
         let lost = bounds.push(&self.ring, event);
         tally[Pushed::Queued as usize] += members - lost;
         tally[Pushed::DroppedOldest as usize] += lost;
-        // Only readers that found nothing registered, under this lock: one
-        // wake-up each until they read again, whatever is published.
-        for index in waiting.drain(..) {
-            if let Some(Place::Member(member)) = &mut *place(index) {
-                member.listed = false;
-                waiters.extend(member.reader.waiter.take());
-            }
-        }
     }
 
     /// As [`Reader::pop_or_register`], for the member at `seat` (read on
     /// its queue if it moved out). An event is taken under the seat's lock
     /// alone, so members read side by side; only a member that finds
     /// nothing takes the lane's lock, to register where the next push
-    /// looks. Always inlined, as the queue's is: it is the fan-out's hot
-    /// path.
+    /// looks. A member that takes something passes on the wake-ups the
+    /// lane's chain holds, if any. Always inlined, as the queue's is: it is
+    /// the fan-out's hot path.
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
         seat: &Seat,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        {
+        let mut register = Some(register);
+        let mut next = {
             let mut place = seat.place();
             match held(&mut place) {
-                Place::Member(member) => {
-                    if let Some(next) = member.pop(&self.ring) {
-                        return Some(next);
-                    }
+                Place::Member(member) => member.pop(&self.ring),
+                // Lock order allows it: a seat, then a queue. A member moved
+                // out still passes on what the lane's chain holds.
+                Place::Moved(queue) => {
+                    queue.pop_or_register(register.take().expect("not yet used"))
                 }
-                // Lock order allows it: a seat, then a queue.
-                Place::Moved(queue) => return queue.pop_or_register(register),
             }
+        };
+        if next.is_none()
+            && let Some(register) = register
+        {
+            next = self.pop_or_register_waiting(seat, register);
         }
-        self.pop_or_register_waiting(seat, register)
+        // After the take: whoever reads an event sees what the push that
+        // made it handed to the chain (`chain`'s liveness).
+        if next.is_some() {
+            self.chain.pass_on();
+        }
+        next
     }
 
     /// The member found nothing: look again under the lane's lock, which
@@ -306,19 +348,36 @@ impl Lane {
         let Member {
             reader,
             cursor,
-            listed,
+            listing,
         } = member;
         let mut storage = InRing {
             cursor,
             ring: &self.ring,
         };
-        let (waiting, index) = (&mut state.waiting, seat.index);
-        reader.pop_or_register(&mut storage, |waiter| {
-            register(waiter);
-            if waiter.is_some() && !std::mem::replace(listed, true) {
-                waiting.push(index);
+        let state = &mut *state;
+        // The member's reader keeps no waiter: the one it registers goes
+        // to the lane's list, once per round however often it registers.
+        reader.pop_or_register(&mut storage, |_| {
+            if let Some(listed) = state.listed(listing) {
+                return register(listed);
+            }
+            let mut waiter = None;
+            register(&mut waiter);
+            if waiter.is_some() {
+                *listing = Listing {
+                    round: state.round,
+                    at: u32::try_from(state.waiting.len())
+                        .expect("a lane seats at most 64 members"),
+                };
+                state.waiting.push(waiter);
             }
         })
+    }
+
+    /// Passes on every wake-up the lane's chain holds: its member leaves
+    /// it for good (to read the queue it moved out to).
+    pub(crate) fn pass_on_all(&self) {
+        self.chain.pass_on_all();
     }
 
     /// Whether some member moved out: a relaxed flag, read without the
@@ -337,35 +396,46 @@ impl Lane {
         }
     }
 
-    /// Removes a waiter that gave up. A seat left listed is unlisted by
-    /// the next push, which finds no waiter there.
+    /// Removes a waiter that gave up, and passes on every wake-up the
+    /// lane's chain holds, which a member going away must not strand.
     pub(crate) fn forget_waiter(&self, seat: &Seat) {
-        match held(&mut seat.place()) {
-            Place::Member(member) => member.reader.waiter = None,
-            Place::Moved(queue) => queue.forget_waiter(),
-        }
+        self.with_member(
+            seat,
+            |member, _, state| drop(state.take_listed(member)),
+            Queue::forget_waiter,
+        );
+        self.chain.pass_on_all();
     }
 
-    /// As [`Reader::complete`]. Its seat's lock is enough: a reader
-    /// registers under it, and looks at its phase as it does.
+    /// As [`Reader::complete`], with the waiter the member listed.
     pub(crate) fn complete(&self, seat: &Seat) -> Option<Waiter> {
-        match held(&mut seat.place()) {
-            Place::Member(member) => member.reader.complete(),
-            Place::Moved(queue) => queue.complete(),
-        }
+        self.with_member(
+            seat,
+            |member, _, state| {
+                // Only an open member registers, and only it needs waking.
+                member.reader.complete();
+                state.take_listed(member)
+            },
+            Queue::complete,
+        )
     }
 
     /// As [`Queue::stop`]: the member leaves, and what it had yet to read
     /// is discarded.
     pub(crate) fn stop(&self, seat: &Seat) -> Option<Waiter> {
-        self.with_member(
+        let waiter = self.with_member(
             seat,
-            |member, ring, bounds| {
-                let discarded = member.cursor.leave(ring, bounds, &mut member.reader);
-                member.reader.end(discarded)
+            |member, ring, state| {
+                let discarded = member
+                    .cursor
+                    .leave(ring, &mut state.bounds, &mut member.reader);
+                member.reader.end(discarded);
+                state.take_listed(member)
             },
             Queue::stop,
-        )
+        );
+        self.chain.pass_on_all();
+        waiter
     }
 
     /// As [`Queue::revoke`]: the member leaves, discarding what it had yet
@@ -373,9 +443,12 @@ impl Lane {
     pub(crate) fn revoke(&self, seat: &Seat) -> Option<Waiter> {
         self.with_member(
             seat,
-            |member, ring, bounds| {
-                let discarded = member.cursor.leave(ring, bounds, &mut member.reader);
-                member.reader.revoke(discarded)
+            |member, ring, state| {
+                let discarded = member
+                    .cursor
+                    .leave(ring, &mut state.bounds, &mut member.reader);
+                member.reader.revoke(discarded);
+                state.take_listed(member)
             },
             Queue::revoke,
         )
@@ -405,7 +478,10 @@ impl Lane {
             Place::Moved(queue) => return queue.clone(),
             Place::Member(member) => member,
         };
+        // Its queue's next push wakes it, if it waits.
+        let listed = state.take_listed(member);
         let Member { reader, cursor, .. } = member;
+        reader.waiter = listed;
         let mut unread = VecDeque::new();
         if !cursor.has_left() {
             cursor.catch_up(&self.ring, reader);
@@ -431,29 +507,45 @@ impl Lane {
     /// Frees `seat` for a later member; its listener has gone.
     pub(crate) fn release(&self, seat: &Seat) {
         let mut state = self.state.lock();
-        if let Some(Place::Member(member)) = seat.place().take()
-            && !member.cursor.has_left()
-        {
-            state.bounds.leave(&self.ring, member.cursor.next);
+        if let Some(Place::Member(mut member)) = seat.place().take() {
+            drop(state.take_listed(&mut member));
+            if !member.cursor.has_left() {
+                state.bounds.leave(&self.ring, member.cursor.next);
+            }
         }
         state.free.push(seat.index);
     }
 
-    /// Runs `on_member` on the member at `seat`, the ring and its bounds,
-    /// under the lane's lock and then the seat's, or `on_moved` on the
-    /// queue it moved out to.
+    /// Runs `on_member` on the member at `seat`, the ring and the lane's
+    /// state, under the lane's lock and then the seat's, or `on_moved` on
+    /// the queue it moved out to.
     fn with_member<T>(
         &self,
         seat: &Seat,
-        on_member: impl FnOnce(&mut Member, &Ring, &mut Bounds) -> T,
+        on_member: impl FnOnce(&mut Member, &Ring, &mut State) -> T,
         on_moved: impl FnOnce(&Queue) -> T,
     ) -> T {
         let mut state = self.state.lock();
         match held(&mut seat.place()) {
-            Place::Member(member) => on_member(member, &self.ring, &mut state.bounds),
+            Place::Member(member) => on_member(member, &self.ring, &mut state),
             // Lock order allows it: a lane, a seat, then a queue.
             Place::Moved(queue) => on_moved(queue),
         }
+    }
+}
+
+impl State {
+    /// The member's entry in the waiting list, if it listed one this round.
+    fn listed(&mut self, listing: &Listing) -> Option<&mut Option<Waiter>> {
+        if listing.round != self.round {
+            return None;
+        }
+        self.waiting.get_mut(listing.at as usize)
+    }
+
+    /// Takes the waiter `member` listed this round, if any.
+    fn take_listed(&mut self, member: &mut Member) -> Option<Waiter> {
+        self.listed(&member.listing).and_then(Option::take)
     }
 }
 

@@ -182,6 +182,7 @@ impl Listener {
     /// dropped, frees the seat.
     #[cold]
     fn follow(&mut self, queue: Arc<Queue>) {
+        self.entry.inbox.pass_on_all();
         self.entry = Arc::new(self.entry.in_queue(self.entry.filter.clone(), queue));
     }
 

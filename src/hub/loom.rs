@@ -210,7 +210,7 @@ mod loom_model_lane {
                             &mut tally,
                             &mut waiters,
                         );
-                        waiters.into_iter().for_each(Waiter::wake);
+                        waiters.into_iter().flatten().for_each(Waiter::wake);
                         evicted += tally[Pushed::DroppedOldest as usize];
                     }
                     evicted
@@ -272,6 +272,121 @@ mod loom_model_lane {
                 evicted, dropped,
                 "the publisher's report and the members' counts agree"
             );
+        });
+    }
+}
+
+/// The wake path of a lane (issue 50): waiters listed in the lane, taken
+/// by a push at once, a few woken by the publisher and the rest passed on
+/// by the woken (one direct wake-up under loom, so two members already
+/// make a chain). Whatever the interleaving, no member waiting for an
+/// event is left asleep: loom reports a reader never woken as a deadlock.
+mod loom_model_chain {
+    use loom::thread;
+
+    use crate::event::Event;
+    use crate::filter::Filter;
+    use crate::hub::bounded::Pushed;
+    use crate::hub::id::ListenerId;
+    use crate::hub::lane::{Lane, LaneKey, Seat};
+    use crate::hub::reader::{Settings, Waiter};
+    use crate::overflow::Overflow;
+    use crate::source::Next;
+    use crate::sync::Arc;
+
+    fn lane() -> Arc<Lane> {
+        let filter = Filter::new().with_resource("a");
+        let settings = Settings::new(2, Overflow::DropOldest, false);
+        let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
+        Arc::new(Lane::new(&key))
+    }
+
+    /// Pushes one event and wakes what the publisher wakes itself.
+    fn publish(lane: &Lane) {
+        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+        lane.push(&Event::resource_updated("0"), &mut tally, &mut waiters);
+        waiters.into_iter().flatten().for_each(Waiter::wake);
+    }
+
+    /// A reader on its own thread, waiting on its waker until the member
+    /// at `seat` reads one event.
+    fn reader(lane: &Arc<Lane>, seat: &Arc<Seat>) -> thread::JoinHandle<()> {
+        let (lane, seat) = (lane.clone(), seat.clone());
+        thread::spawn(move || {
+            loom::future::block_on(std::future::poll_fn(|cx| {
+                let register = |slot: &mut Option<Waiter>| {
+                    *slot = Some(Waiter::Task(cx.waker().clone()));
+                };
+                match lane.pop_or_register(&seat, register) {
+                    Some(Next::Event(_)) => std::task::Poll::Ready(()),
+                    Some(other) => panic!("unexpected {other:?}"),
+                    None => std::task::Poll::Pending,
+                }
+            }));
+        })
+    }
+
+    /// Two members wait while a publisher pushes: the one the publisher
+    /// wakes passes the other's wake-up on as it reads.
+    #[test]
+    fn a_wave_reaches_every_waiting_member() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let lane = lane();
+            let seats = [Arc::new(lane.join()), Arc::new(lane.join())];
+            let readers = seats.each_ref().map(|seat| reader(&lane, seat));
+            publish(&lane);
+            for reader in readers {
+                reader.join().unwrap();
+            }
+        });
+    }
+
+    /// One member gives up waiting (its future dropped) as the publisher
+    /// pushes: whichever comes first, the other member is woken.
+    #[test]
+    fn a_member_giving_up_strands_no_wake_up() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let lane = lane();
+            let (waiting, giving_up) = (Arc::new(lane.join()), Arc::new(lane.join()));
+            let reader = reader(&lane, &waiting);
+            let quitter = {
+                let (lane, seat) = (lane.clone(), giving_up.clone());
+                thread::spawn(move || {
+                    let noop = Waiter::Task(std::task::Waker::noop().clone());
+                    let mut noop = Some(noop);
+                    if lane
+                        .pop_or_register(&seat, |slot| *slot = noop.take())
+                        .is_none()
+                    {
+                        lane.forget_waiter(&seat);
+                    }
+                })
+            };
+            publish(&lane);
+            quitter.join().unwrap();
+            reader.join().unwrap();
+        });
+    }
+
+    /// A member waiting in the lane is moved out to a queue of its own as
+    /// the first event for it is pushed there: its waiter goes with it, so
+    /// the queue's push wakes it.
+    #[test]
+    fn a_member_moved_out_while_waiting_is_woken_by_its_queue() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let lane = lane();
+            let seat = Arc::new(lane.join());
+            let reader = reader(&lane, &seat);
+            let queue = lane.move_out(&seat, ListenerId(0));
+            let (_, waiter) = queue.push(&Event::resource_updated("0"));
+            waiter.into_iter().for_each(Waiter::wake);
+            reader.join().unwrap();
         });
     }
 }

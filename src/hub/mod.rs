@@ -8,6 +8,8 @@
 //! - `id`, `config`, `budget`: a listener's id, the hub's options, the
 //!   hub-wide bound on queued bytes;
 //! - `succession`: what a queue remembers of the successions it has seen;
+//! - `chain`: the wake-ups a publish hands to the readers it wakes, each
+//!   passing a few on as it is polled;
 //! - `reader`: a listener's reading end, one state machine (lifecycle,
 //!   lag, waiter, counts) over either storage below;
 //! - `bounded`: the events of a listener's own queue, under its bounds,
@@ -43,6 +45,9 @@
 pub(crate) mod bounded;
 mod budget;
 mod builder;
+#[cfg(all(test, mcp_subscriptions_census))]
+mod census;
+mod chain;
 mod config;
 mod entry;
 mod forward;

@@ -44,7 +44,7 @@ pub struct PublishReport {
 thread_local! {
     /// The readers a publish wakes, kept for this thread's next publish, so
     /// that waking many costs no allocation each time.
-    static WAITERS: Cell<Vec<Waiter>> = const { Cell::new(Vec::new()) };
+    static WAITERS: Cell<Vec<Option<Waiter>>> = const { Cell::new(Vec::new()) };
 }
 
 /// The most waiters a thread keeps room for between publishes; a larger
@@ -69,7 +69,9 @@ impl Shared {
                 Target::Queue(queue) => {
                     let (pushed, waiter) = queue.push(&event);
                     tally[pushed as usize] += 1;
-                    waiters.extend(waiter);
+                    if waiter.is_some() {
+                        waiters.push(waiter);
+                    }
                     if pushed == Pushed::Disconnected {
                         overflowed.push(queue.id());
                     }
@@ -108,7 +110,7 @@ impl Shared {
         };
         // Readers are woken with no lock held: waking runs executor code,
         // which may drop a task owning a listener, and that takes the lock.
-        for waiter in waiters.drain(..) {
+        for waiter in waiters.drain(..).flatten() {
             waiter.wake();
         }
         if waiters.capacity() <= KEPT_WAITERS {

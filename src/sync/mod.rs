@@ -8,6 +8,8 @@
 //! Every lock of the core goes through here; nothing above names
 //! `parking_lot` or `std::sync` locks directly.
 
+#[cfg(mcp_subscriptions_census)]
+pub(crate) mod census;
 mod park;
 
 pub use park::block_on_timeout;
@@ -15,7 +17,11 @@ pub(crate) use park::park_until;
 
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    #[cfg(mcp_subscriptions_census)]
+    pub(crate) use super::counted::{AtomicBool, AtomicU64, AtomicUsize};
+    pub(crate) use std::sync::atomic::Ordering;
+    #[cfg(not(mcp_subscriptions_census))]
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::{Arc, OnceLock};
 
     pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
@@ -30,7 +36,10 @@ mod imp {
             Self(parking_lot::Mutex::new(value))
         }
 
+        #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            #[cfg(mcp_subscriptions_census)]
+            super::census::note(self, std::panic::Location::caller());
             self.0.lock()
         }
     }
@@ -46,14 +55,65 @@ mod imp {
             Self(parking_lot::RwLock::new(value))
         }
 
+        #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, T> {
+            #[cfg(mcp_subscriptions_census)]
+            super::census::note(self, std::panic::Location::caller());
             self.0.read()
         }
 
+        #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, T> {
+            #[cfg(mcp_subscriptions_census)]
+            super::census::note(self, std::panic::Location::caller());
             self.0.write()
         }
     }
+}
+
+/// The atomics, each write noted by the census (`census`).
+#[cfg(mcp_subscriptions_census)]
+mod counted {
+    use std::panic::Location;
+    use std::sync::atomic::{self, Ordering};
+
+    use super::census::note;
+
+    macro_rules! counted {
+        ($name:ident, $value:ty, $($rmw:ident),*) => {
+            #[derive(Debug, Default)]
+            pub(crate) struct $name(atomic::$name);
+
+            #[allow(dead_code, reason = "each atomic uses some of them")]
+            impl $name {
+                pub(crate) const fn new(value: $value) -> Self {
+                    Self(atomic::$name::new(value))
+                }
+
+                pub(crate) fn load(&self, order: Ordering) -> $value {
+                    self.0.load(order)
+                }
+
+                #[track_caller]
+                pub(crate) fn store(&self, value: $value, order: Ordering) {
+                    note(self, Location::caller());
+                    self.0.store(value, order);
+                }
+
+                $(
+                    #[track_caller]
+                    pub(crate) fn $rmw(&self, value: $value, order: Ordering) -> $value {
+                        note(self, Location::caller());
+                        self.0.$rmw(value, order)
+                    }
+                )*
+            }
+        };
+    }
+
+    counted!(AtomicBool, bool, swap);
+    counted!(AtomicU64, u64, swap, fetch_add, fetch_sub);
+    counted!(AtomicUsize, usize, swap, fetch_add, fetch_sub);
 }
 
 #[cfg(mcp_subscriptions_loom)]

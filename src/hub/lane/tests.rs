@@ -1,5 +1,7 @@
 use super::*;
 use crate::event::Succession;
+use crate::hub::chain::{DIRECT, counted_waiter};
+use crate::hub::registry::SEATS_PER_LANE;
 
 fn lane(capacity: usize) -> Lane {
     let filter = Filter::new().with_resource("a");
@@ -18,7 +20,7 @@ fn lane(capacity: usize) -> Lane {
 fn push(lane: &Lane, event: &Event) -> ([usize; Pushed::COUNT], usize) {
     let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
     lane.push(event, &mut tally, &mut waiters);
-    (tally, waiters.len())
+    (tally, waiters.iter().flatten().count())
 }
 
 fn update(i: usize) -> Event {
@@ -202,4 +204,98 @@ fn seats_past_a_block_take_a_new_one_and_read_on_their_own() {
         assert_eq!(uri(pop(&lane, seat)), update(0).to_plain_json());
         assert_eq!(pop(&lane, seat), None);
     }
+}
+
+/// Registers `waiter` for the member at `seat`, which finds nothing.
+fn wait(lane: &Lane, seat: &Seat, waiter: Waiter) {
+    let mut waiter = Some(waiter);
+    assert_eq!(
+        lane.pop_or_register(seat, |slot| *slot = waiter.take()),
+        None
+    );
+}
+
+#[test]
+fn every_member_of_a_full_lane_is_woken_the_publisher_waking_a_few() {
+    let lane = lane(4);
+    let seats: Vec<Seat> = (0..SEATS_PER_LANE).map(|_| lane.join()).collect();
+    let counts: Vec<_> = seats
+        .iter()
+        .map(|seat| {
+            let (count, waiter) = counted_waiter();
+            wait(&lane, seat, waiter);
+            count
+        })
+        .collect();
+    let (mut tally, mut direct) = ([0; Pushed::COUNT], Vec::new());
+    lane.push(&update(0), &mut tally, &mut direct);
+    assert_eq!(direct.len(), DIRECT, "the publisher wakes a few itself");
+    direct.into_iter().flatten().for_each(Waiter::wake);
+    // Each woken member passes wake-ups on as it reads, until none is
+    // left asleep.
+    let woken = |i: usize| counts[i].load(std::sync::atomic::Ordering::Relaxed);
+    let mut read = vec![false; seats.len()];
+    while let Some(i) = (0..seats.len()).find(|&i| woken(i) > 0 && !read[i]) {
+        assert_eq!(uri(pop(&lane, &seats[i])), update(0).to_plain_json());
+        read[i] = true;
+    }
+    assert!(read.iter().all(|&r| r), "every member was woken and read");
+    assert!((0..seats.len()).all(|i| woken(i) == 1), "each once");
+}
+
+#[test]
+fn a_reader_that_gives_up_passes_the_wave_on() {
+    let lane = lane(4);
+    let seats: Vec<Seat> = (0..8).map(|_| lane.join()).collect();
+    let counts: Vec<_> = seats
+        .iter()
+        .map(|seat| {
+            let (count, waiter) = counted_waiter();
+            wait(&lane, seat, waiter);
+            count
+        })
+        .collect();
+    // The publisher's own wake-ups are dropped here, so only the chain can
+    // wake the others: a member that gives up waiting passes it all on.
+    push(&lane, &update(0));
+    lane.forget_waiter(&seats[0]);
+    let asleep = counts
+        .iter()
+        .filter(|c| c.load(std::sync::atomic::Ordering::Relaxed) == 0)
+        .count();
+    assert_eq!(asleep, DIRECT, "all but those the publisher wakes itself");
+}
+
+#[test]
+fn a_listed_waiter_is_woken_by_completing_stopping_and_moving_out() {
+    let lane = lane(4);
+    let seats: Vec<Seat> = (0..3).map(|_| lane.join()).collect();
+    let counts: Vec<_> = seats
+        .iter()
+        .map(|seat| {
+            let (count, waiter) = counted_waiter();
+            wait(&lane, seat, waiter);
+            count
+        })
+        .collect();
+    lane.complete(&seats[0]).expect("its listed waiter").wake();
+    lane.stop(&seats[1]).expect("its listed waiter").wake();
+    let queue = lane.move_out(&seats[2], ListenerId(2));
+    let (pushed, waiter) = queue.push(&update(0));
+    assert_eq!(pushed, Pushed::Queued);
+    waiter.expect("the waiter moved out with it").wake();
+    for count in &counts {
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+    // Taken once: nothing is left listed.
+    assert_eq!(push(&lane, &update(1)).1, 0);
+}
+
+#[test]
+fn a_look_that_registers_nothing_lists_nothing() {
+    let lane = lane(4);
+    let seat = lane.join();
+    assert_eq!(pop(&lane, &seat), None);
+    assert_eq!(push(&lane, &update(0)).1, 0);
+    assert!(lane.state.lock().waiting.is_empty());
 }
