@@ -20,7 +20,7 @@ use std::sync::mpsc;
 
 use crate::event::Event;
 use crate::filter::Filter;
-use crate::hub::Hub;
+use crate::hub::handle::Hub;
 use crate::source::Next;
 use crate::sync::census;
 

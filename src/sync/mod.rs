@@ -18,7 +18,7 @@ pub(crate) use park::park_until;
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {
     #[cfg(mcp_subscriptions_census)]
-    pub(crate) use super::counted::{AtomicBool, AtomicU64, AtomicUsize};
+    pub(crate) use crate::sync::counted::{AtomicBool, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::atomic::Ordering;
     #[cfg(not(mcp_subscriptions_census))]
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -39,7 +39,7 @@ mod imp {
         #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             #[cfg(mcp_subscriptions_census)]
-            super::census::note(self, std::panic::Location::caller());
+            crate::sync::census::note(self, std::panic::Location::caller());
             self.0.lock()
         }
     }
@@ -58,14 +58,14 @@ mod imp {
         #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, T> {
             #[cfg(mcp_subscriptions_census)]
-            super::census::note(self, std::panic::Location::caller());
+            crate::sync::census::note(self, std::panic::Location::caller());
             self.0.read()
         }
 
         #[cfg_attr(mcp_subscriptions_census, track_caller)]
         pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, T> {
             #[cfg(mcp_subscriptions_census)]
-            super::census::note(self, std::panic::Location::caller());
+            crate::sync::census::note(self, std::panic::Location::caller());
             self.0.write()
         }
     }
@@ -77,7 +77,7 @@ mod counted {
     use std::panic::Location;
     use std::sync::atomic::{self, Ordering};
 
-    use super::census::note;
+    use crate::sync::census::note;
 
     macro_rules! counted {
         ($name:ident, $value:ty, $($rmw:ident),*) => {
