@@ -78,6 +78,11 @@ fn members_read_at_their_own_pace_and_the_slow_one_finds_its_loss() {
             usize::from(i == 2),
             "the third event costs only the slow member its first"
         );
+        assert_eq!(
+            tally[Pushed::Queued as usize],
+            2 - usize::from(i == 2),
+            "a member that lost one is counted once, as dropping"
+        );
         assert_eq!(uri(pop(&lane, &fast)), update(i).to_plain_json());
     }
     assert_eq!(pop(&lane, &fast), None);
@@ -269,7 +274,7 @@ fn a_reader_that_gives_up_passes_the_wave_on() {
 #[test]
 fn a_listed_waiter_is_woken_by_completing_stopping_and_moving_out() {
     let lane = lane(4);
-    let seats: Vec<Seat> = (0..3).map(|_| lane.join()).collect();
+    let seats: Vec<Seat> = (0..4).map(|_| lane.join()).collect();
     let counts: Vec<_> = seats
         .iter()
         .map(|seat| {
@@ -280,6 +285,7 @@ fn a_listed_waiter_is_woken_by_completing_stopping_and_moving_out() {
         .collect();
     lane.complete(&seats[0]).expect("its listed waiter").wake();
     lane.stop(&seats[1]).expect("its listed waiter").wake();
+    lane.revoke(&seats[3]).expect("its listed waiter").wake();
     let queue = lane.move_out(&seats[2], ListenerId(2));
     let (pushed, waiter) = queue.push(&update(0));
     assert_eq!(pushed, Pushed::Queued);
@@ -298,4 +304,52 @@ fn a_look_that_registers_nothing_lists_nothing() {
     assert_eq!(pop(&lane, &seat), None);
     assert_eq!(push(&lane, &update(0)).1, 0);
     assert!(lane.state.lock().waiting.is_empty());
+}
+
+#[test]
+fn a_waiter_listed_in_an_earlier_round_is_not_taken_for_a_later_one() {
+    let lane = lane(4);
+    let (a, b) = (lane.join(), lane.join());
+    for seat in [&a, &b] {
+        wait(&lane, seat, counted_waiter().1);
+    }
+    push(&lane, &update(0));
+    for seat in [&a, &b] {
+        uri(pop(&lane, seat));
+    }
+    // In the next round they register the other way round: each must
+    // find its own place, not the one it had in the last round's list.
+    let (b_count, b_waiter) = counted_waiter();
+    let (a_count, a_waiter) = counted_waiter();
+    wait(&lane, &b, b_waiter);
+    wait(&lane, &a, a_waiter);
+    let (mut tally, mut direct) = ([0; Pushed::COUNT], Vec::new());
+    lane.push(&update(1), &mut tally, &mut direct);
+    direct.into_iter().flatten().for_each(Waiter::wake);
+    for count in [&a_count, &b_count] {
+        assert_eq!(count.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+}
+
+#[test]
+fn a_member_leaving_the_lane_for_its_queue_passes_the_wave_on() {
+    let lane = lane(4);
+    let seats: Vec<Seat> = (0..8).map(|_| lane.join()).collect();
+    let counts: Vec<_> = seats
+        .iter()
+        .map(|seat| {
+            let (count, waiter) = counted_waiter();
+            wait(&lane, seat, waiter);
+            count
+        })
+        .collect();
+    // The publisher's own wake-ups are dropped here: only what the chain
+    // holds is left, and a member following its queue out passes it on.
+    push(&lane, &update(0));
+    lane.pass_on_all();
+    let woken = counts
+        .iter()
+        .filter(|c| c.load(std::sync::atomic::Ordering::Relaxed) == 1)
+        .count();
+    assert_eq!(woken, seats.len() - DIRECT);
 }
