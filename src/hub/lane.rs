@@ -367,7 +367,7 @@ impl Lane {
                 *listing = Listing {
                     round: state.round,
                     at: u32::try_from(state.waiting.len())
-                        .expect("a lane seats at most 64 members"),
+                        .expect("a round lists each member at most once"),
                 };
                 state.waiting.push(waiter);
             }
