@@ -8,10 +8,10 @@
 //! - `id`, `config`, `budget`: a listener's id, the hub's options, the
 //!   hub-wide bound on queued bytes;
 //! - `succession`: what a queue remembers of the successions it has seen;
-//! - `chain`: the wake-ups a publish hands to the readers it wakes, each
-//!   passing a few on as it is polled;
 //! - `reader`: a listener's reading end, one state machine (lifecycle,
 //!   lag, waiter, counts) over either storage below;
+//! - `chain`: the wake-ups a push into a lane hands to the members it
+//!   wakes, each member that reads passing a few on;
 //! - `bounded`: the events of a listener's own queue, under its bounds,
 //!   overflow policy and coalescing;
 //! - `queue`: one listener's own queue, its reader and its bounded events
@@ -39,8 +39,10 @@
 //! - `handle`: the `Hub` handle, and the hub as a [`Source`](crate::Source);
 //! - `builder`: options.
 //!
-//! The loom models of both storages are in `loom`, compiled only under
-//! `--cfg mcp_subscriptions_loom`.
+//! The loom models of both storages and of the lane's wake path are in
+//! `loom`, compiled only under `--cfg mcp_subscriptions_loom`; the census
+//! of shared writes over the fan-out's regimes is in `census`, compiled
+//! only under `--cfg mcp_subscriptions_census`.
 
 pub(crate) mod bounded;
 mod budget;
