@@ -390,3 +390,83 @@ mod loom_model_chain {
         });
     }
 }
+
+/// The lane's counts when a member leaves as a push evicts (issue 50):
+/// whatever the interleaving, what the publisher reports as lost is what
+/// the members count dropped, and the leaving member's counts add up
+/// with what it had yet to read discarded, not lost.
+mod loom_model_leaving {
+    use loom::thread;
+
+    use crate::event::Event;
+    use crate::filter::Filter;
+    use crate::hub::bounded::Pushed;
+    use crate::hub::lane::{Lane, LaneKey};
+    use crate::hub::reader::{Settings, Waiter};
+    use crate::overflow::Overflow;
+    use crate::source::Next;
+    use crate::sync::Arc;
+
+    #[test]
+    fn a_member_leaving_races_an_evicting_push() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(4);
+        model.check(|| {
+            let filter = Filter::new().with_resource("a");
+            let settings = Settings::new(1, Overflow::DropOldest, false);
+            let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
+            let lane = Arc::new(Lane::new(&key));
+            let (staying, leaving) = (lane.join(), Arc::new(lane.join()));
+            let publisher = {
+                let lane = lane.clone();
+                thread::spawn(move || {
+                    let mut evicted = 0;
+                    for i in 0..2 {
+                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+                        lane.push(
+                            &Event::resource_updated(i.to_string()),
+                            &mut tally,
+                            &mut waiters,
+                        );
+                        waiters.into_iter().flatten().for_each(Waiter::wake);
+                        evicted += tally[Pushed::DroppedOldest as usize];
+                    }
+                    evicted
+                })
+            };
+            let leaver = {
+                let (lane, seat) = (lane.clone(), leaving.clone());
+                thread::spawn(move || {
+                    lane.stop(&seat).into_iter().for_each(Waiter::wake);
+                })
+            };
+            let mut delivered = 0;
+            while let Some(next) = lane.pop_or_register(&staying, |_| {}) {
+                if let Next::Event(_) = next {
+                    delivered += 1;
+                }
+            }
+            let evicted = publisher.join().unwrap();
+            leaver.join().unwrap();
+            while let Some(next) = lane.pop_or_register(&staying, |_| {}) {
+                if let Next::Event(_) = next {
+                    delivered += 1;
+                }
+            }
+            let (stayed, left) = (
+                lane.snapshot(&staying).counts,
+                lane.snapshot(&leaving).counts,
+            );
+            assert_eq!(stayed.matched, 2);
+            assert_eq!(stayed.delivered, delivered);
+            for counts in [stayed, left] {
+                assert!(counts.is_balanced(), "{counts:?}");
+            }
+            assert_eq!(
+                evicted as u64,
+                stayed.dropped + left.dropped,
+                "the publisher's report and the members' counts agree"
+            );
+        });
+    }
+}
