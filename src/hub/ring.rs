@@ -57,8 +57,12 @@ use crate::event::Event;
 use crate::sync::{AtomicU64, Mutex, OnceLock, Ordering};
 
 /// Slots allocated together (a kibibyte); a fixed size, so that finding a
-/// slot in its chunk is a mask with no bounds to check.
+/// slot in its chunk is a mask with no bounds to check. Two in the loom
+/// models, so that a ring of capacity 1 wraps at its third event.
+#[cfg(not(mcp_subscriptions_loom))]
 const CHUNK: usize = 32;
+#[cfg(mcp_subscriptions_loom)]
+const CHUNK: usize = 2;
 
 /// The slots and the two positions, shared by the writer and the readers.
 #[derive(Debug)]
