@@ -40,28 +40,30 @@
 //! holds back the wave until another member reads or the next push.
 //!
 //! Listeners with queues of their own are woken by the publisher, one each:
-//! a queue has one reader, and no lock of the publisher's is one its readers
-//! could find a hand-over under before the event.
+//! their wake-ups could be handed over only once each queue's event was
+//! already readable, so a reader could take its event before the hand-over,
+//! and if the publisher's direct wake-ups fell on such readers, nobody
+//! would pass the rest on (a loom model found it).
 
 use super::reader::Waiter;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
-/// The most readers of a chain a publish wakes itself. One in the loom
+/// The most readers of a chain a push wakes itself. One in the loom
 /// models, so that two readers already make a chain.
 #[cfg(not(mcp_subscriptions_loom))]
 pub(crate) const DIRECT: usize = 2;
 #[cfg(mcp_subscriptions_loom)]
 pub(crate) const DIRECT: usize = 1;
 
-/// The most wake-ups a reader passes on each time it is polled.
+/// The most wake-ups a reader passes on each time it takes an item.
 pub(crate) const PASSED: usize = 4;
 
 /// The wake-ups a push handed to the readers it woke.
 #[derive(Debug, Default)]
 pub(crate) struct Chain {
-    /// How many wait in `waiters`: read by every poll of every reader
-    /// without the lock (a load of a line written once per wave step, not
-    /// per read), written under it.
+    /// How many wait in `waiters`: read without the lock by every reader
+    /// after each item it takes (a load of a line written once per wave
+    /// step, not per read), written under it.
     pending: AtomicUsize,
     /// A reader that gave up waiting leaves `None` where its waiter was.
     waiters: Mutex<Vec<Option<Waiter>>>,
