@@ -305,25 +305,31 @@ impl Lane {
         seat: &Seat,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        let mut register = Some(register);
-        let mut next = {
+        // After each take, with the seat let go: whoever reads an event sees
+        // what the push that made it handed to the chain (`chain`'s
+        // liveness). A member moved out passes it on too.
+        {
             let mut place = seat.place();
             match held(&mut place) {
-                Place::Member(member) => member.pop(&self.ring),
-                // Lock order allows it: a seat, then a queue. A member moved
-                // out still passes on what the lane's chain holds.
+                Place::Member(member) => {
+                    if let Some(next) = member.pop(&self.ring) {
+                        drop(place);
+                        self.chain.pass_on();
+                        return Some(next);
+                    }
+                }
+                // Lock order allows it: a seat, then a queue.
                 Place::Moved(queue) => {
-                    queue.pop_or_register(register.take().expect("not yet used"))
+                    let next = queue.pop_or_register(register);
+                    drop(place);
+                    if next.is_some() {
+                        self.chain.pass_on();
+                    }
+                    return next;
                 }
             }
-        };
-        if next.is_none()
-            && let Some(register) = register
-        {
-            next = self.pop_or_register_waiting(seat, register);
         }
-        // After the take: whoever reads an event sees what the push that
-        // made it handed to the chain (`chain`'s liveness).
+        let next = self.pop_or_register_waiting(seat, register);
         if next.is_some() {
             self.chain.pass_on();
         }
