@@ -56,7 +56,7 @@ pub(crate) const DIRECT: usize = 2;
 pub(crate) const DIRECT: usize = 1;
 
 /// The most wake-ups a reader passes on each time it takes an item.
-pub(crate) const PASSED: usize = 4;
+pub(crate) const PASSED: usize = 8;
 
 /// The wake-ups a push handed to the readers it woke.
 #[derive(Debug, Default)]
@@ -186,7 +186,9 @@ mod tests {
     #[test]
     fn a_publish_wakes_a_few_and_readers_pass_the_rest_on() {
         let chain = Chain::default();
-        let (counted, mut fresh) = waiters(11);
+        // Two full passes and one of a single wake-up.
+        let n = DIRECT + 2 * PASSED + 1;
+        let (counted, mut fresh) = waiters(n);
         let mut wake = Vec::new();
         chain.hand(&mut fresh, &mut wake);
         assert!(fresh.is_empty());
@@ -198,9 +200,9 @@ mod tests {
         chain.pass_on();
         assert_eq!(woken(&counted), DIRECT + 2 * PASSED);
         chain.pass_on();
-        assert_eq!(woken(&counted), 11, "the last pass wakes what is left");
+        assert_eq!(woken(&counted), n, "the last pass wakes what is left");
         chain.pass_on();
-        assert_eq!(woken(&counted), 11, "each waiter once");
+        assert_eq!(woken(&counted), n, "each waiter once");
         assert!(counted.iter().all(|c| c.load(Ordering::Relaxed) == 1));
     }
 

@@ -73,7 +73,7 @@ use crate::sync::{Arc, Ordering};
 /// from the publisher's thread would be serial work that caps one
 /// publisher's rate. So a push into a lane wakes at most two of the
 /// members that wait and hands the others' wake-ups to the lane: each
-/// member that reads an event wakes up to four more, on its own thread,
+/// member that reads an event wakes up to eight more, on its own thread,
 /// until the lane's waiters are all awake. A member that goes away passes
 /// every wake-up on, and a push that finds the last wave unfinished wakes
 /// what is left itself, so nothing waits for a wake-up that never comes;
