@@ -427,17 +427,12 @@ impl Lane {
     }
 
     /// As [`Queue::stop`]: the member leaves, and what it had yet to read
-    /// is discarded.
+    /// is discarded. It reads no more, so it passes on every wake-up the
+    /// lane's chain holds.
     pub(crate) fn stop(&self, seat: &Seat) -> Option<Waiter> {
-        let waiter = self.with_member(
+        let waiter = self.leave(
             seat,
-            |member, ring, state| {
-                let discarded = member
-                    .cursor
-                    .leave(ring, &mut state.bounds, &mut member.reader);
-                member.reader.end(discarded);
-                state.take_listed(member)
-            },
+            |reader, discarded| drop(reader.end(discarded)),
             Queue::stop,
         );
         self.chain.pass_on_all();
@@ -445,18 +440,35 @@ impl Lane {
     }
 
     /// As [`Queue::revoke`]: the member leaves, discarding what it had yet
-    /// to read, and its reader is told it was revoked.
+    /// to read, and its reader is told it was revoked (reading that, it
+    /// passes the chain on as any take does).
     pub(crate) fn revoke(&self, seat: &Seat) -> Option<Waiter> {
+        self.leave(
+            seat,
+            |reader, discarded| drop(reader.revoke(discarded)),
+            Queue::revoke,
+        )
+    }
+
+    /// The member at `seat` leaves the ring, `end` telling its reader how
+    /// many events it had yet to read, or `on_moved` ends the queue it
+    /// moved out to; the waiter to wake either way.
+    fn leave(
+        &self,
+        seat: &Seat,
+        end: impl FnOnce(&mut Reader, u64),
+        on_moved: impl FnOnce(&Queue) -> Option<Waiter>,
+    ) -> Option<Waiter> {
         self.with_member(
             seat,
             |member, ring, state| {
                 let discarded = member
                     .cursor
                     .leave(ring, &mut state.bounds, &mut member.reader);
-                member.reader.revoke(discarded);
+                end(&mut member.reader, discarded);
                 state.take_listed(member)
             },
-            Queue::revoke,
+            on_moved,
         )
     }
 

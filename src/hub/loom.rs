@@ -166,7 +166,8 @@ mod loom_model_queue {
     }
 }
 
-mod loom_model_lane {
+/// What the lane's models share: a lane of one URI and a publisher.
+mod lane_support {
     use loom::thread;
 
     use crate::event::Event;
@@ -175,6 +176,43 @@ mod loom_model_lane {
     use crate::hub::lane::{Lane, LaneKey};
     use crate::hub::reader::{Settings, Waiter};
     use crate::overflow::Overflow;
+    use crate::sync::Arc;
+
+    /// A lane of `capacity`, dropping its oldest.
+    pub(super) fn lane(capacity: usize) -> Arc<Lane> {
+        let filter = Filter::new().with_resource("a");
+        let settings = Settings::new(capacity, Overflow::DropOldest, false);
+        let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
+        Arc::new(Lane::new(&key))
+    }
+
+    /// Pushes the `i`th event and wakes whom the publisher wakes itself;
+    /// how many members lost an event to it.
+    pub(super) fn publish(lane: &Lane, i: usize) -> usize {
+        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
+        lane.push(
+            &Event::resource_updated(i.to_string()),
+            &mut tally,
+            &mut waiters,
+        );
+        waiters.into_iter().flatten().for_each(Waiter::wake);
+        tally[Pushed::DroppedOldest as usize]
+    }
+
+    /// A thread publishing `events` events; it returns how many members
+    /// lost one, in all.
+    pub(super) fn publisher(lane: &Arc<Lane>, events: usize) -> thread::JoinHandle<usize> {
+        let lane = lane.clone();
+        thread::spawn(move || (0..events).map(|i| publish(&lane, i)).sum())
+    }
+}
+
+mod loom_model_lane {
+    use loom::thread;
+
+    use super::lane_support::{lane, publisher};
+    use crate::event::Event;
+    use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 
@@ -193,29 +231,10 @@ mod loom_model_lane {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(6);
         model.check(|| {
-            let filter = Filter::new().with_resource("a");
-            let settings = Settings::new(1, Overflow::DropOldest, false);
-            let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
-            let lane = Arc::new(Lane::new(&key));
+            let lane = lane(1);
             // The waiting member's seat is read on its own thread.
             let (waiting, polling) = (Arc::new(lane.join()), lane.join());
-            let publisher = {
-                let lane = lane.clone();
-                thread::spawn(move || {
-                    let mut evicted = 0;
-                    for i in 0..2 {
-                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
-                        lane.push(
-                            &Event::resource_updated(i.to_string()),
-                            &mut tally,
-                            &mut waiters,
-                        );
-                        waiters.into_iter().flatten().for_each(Waiter::wake);
-                        evicted += tally[Pushed::DroppedOldest as usize];
-                    }
-                    evicted
-                })
-            };
+            let publisher = publisher(&lane, 2);
             let reader = {
                 let (lane, waiting) = (lane.clone(), waiting.clone());
                 let last = Event::resource_updated("1");
@@ -284,29 +303,13 @@ mod loom_model_lane {
 mod loom_model_chain {
     use loom::thread;
 
+    use super::lane_support::{lane, publish};
     use crate::event::Event;
-    use crate::filter::Filter;
-    use crate::hub::bounded::Pushed;
     use crate::hub::id::ListenerId;
-    use crate::hub::lane::{Lane, LaneKey, Seat};
-    use crate::hub::reader::{Settings, Waiter};
-    use crate::overflow::Overflow;
+    use crate::hub::lane::{Lane, Seat};
+    use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
-
-    fn lane() -> Arc<Lane> {
-        let filter = Filter::new().with_resource("a");
-        let settings = Settings::new(2, Overflow::DropOldest, false);
-        let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
-        Arc::new(Lane::new(&key))
-    }
-
-    /// Pushes one event and wakes what the publisher wakes itself.
-    fn publish(lane: &Lane) {
-        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
-        lane.push(&Event::resource_updated("0"), &mut tally, &mut waiters);
-        waiters.into_iter().flatten().for_each(Waiter::wake);
-    }
 
     /// A reader on its own thread, waiting on its waker until the member
     /// at `seat` reads one event.
@@ -333,10 +336,10 @@ mod loom_model_chain {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
-            let lane = lane();
+            let lane = lane(2);
             let seats = [Arc::new(lane.join()), Arc::new(lane.join())];
             let readers = seats.each_ref().map(|seat| reader(&lane, seat));
-            publish(&lane);
+            publish(&lane, 0);
             for reader in readers {
                 reader.join().unwrap();
             }
@@ -350,7 +353,7 @@ mod loom_model_chain {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
-            let lane = lane();
+            let lane = lane(2);
             let (waiting, giving_up) = (Arc::new(lane.join()), Arc::new(lane.join()));
             let reader = reader(&lane, &waiting);
             let quitter = {
@@ -366,7 +369,7 @@ mod loom_model_chain {
                     }
                 })
             };
-            publish(&lane);
+            publish(&lane, 0);
             quitter.join().unwrap();
             reader.join().unwrap();
         });
@@ -380,7 +383,7 @@ mod loom_model_chain {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
-            let lane = lane();
+            let lane = lane(2);
             let seat = Arc::new(lane.join());
             let reader = reader(&lane, &seat);
             let queue = lane.move_out(&seat, ListenerId(0));
@@ -398,12 +401,8 @@ mod loom_model_chain {
 mod loom_model_leaving {
     use loom::thread;
 
-    use crate::event::Event;
-    use crate::filter::Filter;
-    use crate::hub::bounded::Pushed;
-    use crate::hub::lane::{Lane, LaneKey};
-    use crate::hub::reader::{Settings, Waiter};
-    use crate::overflow::Overflow;
+    use super::lane_support::{lane, publisher};
+    use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 
@@ -412,28 +411,9 @@ mod loom_model_leaving {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(4);
         model.check(|| {
-            let filter = Filter::new().with_resource("a");
-            let settings = Settings::new(1, Overflow::DropOldest, false);
-            let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
-            let lane = Arc::new(Lane::new(&key));
+            let lane = lane(1);
             let (staying, leaving) = (lane.join(), Arc::new(lane.join()));
-            let publisher = {
-                let lane = lane.clone();
-                thread::spawn(move || {
-                    let mut evicted = 0;
-                    for i in 0..2 {
-                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
-                        lane.push(
-                            &Event::resource_updated(i.to_string()),
-                            &mut tally,
-                            &mut waiters,
-                        );
-                        waiters.into_iter().flatten().for_each(Waiter::wake);
-                        evicted += tally[Pushed::DroppedOldest as usize];
-                    }
-                    evicted
-                })
-            };
+            let publisher = publisher(&lane, 2);
             let leaver = {
                 let (lane, seat) = (lane.clone(), leaving.clone());
                 thread::spawn(move || {
@@ -476,40 +456,18 @@ mod loom_model_leaving {
 /// still be reading it. Whatever the interleaving, a member never takes
 /// an event twice or out of order, and its counts add up to the three.
 mod loom_model_wrap {
-    use loom::thread;
-
+    use super::lane_support::{lane, publisher};
     use crate::event::Event;
-    use crate::filter::Filter;
-    use crate::hub::bounded::Pushed;
-    use crate::hub::lane::{Lane, LaneKey};
-    use crate::hub::reader::Settings;
-    use crate::overflow::Overflow;
     use crate::source::Next;
-    use crate::sync::Arc;
 
     #[test]
     fn a_member_reads_a_ring_that_wraps() {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(3);
         model.check(|| {
-            let filter = Filter::new().with_resource("a");
-            let settings = Settings::new(1, Overflow::DropOldest, false);
-            let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
-            let lane = Arc::new(Lane::new(&key));
+            let lane = lane(1);
             let member = lane.join();
-            let publisher = {
-                let lane = lane.clone();
-                thread::spawn(move || {
-                    for i in 0..3 {
-                        let (mut tally, mut waiters) = ([0; Pushed::COUNT], Vec::new());
-                        lane.push(
-                            &Event::resource_updated(i.to_string()),
-                            &mut tally,
-                            &mut waiters,
-                        );
-                    }
-                })
-            };
+            let publisher = publisher(&lane, 3);
             let mut seen = Vec::new();
             let read = |seen: &mut Vec<String>| {
                 while let Some(next) = lane.pop_or_register(&member, |_| {}) {

@@ -2,6 +2,7 @@ use super::*;
 use crate::event::Succession;
 use crate::hub::chain::{DIRECT, counted_waiter};
 use crate::hub::registry::SEATS_PER_LANE;
+use crate::sync::AtomicUsize;
 
 fn lane(capacity: usize) -> Lane {
     let filter = Filter::new().with_resource("a");
@@ -220,18 +221,24 @@ fn wait(lane: &Lane, seat: &Seat, waiter: Waiter) {
     );
 }
 
-#[test]
-fn every_member_of_a_full_lane_is_woken_the_publisher_waking_a_few() {
-    let lane = lane(4);
-    let seats: Vec<Seat> = (0..SEATS_PER_LANE).map(|_| lane.join()).collect();
-    let counts: Vec<_> = seats
+/// `n` members of `lane`, each waiting on a waiter that counts its wakes.
+fn waiting_members(lane: &Lane, n: usize) -> (Vec<Seat>, Vec<Arc<AtomicUsize>>) {
+    let seats: Vec<Seat> = (0..n).map(|_| lane.join()).collect();
+    let counts = seats
         .iter()
         .map(|seat| {
             let (count, waiter) = counted_waiter();
-            wait(&lane, seat, waiter);
+            wait(lane, seat, waiter);
             count
         })
         .collect();
+    (seats, counts)
+}
+
+#[test]
+fn every_member_of_a_full_lane_is_woken_the_publisher_waking_a_few() {
+    let lane = lane(4);
+    let (seats, counts) = waiting_members(&lane, SEATS_PER_LANE);
     let (mut tally, mut direct) = ([0; Pushed::COUNT], Vec::new());
     lane.push(&update(0), &mut tally, &mut direct);
     assert_eq!(direct.len(), DIRECT, "the publisher wakes a few itself");
@@ -251,15 +258,7 @@ fn every_member_of_a_full_lane_is_woken_the_publisher_waking_a_few() {
 #[test]
 fn a_reader_that_gives_up_passes_the_wave_on() {
     let lane = lane(4);
-    let seats: Vec<Seat> = (0..8).map(|_| lane.join()).collect();
-    let counts: Vec<_> = seats
-        .iter()
-        .map(|seat| {
-            let (count, waiter) = counted_waiter();
-            wait(&lane, seat, waiter);
-            count
-        })
-        .collect();
+    let (seats, counts) = waiting_members(&lane, 8);
     // The publisher's own wake-ups are dropped here, so only the chain can
     // wake the others: a member that gives up waiting passes it all on.
     push(&lane, &update(0));
@@ -274,15 +273,7 @@ fn a_reader_that_gives_up_passes_the_wave_on() {
 #[test]
 fn a_listed_waiter_is_woken_by_completing_stopping_and_moving_out() {
     let lane = lane(4);
-    let seats: Vec<Seat> = (0..4).map(|_| lane.join()).collect();
-    let counts: Vec<_> = seats
-        .iter()
-        .map(|seat| {
-            let (count, waiter) = counted_waiter();
-            wait(&lane, seat, waiter);
-            count
-        })
-        .collect();
+    let (seats, counts) = waiting_members(&lane, 4);
     lane.complete(&seats[0]).expect("its listed waiter").wake();
     lane.stop(&seats[1]).expect("its listed waiter").wake();
     lane.revoke(&seats[3]).expect("its listed waiter").wake();
@@ -334,15 +325,7 @@ fn a_waiter_listed_in_an_earlier_round_is_not_taken_for_a_later_one() {
 #[test]
 fn a_member_leaving_the_lane_for_its_queue_passes_the_wave_on() {
     let lane = lane(4);
-    let seats: Vec<Seat> = (0..8).map(|_| lane.join()).collect();
-    let counts: Vec<_> = seats
-        .iter()
-        .map(|seat| {
-            let (count, waiter) = counted_waiter();
-            wait(&lane, seat, waiter);
-            count
-        })
-        .collect();
+    let (seats, counts) = waiting_members(&lane, 8);
     // The publisher's own wake-ups are dropped here: only what the chain
     // holds is left, and a member following its queue out passes it on.
     push(&lane, &update(0));
