@@ -210,8 +210,8 @@ mod lane_support {
 mod loom_model_lane {
     use loom::thread;
 
-    use super::lane_support::{lane, publisher};
     use crate::event::Event;
+    use crate::hub::loom::lane_support::{lane, publisher};
     use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
@@ -303,10 +303,10 @@ mod loom_model_lane {
 mod loom_model_chain {
     use loom::thread;
 
-    use super::lane_support::{lane, publish};
     use crate::event::Event;
     use crate::hub::id::ListenerId;
     use crate::hub::lane::{Lane, Seat};
+    use crate::hub::loom::lane_support::{lane, publish};
     use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
@@ -401,7 +401,7 @@ mod loom_model_chain {
 mod loom_model_leaving {
     use loom::thread;
 
-    use super::lane_support::{lane, publisher};
+    use crate::hub::loom::lane_support::{lane, publisher};
     use crate::hub::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
@@ -456,8 +456,8 @@ mod loom_model_leaving {
 /// still be reading it. Whatever the interleaving, a member never takes
 /// an event twice or out of order, and its counts add up to the three.
 mod loom_model_wrap {
-    use super::lane_support::{lane, publisher};
     use crate::event::Event;
+    use crate::hub::loom::lane_support::{lane, publisher};
     use crate::source::Next;
 
     #[test]
