@@ -59,11 +59,20 @@ pub enum CloseReason {
     /// The stream reached the lifetime its service gives every stream
     /// (`ListenService::with_max_stream_lifetime`).
     Lifetime,
+    /// The client stopped acknowledging what was written to it for longer
+    /// than the server's bound (`http::Server::with_unacknowledged_timeout`):
+    /// it vanished from the network (no FIN, no RST), or kept its window
+    /// shut for that long.
+    Unacknowledged,
+    /// A newer stream of the same principal took its place at the
+    /// principal's cap (`PrincipalCap::ReplaceOldest`).
+    Replaced,
 }
 
 impl CloseReason {
     /// Its name in logs and metrics labels: `cancelled`, `disconnected`,
-    /// `complete`, `error`, `expired` or `lifetime`.
+    /// `complete`, `error`, `expired`, `lifetime`, `unacknowledged` or
+    /// `replaced`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Cancelled => "cancelled",
@@ -72,6 +81,8 @@ impl CloseReason {
             Self::Error => "error",
             Self::Expired => "expired",
             Self::Lifetime => "lifetime",
+            Self::Unacknowledged => "unacknowledged",
+            Self::Replaced => "replaced",
         }
     }
 }

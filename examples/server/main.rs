@@ -210,6 +210,16 @@ struct Options {
         value_parser = cli::at_least_one
     )]
     max_waiting_connections: Option<usize>,
+    /// Seconds what is written to a client may stay unacknowledged before
+    /// the client is taken for gone (vanished from the network) and its
+    /// streams end; 0 leaves the system's default (about 15 minutes)
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_UNACKNOWLEDGED_TIMEOUT_SECS",
+        value_name = "N",
+        default_value_t = mcp_subscriptions::http::DEFAULT_UNACKNOWLEDGED_TIMEOUT.as_secs()
+    )]
+    unacknowledged_timeout_secs: u64,
     /// End each listen stream after about this many seconds (10% jitter)
     /// with -32004, so that clients listen again and spread over replicas
     #[arg(
@@ -578,7 +588,8 @@ async fn serve_http(
     let streams = http.streams();
     let mut server = mcp_subscriptions::http::Server::new()
         .with_request_deadline(Duration::from_secs(options.request_deadline_secs))
-        .with_idle_timeout(Duration::from_secs(options.idle_timeout_secs));
+        .with_idle_timeout(Duration::from_secs(options.idle_timeout_secs))
+        .with_unacknowledged_timeout(Duration::from_secs(options.unacknowledged_timeout_secs));
     if let Some(max) = options.max_waiting_connections {
         server = server.with_max_waiting(max);
     }

@@ -13,6 +13,7 @@ mod socket;
 mod sse;
 mod stop;
 mod transport;
+mod vanished;
 
 // Public for the fuzz crate alone (`fuzz/src/lib.rs` drives the front
 // door's classification, which every HTTP body and stdio line goes
@@ -22,7 +23,8 @@ pub use crate::transport::incoming::{Incoming, classify};
 pub use connections::ConnectionStats;
 pub use endpoint::endpoint;
 pub use server::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, Server, serve, serve_until_drained,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, DEFAULT_UNACKNOWLEDGED_TIMEOUT, Server, serve,
+    serve_until_drained,
 };
 /// The socket path's classifier of a first request, public for the fuzz
 /// crate alone (`fuzz/fuzz_targets/first_request.rs`); not part of the API.

@@ -25,6 +25,7 @@ use super::answers::{
 };
 use super::headers;
 use super::sse;
+use super::vanished::Vanished;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
@@ -161,11 +162,19 @@ where
                     .into_response();
             }
         };
-        // Over HTTP the client ends a stream by closing the response.
+        // Over HTTP the client ends a stream by closing the response; one
+        // whose client vanished ends as such (see `vanished`).
         stream.set_drop_reason(CloseReason::Cancelled);
+        let vanished = parts.extensions.get::<Vanished>().cloned();
         // The body holds a token of the tracker until hyper drops it, so that
         // `Streams::finished` waits for the stream's last message.
-        let body = sse::body(stream, self.keepalive, self.tasks.token(), self.cut.clone());
+        let body = sse::body(
+            stream,
+            vanished,
+            self.keepalive,
+            self.tasks.token(),
+            self.cut.clone(),
+        );
         let mut response = Response::new(body);
         *response.headers_mut() = sse_headers();
         response

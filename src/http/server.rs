@@ -20,6 +20,7 @@ use super::connections::{
 };
 use super::socket::{self, BUFFER, First, Rewind, Spare};
 use super::stop::{Stop, Watch};
+use super::vanished::{self, Vanished};
 use crate::transport::{Drained, Streams};
 
 /// How long accepting pauses after an error it cannot help (out of open
@@ -34,6 +35,12 @@ pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a keep-alive connection may sit idle between requests by
 /// default: 60 s, nginx's `keepalive_timeout` is 75 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long what a connection's server wrote may stay unacknowledged by
+/// its client by default: 30 s. A client that vanished from the network
+/// (no FIN, no RST) is then taken for gone, and its held streams end within
+/// this and one keep-alive, instead of the kernel's fifteen minutes.
+pub const DEFAULT_UNACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves a router over HTTP/1: listen streams at the least memory each,
 /// and deadlines, a bound and shedding for connections that hold none.
@@ -123,6 +130,7 @@ impl Server {
                 request_deadline: DEFAULT_REQUEST_DEADLINE,
                 idle_timeout: DEFAULT_IDLE_TIMEOUT,
                 max_waiting: default_max_waiting(),
+                unacknowledged_timeout: DEFAULT_UNACKNOWLEDGED_TIMEOUT,
             },
             streams_on_the_socket: true,
             counters: Arc::default(),
@@ -150,6 +158,30 @@ impl Server {
     /// held streams and new listens always find a file.
     pub fn with_max_waiting(mut self, max: usize) -> Self {
         self.limits.max_waiting = max.max(1);
+        self
+    }
+
+    /// How long what is written on a connection may stay unacknowledged by
+    /// its client ([`DEFAULT_UNACKNOWLEDGED_TIMEOUT`]; zero leaves the
+    /// system's default, about fifteen minutes on Linux). Past it the
+    /// client is taken for gone and the connection closed; its held
+    /// streams end as [`CloseReason::Unacknowledged`](crate::CloseReason::Unacknowledged).
+    ///
+    /// Set as `TCP_USER_TIMEOUT` on each accepted connection where the
+    /// system has it (Linux). A held stream's writer also gives up once
+    /// its socket took no byte for this long while bytes waited, which is
+    /// the bound on other systems. Both also end a client that is alive
+    /// but keeps its receive window shut (reads nothing) for that long:
+    /// one that reads, however slowly, keeps its stream, and its queue's
+    /// [`Overflow`](crate::Overflow) policy deals with its pace.
+    ///
+    /// A held stream writes at least a keep-alive every
+    /// [keep-alive period](super::HttpTransport::with_keepalive), so a
+    /// vanished client's stream ends within this plus one period. An idle
+    /// keep-alive connection writes nothing: the
+    /// [idle timeout](Self::with_idle_timeout) bounds it instead.
+    pub fn with_unacknowledged_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.unacknowledged_timeout = timeout;
         self
     }
 
@@ -190,9 +222,12 @@ impl Server {
                 match listener.accept().await {
                     Ok((socket, _)) => {
                         no_delay(&socket);
+                        let bound = self.limits.unacknowledged_timeout;
+                        vanished::bound(&socket, bound);
                         let (open, tracked) = connections.accepted();
                         let connection = Connection {
                             socket,
+                            vanished: Vanished::new(bound),
                             router: router.clone(),
                             stop: stop.watch(),
                             open,
@@ -266,6 +301,7 @@ impl std::fmt::Debug for Server {
             .field("request_deadline", &limits.request_deadline)
             .field("idle_timeout", &limits.idle_timeout)
             .field("max_waiting", &limits.max_waiting)
+            .field("unacknowledged_timeout", &limits.unacknowledged_timeout)
             .field("streams_on_the_socket", &self.streams_on_the_socket)
             .finish_non_exhaustive()
     }
@@ -323,6 +359,8 @@ pub async fn serve_until_drained(
 /// One accepted connection and what it is served with.
 struct Connection {
     socket: TcpStream,
+    /// Shared with the streams it serves, through their requests.
+    vanished: Vanished,
     router: Router,
     stop: Watch,
     open: Open,
@@ -338,6 +376,7 @@ impl Connection {
     async fn serve(self: Box<Self>, on_the_socket: bool) {
         let Self {
             socket,
+            vanished,
             router,
             mut stop,
             open,
@@ -349,12 +388,13 @@ impl Connection {
             let mut reading =
                 Watchdog::new(tracked, Box::pin(socket::read_first(&socket, &mut stop)));
             match (&mut reading).await {
-                Ok(First::Held(request)) => {
+                Ok(First::Held(mut request)) => {
                     drop(reading);
                     drop(stop);
+                    request.extensions_mut().insert(vanished.clone());
                     // Boxed: the answer's state is freed once the response is made.
                     let response = Box::pin(socket::answer(router, request)).await;
-                    socket::write_held(socket, response).await;
+                    socket::write_held(socket, response, vanished).await;
                     drop(open);
                     return;
                 }
@@ -367,7 +407,8 @@ impl Connection {
         // Boxed, so that a held stream's task is not the size of hyper's
         // connection.
         Box::pin(through_hyper(
-            Rewind::new(read, socket),
+            Rewind::new(read, socket, vanished.clone()),
+            vanished,
             router,
             stop,
             tracked,
@@ -378,11 +419,17 @@ impl Connection {
 }
 
 /// Serves one connection through hyper, closed early by its deadlines.
-async fn through_hyper(socket: Rewind, router: Router, stop: Watch, tracked: Tracked) {
+async fn through_hyper(
+    socket: Rewind,
+    vanished: Vanished,
+    router: Router,
+    stop: Watch,
+    tracked: Tracked,
+) {
     let connection = http1::Builder::new()
         .writev(false)
         .max_buf_size(BUFFER)
-        .serve_connection(TokioIo::new(socket), tracked.service(router))
+        .serve_connection(TokioIo::new(socket), tracked.service(router, vanished))
         .with_upgrades();
     if let Ok(served) = Watchdog::new(tracked, UntilStopped { connection, stop }).await {
         log(served);

@@ -25,8 +25,9 @@ use tokio::time::{Instant, Sleep, sleep};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
+use super::vanished::Vanished;
 use crate::serve::ListenStream;
-use crate::source::SourceHandle;
+use crate::source::{CloseReason, SourceHandle};
 use crate::wire::Message;
 
 /// Chunks at least this long go to hyper as they are, shared with every
@@ -47,9 +48,12 @@ const KEEPALIVE: &[u8] = b":\n\n";
 
 /// The SSE body of `stream`, with a keep-alive comment whenever it has been
 /// idle for `keepalive`; it holds `token` until it is dropped, and ends
-/// early once `cut` is cancelled.
+/// early once `cut` is cancelled. Dropped once its connection's client
+/// `vanished`, it closes the stream's source as
+/// [`CloseReason::Unacknowledged`].
 pub(super) fn body<H>(
     stream: ListenStream<H>,
+    vanished: Option<Vanished>,
     keepalive: Duration,
     token: TaskTrackerToken,
     cut: CancellationToken,
@@ -57,9 +61,10 @@ pub(super) fn body<H>(
 where
     H: SourceHandle + 'static,
 {
-    let messages = futures_util::stream::unfold(stream, |mut stream| async move {
-        let message = stream.next_message().await?;
-        Some((message, stream))
+    let served = Served { stream, vanished };
+    let messages = futures_util::stream::unfold(served, |mut served| async move {
+        let message = served.stream.next_message().await?;
+        Some((message, served))
     });
     Body::from_stream(Frames {
         messages: Box::pin(messages),
@@ -69,6 +74,21 @@ where
         _token: token,
         cut,
     })
+}
+
+/// A stream and what tells how it ends if its body is dropped.
+struct Served<H: SourceHandle> {
+    stream: ListenStream<H>,
+    vanished: Option<Vanished>,
+}
+
+impl<H: SourceHandle> Drop for Served<H> {
+    fn drop(&mut self) {
+        // Before the stream's own drop closes its source.
+        if self.vanished.as_ref().is_some_and(Vanished::is_gone) {
+            self.stream.set_drop_reason(CloseReason::Unacknowledged);
+        }
+    }
 }
 
 /// The messages of a stream as body frames.

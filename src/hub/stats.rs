@@ -73,6 +73,11 @@ pub struct ClosedCounts {
     /// Ended at the lifetime their service gives every stream, to listen
     /// again.
     pub lifetime: u64,
+    /// Ended because their client stopped acknowledging what was written
+    /// (it vanished from the network).
+    pub unacknowledged: u64,
+    /// Ended to make room for a newer stream of their principal at its cap.
+    pub replaced: u64,
 }
 
 impl ClosedCounts {
@@ -86,6 +91,8 @@ impl ClosedCounts {
             + self.revoked
             + self.expired
             + self.lifetime
+            + self.unacknowledged
+            + self.replaced
     }
 
     pub(crate) fn count(&mut self, why: Retirement) {
@@ -96,6 +103,8 @@ impl ClosedCounts {
             Retirement::Closed(CloseReason::Error) => &mut self.error,
             Retirement::Closed(CloseReason::Expired) => &mut self.expired,
             Retirement::Closed(CloseReason::Lifetime) => &mut self.lifetime,
+            Retirement::Closed(CloseReason::Unacknowledged) => &mut self.unacknowledged,
+            Retirement::Closed(CloseReason::Replaced) => &mut self.replaced,
             Retirement::Overflow => &mut self.overflow,
             Retirement::Revoked => &mut self.revoked,
         };
@@ -123,7 +132,7 @@ impl ClosedCounts {
 /// | --- | --- | --- |
 /// | `mcp_subscriptions_listeners_active` | gauge | listeners open now |
 /// | `mcp_subscriptions_listeners_opened_total` | counter | listeners ever opened |
-/// | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow`, `revoked`, `expired` |
+/// | `mcp_subscriptions_listeners_closed_total` | counter, label `reason` | listeners gone, by `cancelled`, `disconnected`, `complete`, `error`, `overflow`, `revoked`, `expired`, `lifetime`, `unacknowledged`, `replaced` |
 /// | `mcp_subscriptions_events_published_total` | counter | events published |
 /// | `mcp_subscriptions_events_matched_total` | counter | event × listener matches |
 /// | `mcp_subscriptions_events_delivered_total` | counter | events handed to readers |
@@ -175,6 +184,8 @@ impl HubStats {
             (Retirement::Revoked.as_str(), closed.revoked),
             (CloseReason::Expired.as_str(), closed.expired),
             (CloseReason::Lifetime.as_str(), closed.lifetime),
+            (CloseReason::Unacknowledged.as_str(), closed.unacknowledged),
+            (CloseReason::Replaced.as_str(), closed.replaced),
         ] {
             counter!("mcp_subscriptions_listeners_closed_total", "reason" => reason)
                 .absolute(count);

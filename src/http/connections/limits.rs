@@ -9,6 +9,9 @@ pub(in crate::http) struct Limits {
     pub(in crate::http) request_deadline: Duration,
     pub(in crate::http) idle_timeout: Duration,
     pub(in crate::http) max_waiting: usize,
+    /// How long written data may stay unacknowledged (zero: the system's
+    /// default).
+    pub(in crate::http) unacknowledged_timeout: Duration,
 }
 
 /// Where the open-file limit cannot be read (no `/proc`): a bound that a

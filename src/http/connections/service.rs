@@ -16,6 +16,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tower_service::Service;
 
 use super::waiting::{Ticket, Tracked};
+use crate::http::vanished::Vanished;
 
 /// The router as hyper's service, moving `ticket` through its phases:
 /// reading until the request's body ends, answering until the response's
@@ -24,14 +25,18 @@ use super::waiting::{Ticket, Tracked};
 pub(in crate::http) struct TrackedService {
     router: Router,
     ticket: Arc<Ticket>,
+    /// The connection's, in each request's extensions for the stream it
+    /// may open.
+    vanished: Vanished,
 }
 
 impl Tracked {
     /// The service hyper calls for the connection's requests.
-    pub(in crate::http) fn service(&self, router: Router) -> TrackedService {
+    pub(in crate::http) fn service(&self, router: Router, vanished: Vanished) -> TrackedService {
         TrackedService {
             router,
             ticket: Arc::clone(self.ticket()),
+            vanished,
         }
     }
 }
@@ -44,7 +49,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for TrackedService {
     fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
         self.ticket.request_started();
         let ticket = Arc::clone(&self.ticket);
-        let request: Request = request.map(|body| {
+        let mut request: Request = request.map(|body| {
             if body.is_end_stream() {
                 ticket.request_read();
                 Body::new(body)
@@ -55,6 +60,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for TrackedService {
                 })
             }
         });
+        request.extensions_mut().insert(self.vanished.clone());
         Answering {
             routed: self.router.clone().call(request),
             ticket: Some(ticket),

@@ -85,6 +85,7 @@ mod tests {
             request_deadline: DEADLINE,
             idle_timeout: DEADLINE,
             max_waiting,
+            unacknowledged_timeout: DEADLINE,
         };
         let counters = Arc::new(Counters::default());
         (Connections::new(limits, Arc::clone(&counters)), counters)

@@ -11,6 +11,11 @@
 //! and overflow policy take over, as under hyper (whose 8 KiB buffer came
 //! before the socket's). Meanwhile the socket is watched for the client
 //! leaving, which drops the body, so the listener closes at once.
+//!
+//! A socket that takes no byte for the connection's unacknowledged bound
+//! while bytes wait is given up, its client marked vanished (see
+//! `vanished`): where the kernel bounds unacknowledged data itself, its
+//! timed-out read or write says so first.
 
 use std::future::Future;
 use std::io::{self, IoSlice, Write as _};
@@ -25,12 +30,14 @@ use axum::response::Response;
 use bytes::BytesMut;
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
 
 use super::first::BUFFER;
+use crate::http::vanished::Vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
-/// client leaves or a write fails.
-pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
+/// client leaves or vanishes, or a write fails.
+pub(in crate::http) fn write(socket: TcpStream, response: Response, vanished: Vanished) -> Held {
     let (parts, body) = response.into_parts();
     let framing = Framing::of(parts.status, body.size_hint().exact());
     Held {
@@ -39,6 +46,8 @@ pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
         out: Some(Out::whole(head(&parts, framing))),
         framing,
         end: None,
+        vanished,
+        stall: None,
     }
 }
 
@@ -52,6 +61,11 @@ pub(in crate::http) struct Held {
     framing: Framing,
     /// How the body ended; what is left to write is in `out`.
     end: Option<End>,
+    /// Marked before the body is dropped when the client vanished.
+    vanished: Vanished,
+    /// While the socket takes none of `out`: when it is given up. Made
+    /// only then, so a stream whose writes go out keeps no timer.
+    stall: Option<Pin<Box<Sleep>>>,
 }
 
 /// How a body ended.
@@ -69,14 +83,32 @@ impl Future for Held {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        if client_left(&this.socket, cx) {
+        if let Some(left) = client_left(&this.socket, cx) {
+            if let Err(err) = left {
+                this.vanished.note(&err);
+            }
             return Poll::Ready(());
         }
         loop {
             if let Some(out) = &mut this.out {
-                match ready!(out.poll_write(&mut this.socket, cx)) {
-                    Ok(()) => this.out = None,
-                    Err(_) => return Poll::Ready(()),
+                let before = out.written;
+                match out.poll_write(&mut this.socket, cx) {
+                    Poll::Ready(Ok(())) => {
+                        this.out = None;
+                        this.stall = None;
+                    }
+                    Poll::Ready(Err(err)) => {
+                        this.vanished.note(&err);
+                        return Poll::Ready(());
+                    }
+                    Poll::Pending => {
+                        let took = out.written != before;
+                        if this.stalled(took, cx) {
+                            this.vanished.mark();
+                            return Poll::Ready(());
+                        }
+                        return Poll::Pending;
+                    }
                 }
             }
             if this.end.is_some() {
@@ -88,6 +120,28 @@ impl Future for Held {
 }
 
 impl Held {
+    /// Whether the socket has taken no byte for the bound while bytes
+    /// wait; `took` says whether it took some in this poll, which starts
+    /// the bound again. Registers `cx` for the bound's end.
+    fn stalled(&mut self, took: bool, cx: &mut Context<'_>) -> bool {
+        let Some(bound) = self.vanished.bound() else {
+            return false;
+        };
+        let deadline = Instant::now() + bound;
+        let stall = match &mut self.stall {
+            Some(stall) => {
+                if took {
+                    stall.as_mut().reset(deadline);
+                }
+                stall
+            }
+            None => self
+                .stall
+                .insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        stall.as_mut().poll(cx).is_ready()
+    }
+
     /// The frames ready now, up to about [`BUFFER`] bytes, as one write;
     /// pending until at least one is ready or the body ends. `None` once
     /// the body ended with nothing more to write.
@@ -169,18 +223,19 @@ impl Batch {
     }
 }
 
-/// Whether the client closed its side (or the socket failed). Anything it
-/// sends meanwhile is read and dropped: the response said `connection:
-/// close`, so no further request is served on this connection.
-fn client_left(socket: &TcpStream, cx: &mut Context<'_>) -> bool {
+/// Whether the client closed its side (`Ok`) or the socket failed (`Err`);
+/// `None` while it is there. Anything it sends meanwhile is read and
+/// dropped: the response said `connection: close`, so no further request
+/// is served on this connection.
+fn client_left(socket: &TcpStream, cx: &mut Context<'_>) -> Option<io::Result<()>> {
     let mut sink = [0; 64];
     loop {
         match socket.poll_read_ready(cx) {
-            Poll::Pending => return false,
-            Poll::Ready(Err(_)) => return true,
+            Poll::Pending => return None,
+            Poll::Ready(Err(err)) => return Some(Err(err)),
             Poll::Ready(Ok(())) => match socket.try_read(&mut sink) {
-                Ok(0) => return true,
-                Err(err) if err.kind() != io::ErrorKind::WouldBlock => return true,
+                Ok(0) => return Some(Ok(())),
+                Err(err) if err.kind() != io::ErrorKind::WouldBlock => return Some(Err(err)),
                 // Read (and dropped), or readiness cleared: look again, which
                 // registers for the next readiness.
                 Ok(_) | Err(_) => {}
@@ -387,7 +442,8 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         let frames = frames.into_iter().map(Ok::<_, io::Error>);
         let body = Body::from_stream(futures_util::stream::iter(frames));
-        let mut held = write(server, Response::new(body));
+        let vanished = Vanished::new(std::time::Duration::ZERO);
+        let mut held = write(server, Response::new(body), vanished);
         held.out = None;
         held
     }
@@ -425,5 +481,59 @@ mod tests {
         assert_eq!(Framing::of(StatusCode::NO_CONTENT, None), Framing::None);
         assert_eq!(Framing::of(StatusCode::OK, Some(3)), Framing::Length(3));
         assert_eq!(Framing::of(StatusCode::OK, None), Framing::Chunked);
+    }
+
+    /// An endless body of 64 KiB frames held on a loopback socket whose
+    /// client is returned, with a bound of `bound`.
+    async fn endless(bound: std::time::Duration) -> (Held, TcpStream, Vanished) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let frame = Bytes::from(vec![b'x'; 64 * 1024]);
+        let frames = futures_util::stream::repeat_with(move || Ok::<_, io::Error>(frame.clone()));
+        let vanished = Vanished::new(bound);
+        let held = write(server, Response::new(Body::from_stream(frames)), vanished.clone());
+        (held, client, vanished)
+    }
+
+    #[tokio::test]
+    async fn a_socket_that_takes_nothing_for_the_bound_is_given_up() {
+        let bound = std::time::Duration::from_millis(300);
+        let (held, _client, vanished) = endless(bound).await;
+        let started = Instant::now();
+        tokio::time::timeout(bound * 20, held).await.expect("given up");
+        assert!(vanished.is_gone());
+        assert!(started.elapsed() >= bound);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_keeps_its_stream() {
+        use tokio::io::AsyncReadExt as _;
+        // Long enough for the kernel's buffers: a sender's socket takes
+        // bytes again only once a good part of it has drained.
+        let bound = std::time::Duration::from_secs(1);
+        let (held, mut client, vanished) = endless(bound).await;
+        let mut held = std::pin::pin!(held);
+        let mut buf = vec![0; 1024 * 1024];
+        for _ in 0..10 {
+            // A reader slower than the writer, but never away for long.
+            let pause = tokio::time::sleep(bound / 4);
+            tokio::select! {
+                () = &mut held => panic!("a reading client was given up"),
+                () = pause => {}
+            }
+            client.read_exact(&mut buf).await.unwrap();
+        }
+        assert!(!vanished.is_gone());
+    }
+
+    #[tokio::test]
+    async fn without_a_bound_a_full_socket_waits() {
+        let (held, _client, vanished) = endless(std::time::Duration::ZERO).await;
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(500), held).await;
+        assert!(waited.is_err(), "nothing gave up");
+        assert!(!vanished.is_gone());
     }
 }

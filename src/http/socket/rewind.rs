@@ -1,5 +1,6 @@
 //! A socket whose first reads give back bytes already read from it: the
-//! first request `first` read, handed to hyper as if unread.
+//! first request `first` read, handed to hyper as if unread; and whose
+//! errors tell whether its client vanished.
 
 use std::io;
 use std::pin::Pin;
@@ -9,15 +10,31 @@ use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::http::vanished::Vanished;
+
 pub(in crate::http) struct Rewind {
     /// Read already, not yet given back; empty (and freed) once it is.
     read: Bytes,
     socket: TcpStream,
+    /// Marked when a read or write times out, before hyper drops the
+    /// stream it serves.
+    vanished: Vanished,
 }
 
 impl Rewind {
-    pub(in crate::http) fn new(read: Bytes, socket: TcpStream) -> Self {
-        Self { read, socket }
+    pub(in crate::http) fn new(read: Bytes, socket: TcpStream, vanished: Vanished) -> Self {
+        Self {
+            read,
+            socket,
+            vanished,
+        }
+    }
+
+    fn noted<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if let Poll::Ready(Err(err)) = &polled {
+            self.vanished.note(err);
+        }
+        polled
     }
 }
 
@@ -29,7 +46,8 @@ impl AsyncRead for Rewind {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         if this.read.is_empty() {
-            return Pin::new(&mut this.socket).poll_read(cx, buf);
+            let polled = Pin::new(&mut this.socket).poll_read(cx, buf);
+            return this.noted(polled);
         }
         let n = this.read.len().min(buf.remaining());
         buf.put_slice(&this.read.split_to(n));
@@ -46,7 +64,8 @@ impl AsyncWrite for Rewind {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.socket).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.socket).poll_write(cx, buf);
+        self.noted(polled)
     }
 
     fn poll_write_vectored(
@@ -54,7 +73,8 @@ impl AsyncWrite for Rewind {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.socket).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.socket).poll_write_vectored(cx, bufs);
+        self.noted(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -62,7 +82,8 @@ impl AsyncWrite for Rewind {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.socket).poll_flush(cx)
+        let polled = Pin::new(&mut self.socket).poll_flush(cx);
+        self.noted(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -84,7 +105,8 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         client.write_all(b" world").await.unwrap();
         drop(client);
-        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server);
+        let vanished = Vanished::new(std::time::Duration::ZERO);
+        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server, vanished);
         let mut small = [0; 3];
         rewound.read_exact(&mut small).await.unwrap();
         assert_eq!(&small, b"hel");
