@@ -37,6 +37,14 @@ pub const REVOKED_ERROR_CODE: ErrorCode = ErrorCode(-32003);
 /// can tell it from a failure.
 pub const LIFETIME_ERROR_CODE: ErrorCode = ErrorCode(-32004);
 
+/// The JSON-RPC error code that ends a stream whose place a newer stream
+/// of the same principal took, at the principal's cap
+/// ([`CapPolicy::ReplaceOldest`](crate::CapPolicy::ReplaceOldest)), with
+/// `data: {"reason":"replaced"}`. A server-defined code apart from the
+/// others: the client's user listens elsewhere now, so listening again at
+/// once would only take that place back.
+pub const REPLACED_ERROR_CODE: ErrorCode = ErrorCode(-32005);
+
 /// Why a message posted to the MCP endpoint was refused before anything
 /// looked at what it asks: it is not JSON, not a JSON-RPC message, or its
 /// headers disagree with it.
@@ -330,6 +338,9 @@ pub enum StreamError {
     /// The stream reached the lifetime its service gives every stream
     /// (`ListenService::with_max_stream_lifetime`).
     Lifetime,
+    /// A newer stream of the same principal took its place at the
+    /// principal's cap ([`CapPolicy::ReplaceOldest`](crate::CapPolicy::ReplaceOldest)).
+    Replaced,
     /// A hand-written [`Source`](crate::Source) failed with its own error.
     /// Boxed, so that every [`Next`](crate::Next) a reader moves stays
     /// small (24 bytes, not 80).
@@ -348,6 +359,7 @@ impl fmt::Display for StreamError {
             Self::Revoked => f.write_str("stream revoked"),
             Self::Expired => f.write_str("stream expired"),
             Self::Lifetime => f.write_str("stream lifetime reached"),
+            Self::Replaced => f.write_str("stream replaced by a newer one of its principal"),
             Self::Source(data) => write!(f, "source failed: {}", data.message),
         }
     }
@@ -364,6 +376,8 @@ impl StreamError {
     /// [`REVOKED_ERROR_CODE`] with `data: {"reason":"revoked"}` or
     /// `{"reason":"expired"}`. [`Lifetime`](Self::Lifetime) is
     /// [`LIFETIME_ERROR_CODE`] with `data: {"reason":"lifetime"}`.
+    /// [`Replaced`](Self::Replaced) is [`REPLACED_ERROR_CODE`] with
+    /// `data: {"reason":"replaced"}`.
     pub fn to_error_data(&self) -> ErrorData {
         match self {
             Self::Overflow { dropped } => ErrorData::new(
@@ -385,6 +399,11 @@ impl StreamError {
                 LIFETIME_ERROR_CODE,
                 "Subscription lifetime reached",
                 Some(json!({ "reason": "lifetime" })),
+            ),
+            Self::Replaced => ErrorData::new(
+                REPLACED_ERROR_CODE,
+                "Subscription replaced",
+                Some(json!({ "reason": "replaced" })),
             ),
             Self::Source(data) => (**data).clone(),
         }

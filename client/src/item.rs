@@ -141,7 +141,9 @@ impl End {
     /// Whether a re-listen may follow this end: an abrupt end, an unserved
     /// channel ask, a server overflow or lifetime, or (with new
     /// credentials) a revoked or expired authorization; never a cancel, a
-    /// protocol error or (unless asked) a graceful end.
+    /// protocol error, any other server error (a stream replaced by a
+    /// newer one of its principal among them: listening again would take
+    /// that one's place in turn) or (unless asked) a graceful end.
     pub(crate) fn may_relisten(&self, after_complete: bool) -> bool {
         match self {
             Self::Abrupt(_) | Self::NotServed | Self::Revoked(_) | Self::Expired(_) => true,
@@ -211,6 +213,9 @@ mod tests {
         let revoked = end(StreamError::Revoked);
         assert!(revoked.is_unauthorized() && revoked.may_relisten(false));
         assert_eq!(revoked.error().map(|e| e.code), Some(REVOKED_ERROR_CODE));
+        let replaced = end(StreamError::Replaced);
+        assert!(matches!(replaced, End::Failed(_)));
+        assert!(!replaced.may_relisten(true), "two streams would evict each other");
         assert_eq!(
             revoked.as_next(),
             Next::Failed(StreamError::Source(Box::new(

@@ -161,6 +161,17 @@ struct Options {
         value_parser = cli::at_least_one
     )]
     max_streams_per_principal: Option<usize>,
+    /// What a principal at --max-streams-per-principal gets for one more
+    /// stream: refused, or admitted in place of its oldest (which ends
+    /// with {"reason":"replaced"})
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_CAP_POLICY",
+        value_name = "POLICY",
+        default_value = "refuse",
+        value_parser = cli::cap_policy_parser()
+    )]
+    cap_policy: mcp_subscriptions::CapPolicy,
     /// Require this bearer token for that principal (of that tenant) over
     /// HTTP; repeat for more (a comma-separated list in the environment)
     #[arg(
@@ -721,7 +732,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         listen = listen.with_authorizer(auth::authorizer(tokens.clone(), tasks.clone()));
     }
     if let Some(limit) = options.max_streams_per_principal {
-        listen = listen.with_max_streams_per_principal(limit);
+        listen = listen
+            .with_max_streams_per_principal(limit)
+            .with_cap_policy(options.cap_policy);
     }
     if let Some(secs) = options.max_stream_lifetime_secs {
         listen = listen.with_max_stream_lifetime(Duration::from_secs(secs));

@@ -1,7 +1,7 @@
 //! Command-line value parsers the examples share.
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use mcp_subscriptions::Overflow;
+use mcp_subscriptions::{CapPolicy, Overflow};
 
 /// A count that must not be zero.
 pub(crate) fn at_least_one(value: &str) -> Result<usize, String> {
@@ -28,4 +28,13 @@ fn nonzero<T: std::str::FromStr<Err = std::num::ParseIntError> + Default + Parti
 pub(crate) fn overflow_parser() -> impl TypedValueParser<Value = Overflow> {
     let names = [Overflow::DropOldest, Overflow::Disconnect].map(Overflow::as_str);
     PossibleValuesParser::new(names).try_map(|name| name.parse::<Overflow>())
+}
+
+/// `CapPolicy`'s choices by name: `refuse` or `replace-oldest`.
+#[allow(dead_code, reason = "not every example that shares this has one")]
+pub(crate) fn cap_policy_parser() -> impl TypedValueParser<Value = CapPolicy> {
+    PossibleValuesParser::new(["refuse", "replace-oldest"]).map(|name| match name.as_str() {
+        "replace-oldest" => CapPolicy::ReplaceOldest,
+        _ => CapPolicy::Refuse,
+    })
 }

@@ -19,5 +19,6 @@ mod stream;
 pub use authorize::{Authorize, Grant};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use demand::Demand;
+pub use limits::CapPolicy;
 pub use service::ListenService;
 pub use stream::ListenStream;

@@ -30,7 +30,7 @@ pub(crate) struct Lease {
     /// Its place under its principal's limit, given back when dropped.
     #[allow(dead_code, reason = "held for its drop")]
     pub(crate) slot: Option<Slot>,
-    /// When it ends by itself, if it does.
+    /// When it ends by itself, if it does (besides its slot being taken).
     pub(crate) ends: Option<Ending>,
     /// Its keys, held against the service's demand hooks.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -45,6 +45,11 @@ pub(crate) struct Ending {
     pub(crate) at: Instant,
     /// [`CloseReason::Expired`] or [`CloseReason::Lifetime`].
     reason: CloseReason,
+}
+
+/// A stream ended for `reason` with `error`.
+fn ended(reason: CloseReason, error: &StreamError) -> (CloseReason, Pulled) {
+    (reason, Pulled::Failed(error.to_error_data()))
 }
 
 impl Ending {
@@ -68,6 +73,41 @@ impl Lease {
             }),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
+        }
+    }
+
+    /// How the stream ends now by its lease, if it does: its slot taken,
+    /// or its expiry or lifetime passed.
+    fn ended_now(&self) -> Option<(CloseReason, Pulled)> {
+        if self.slot.as_ref().is_some_and(Slot::is_replaced) {
+            return Some(ended(CloseReason::Replaced, &StreamError::Replaced));
+        }
+        let ending = self.ends.filter(|ending| Instant::now() >= ending.at)?;
+        Some(ended(ending.reason, &ending.error()))
+    }
+
+    /// Resolves when the stream ends by its lease: its slot taken by a
+    /// newer stream of its principal, or its expiry or lifetime passed.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    async fn ended(&self) -> (CloseReason, Pulled) {
+        let replaced = async {
+            match &self.slot {
+                Some(slot) => slot.replaced().await,
+                None => std::future::pending().await,
+            }
+        };
+        let passed = async {
+            match self.ends {
+                Some(ending) => {
+                    tokio::time::sleep_until(ending.at.into()).await;
+                    ending
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = replaced => ended(CloseReason::Replaced, &StreamError::Replaced),
+            ending = passed => ended(ending.reason, &ending.error()),
         }
     }
 
@@ -110,47 +150,28 @@ impl<H: SourceHandle> Pull<H> {
     /// Pulls the next event or the end; `None` once ended. Lag reports are
     /// skipped: no transport has a way to say them. A source that panics,
     /// or that reports itself closed underneath the stream, fails it; so
-    /// does its lease's expiry or lifetime, waited for on tokio's timer
-    /// where a transport brings it (and otherwise checked at each pull).
+    /// does its lease's end (its expiry or lifetime, or its slot taken by
+    /// a newer stream of its principal), waited for on tokio's timer where
+    /// a transport brings it (and otherwise checked at each pull).
     pub(crate) async fn next(&mut self) -> Option<Pulled> {
-        self.handle.as_ref()?;
-        let Some(ending) = self.lease.ends else {
-            return self.pull_source().await;
-        };
-        if Instant::now() < ending.at {
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-            tokio::select! {
-                pulled = self.pull_source() => return pulled,
-                () = tokio::time::sleep_until(ending.at.into()) => {}
-            }
-            #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
-            return self.pull_source().await;
-        }
-        self.finish(ending.reason);
-        Some(Pulled::Failed(ending.error().to_error_data()))
-    }
-
-    async fn pull_source(&mut self) -> Option<Pulled> {
         let handle = self.handle.as_mut()?;
-        let mut skipped = 0u32;
-        let (reason, pulled) = loop {
-            match AssertUnwindSafe(handle.next()).catch_unwind().await {
-                Ok(Next::Event(event)) => return Some(Pulled::Event(event)),
-                Ok(Next::Lagged(_)) => {
-                    skipped += 1;
-                    yield_every(SKIPS_PER_YIELD, skipped).await;
-                    continue;
-                }
-                Ok(Next::Complete) => break (CloseReason::Complete, Pulled::Complete),
-                Ok(Next::Failed(err)) => {
-                    break (CloseReason::Error, Pulled::Failed(err.to_error_data()));
-                }
-                Ok(Next::Closed) => break (CloseReason::Error, internal_error(CLOSED)),
-                Err(_panic) => break (CloseReason::Error, internal_error(PANICKED)),
-            }
+        let pulled = match self.lease.ended_now() {
+            Some(ended) => Err(ended),
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            None => tokio::select! {
+                pulled = pull(handle) => pulled,
+                ended = self.lease.ended() => Err(ended),
+            },
+            #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
+            None => pull(handle).await,
         };
-        self.finish(reason);
-        Some(pulled)
+        match pulled {
+            Ok(event) => Some(Pulled::Event(event)),
+            Err((reason, end)) => {
+                self.finish(reason);
+                Some(end)
+            }
+        }
     }
 
     /// Closes the source for `reason`, once, and gives back what the lease
@@ -169,6 +190,26 @@ impl<H: SourceHandle> Pull<H> {
 impl<H: SourceHandle> Drop for Pull<H> {
     fn drop(&mut self) {
         self.finish(self.drop_reason);
+    }
+}
+
+/// The next event of `handle`, or how the stream ends and why.
+async fn pull<H: SourceHandle>(handle: &mut H) -> Result<Event, (CloseReason, Pulled)> {
+    let mut skipped = 0u32;
+    loop {
+        match AssertUnwindSafe(handle.next()).catch_unwind().await {
+            Ok(Next::Event(event)) => return Ok(event),
+            Ok(Next::Lagged(_)) => {
+                skipped += 1;
+                yield_every(SKIPS_PER_YIELD, skipped).await;
+            }
+            Ok(Next::Complete) => return Err((CloseReason::Complete, Pulled::Complete)),
+            Ok(Next::Failed(err)) => {
+                return Err((CloseReason::Error, Pulled::Failed(err.to_error_data())));
+            }
+            Ok(Next::Closed) => return Err((CloseReason::Error, internal_error(CLOSED))),
+            Err(_panic) => return Err((CloseReason::Error, internal_error(PANICKED))),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use rmcp::model::{ErrorData, Implementation, RequestId, ServerCapabilities};
 use serde_json::Value;
 
 use super::authorize::{Authorize, Grant};
-use super::limits::PrincipalLimits;
+use super::limits::{CapPolicy, PrincipalLimits};
 use super::pull::Lease;
 use super::stream::ListenStream;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -54,7 +54,8 @@ use crate::source::Source;
 ///    refuses with its own error;
 /// 4. the principal, if any, holds fewer than its
 ///    [limit](Self::with_max_streams_per_principal) of open streams
-///    (`-32603` `Subscription limit reached`);
+///    (`-32603` `Subscription limit reached`), unless its
+///    [cap policy](Self::with_cap_policy) replaces its oldest;
 /// 5. with demand hooks (`with_demand`, under a transport feature), the
 ///    attach of each of its keys no stream held before (the hook's error,
 ///    or `-32603` for a hook that panicked), waited for before the
@@ -68,6 +69,7 @@ pub struct ListenService<S> {
     server_info: Option<Arc<Implementation>>,
     authorizer: Option<Arc<dyn Authorize>>,
     limits: Option<PrincipalLimits>,
+    cap_policy: CapPolicy,
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
     declared: Arc<OnceLock<Declared>>,
@@ -98,6 +100,7 @@ impl<S> Clone for ListenService<S> {
             server_info: self.server_info.clone(),
             authorizer: self.authorizer.clone(),
             limits: self.limits.clone(),
+            cap_policy: self.cap_policy,
             declared: self.declared.clone(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: self.demand.clone(),
@@ -119,6 +122,7 @@ impl<S: Source + 'static> ListenService<S> {
             server_info: None,
             authorizer: None,
             limits: None,
+            cap_policy: CapPolicy::Refuse,
             declared: Arc::default(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
@@ -169,12 +173,26 @@ impl<S: Source + 'static> ListenService<S> {
 
     /// Lets each [`Principal`](crate::audience::Principal) hold at most `limit` open
     /// streams (listen streams and channels together); one more is refused
-    /// with `-32603` `Subscription limit reached`, and a slot is freed the
+    /// with `-32603` `Subscription limit reached` (or, under
+    /// [`CapPolicy::ReplaceOldest`], takes the place of the principal's
+    /// oldest), and a slot is freed the
     /// moment a stream ends, however it ends (its terminal message, a
     /// cancel, a dropped connection), not when its value is dropped. Streams without a principal are
     /// limited only by the source.
     pub fn with_max_streams_per_principal(mut self, limit: usize) -> Self {
-        self.limits = Some(PrincipalLimits::new(limit));
+        self.limits = Some(PrincipalLimits::new(limit, self.cap_policy));
+        self
+    }
+
+    /// What a principal at its [cap](Self::with_max_streams_per_principal)
+    /// gets for one more stream: refused (the default), or admitted in
+    /// place of its oldest, which ends with `{"reason":"replaced"}` (see
+    /// [`CapPolicy`] for which to choose when).
+    pub fn with_cap_policy(mut self, policy: CapPolicy) -> Self {
+        self.cap_policy = policy;
+        if let Some(limits) = &mut self.limits {
+            limits.set_policy(policy);
+        }
         self
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::support::http::{app, listen, post, serve, with_user_header};
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Filter, Hub, ListenService, OpenContext, audience::Principal};
+use mcp_subscriptions::{CapPolicy, Filter, Hub, ListenService, OpenContext, audience::Principal};
 use serde_json::{Value, json};
 
 /// Each principal may watch the tools list and its own resources,
@@ -139,4 +139,42 @@ async fn a_principal_at_its_limit_is_refused_while_others_open_and_a_cancel_free
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn under_replace_oldest_a_principal_at_its_cap_ends_its_oldest_and_is_admitted() {
+    let hub = Hub::new();
+    let url = serve(authenticated(
+        ListenService::new(hub.clone())
+            .with_max_streams_per_principal(2)
+            .with_cap_policy(CapPolicy::ReplaceOldest),
+    ))
+    .await;
+    let tools = |id: u32| listen(json!(id), json!({"toolsListChanged": true}), &[]);
+    let mut streams = Vec::new();
+    for id in 1..=2 {
+        let mut stream = post(&url, &tools(id), &[("x-user", "alice")]).await;
+        stream.next().await.expect("acknowledged");
+        streams.push(stream);
+    }
+    let mut bob = post(&url, &tools(9), &[("x-user", "bob")]).await;
+    bob.next().await.expect("bob's stream");
+
+    let mut third = post(&url, &tools(3), &[("x-user", "alice")]).await;
+    let ack = third.next().await.expect("admitted at once");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let replaced = streams[0].next().await.expect("the oldest ends");
+    assert_eq!(replaced["id"], 1);
+    assert_eq!(replaced["error"]["code"], -32005);
+    assert_eq!(replaced["error"]["data"], json!({"reason": "replaced"}));
+    assert!(streams[0].next().await.is_none(), "and its response with it");
+
+    hub.notify_tools_list_changed();
+    for stream in [&mut streams[1], &mut third, &mut bob] {
+        let event = stream.next().await.expect("the others go on");
+        assert_eq!(event["method"], "notifications/tools/list_changed");
+    }
+    let stats = hub.stats();
+    assert_eq!(stats.listeners_closed.replaced, 1);
+    assert_eq!(stats.listeners_active, 3);
 }
