@@ -215,7 +215,10 @@ mod tests {
         assert_eq!(revoked.error().map(|e| e.code), Some(REVOKED_ERROR_CODE));
         let replaced = end(StreamError::Replaced);
         assert!(matches!(replaced, End::Failed(_)));
-        assert!(!replaced.may_relisten(true), "two streams would evict each other");
+        assert!(
+            !replaced.may_relisten(true),
+            "two streams would evict each other"
+        );
         assert_eq!(
             revoked.as_next(),
             Next::Failed(StreamError::Source(Box::new(

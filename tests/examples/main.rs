@@ -17,3 +17,4 @@ mod files;
 mod herd;
 mod older_clients;
 mod open_files;
+mod vanished;

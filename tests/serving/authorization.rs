@@ -167,7 +167,10 @@ async fn under_replace_oldest_a_principal_at_its_cap_ends_its_oldest_and_is_admi
     assert_eq!(replaced["id"], 1);
     assert_eq!(replaced["error"]["code"], -32005);
     assert_eq!(replaced["error"]["data"], json!({"reason": "replaced"}));
-    assert!(streams[0].next().await.is_none(), "and its response with it");
+    assert!(
+        streams[0].next().await.is_none(),
+        "and its response with it"
+    );
 
     hub.notify_tools_list_changed();
     for stream in [&mut streams[1], &mut third, &mut bob] {

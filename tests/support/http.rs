@@ -39,7 +39,21 @@ pub struct Answer {
 /// headers a 2026-07-28 client sends: the protocol version, and the
 /// method (and tool name) that the body names.
 pub async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> Answer {
-    let client = reqwest::Client::new();
+    post_from(None, url, body, headers).await
+}
+
+/// [`post`], on a connection of its own from the local address `from`
+/// (a loopback address of the test's choosing), where one is given.
+pub async fn post_from(
+    from: Option<std::net::IpAddr>,
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Answer {
+    let client = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
     let mut request = client
         .post(format!("{url}/mcp"))
         .header("content-type", "application/json")

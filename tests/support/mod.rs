@@ -45,6 +45,9 @@ pub mod example;
 #[cfg(all(feature = "http", feature = "tasks"))]
 pub mod http;
 
+#[cfg(target_os = "linux")]
+pub mod netns;
+
 #[cfg(feature = "stdio")]
 pub mod stdio;
 

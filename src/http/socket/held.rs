@@ -494,7 +494,11 @@ mod tests {
         let frame = Bytes::from(vec![b'x'; 64 * 1024]);
         let frames = futures_util::stream::repeat_with(move || Ok::<_, io::Error>(frame.clone()));
         let vanished = Vanished::new(bound);
-        let held = write(server, Response::new(Body::from_stream(frames)), vanished.clone());
+        let held = write(
+            server,
+            Response::new(Body::from_stream(frames)),
+            vanished.clone(),
+        );
         (held, client, vanished)
     }
 
@@ -503,7 +507,9 @@ mod tests {
         let bound = std::time::Duration::from_millis(300);
         let (held, _client, vanished) = endless(bound).await;
         let started = Instant::now();
-        tokio::time::timeout(bound * 20, held).await.expect("given up");
+        tokio::time::timeout(bound * 20, held)
+            .await
+            .expect("given up");
         assert!(vanished.is_gone());
         assert!(started.elapsed() >= bound);
     }
