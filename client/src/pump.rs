@@ -101,8 +101,13 @@ pub(super) async fn run<C: Connect>(
         if matches!(end, End::Overflowed { .. } | End::Protocol(_)) {
             reader.current.close(CloseReason::Error);
         }
+        // A server completes a stream granted nothing right after its
+        // acknowledgement: listening again would only be completed again.
+        let granted_nothing = end == End::Complete && shared.granted().is_empty();
         let relisten = match &options.relisten {
-            Some(relisten) if end.may_relisten(relisten.after_complete) => relisten.clone(),
+            Some(relisten) if end.may_relisten(relisten.after_complete) && !granted_nothing => {
+                relisten.clone()
+            }
             _ => {
                 shared.finish(end);
                 return;

@@ -15,6 +15,7 @@ pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;
 mod stream;
+mod unknown;
 
 pub use authorize::{Authorize, Grant};
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]

@@ -11,6 +11,7 @@ use super::pull::Lease;
 use super::stream::ListenStream;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use super::stream::Waiting;
+use super::unknown::UnknownFields;
 use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal, StreamError};
 use crate::filter::Filter;
@@ -70,6 +71,7 @@ pub struct ListenService<S> {
     authorizer: Option<Arc<dyn Authorize>>,
     limits: Option<PrincipalLimits>,
     cap_policy: CapPolicy,
+    unknown: Arc<UnknownFields>,
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
     declared: Arc<OnceLock<Declared>>,
@@ -101,6 +103,7 @@ impl<S> Clone for ListenService<S> {
             authorizer: self.authorizer.clone(),
             limits: self.limits.clone(),
             cap_policy: self.cap_policy,
+            unknown: self.unknown.clone(),
             declared: self.declared.clone(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: self.demand.clone(),
@@ -123,6 +126,7 @@ impl<S: Source + 'static> ListenService<S> {
             authorizer: None,
             limits: None,
             cap_policy: CapPolicy::Refuse,
+            unknown: Arc::default(),
             declared: Arc::default(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
@@ -287,6 +291,9 @@ impl<S: Source + 'static> ListenService<S> {
         requested: &Filter,
     ) -> Result<ListenStream<S::Handle>, OpenError> {
         context.subscription_id = Some(id.clone());
+        if !requested.extensions().is_empty() {
+            self.unknown.tell(requested, &self.source.capabilities());
+        }
         #[allow(unused_mut, reason = "demand hooks need a transport's runtime")]
         let (grant, mut lease) = self.lease(&mut context, requested)?;
         #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]

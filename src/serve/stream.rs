@@ -33,7 +33,12 @@ use crate::wire::{Message, SubscriptionId};
 /// 7. a source that fails, is disconnected for overflow, panics or closes
 ///    underneath ends it with a JSON-RPC error response instead; so does a
 ///    revocation ([`Hub::revoke`](crate::Hub::revoke)) or the expiry its
-///    authorizer granted it with ([`Grant::with_expiry`](crate::Grant::with_expiry)).
+///    authorizer granted it with ([`Grant::with_expiry`](crate::Grant::with_expiry));
+/// 8. a stream granted nothing (its acknowledged filter is empty: it asked
+///    only for what the server does not offer or the authorizer does not
+///    allow) is completed right after its acknowledgement, its source
+///    closed as [`CloseReason::Complete`]: it could never carry anything,
+///    and held it would cost a slot and a connection.
 ///
 /// Its principal's slot is given back the moment it ends, by any of these
 /// or by [`cancel`](Self::cancel).
@@ -169,6 +174,11 @@ impl<H: SourceHandle> ListenStream<H> {
             }
             self.acknowledged = true;
             return Some(acknowledgement(self.stamp.as_json(), &self.granted).into());
+        }
+        if self.granted.is_empty() {
+            // Rule 8.
+            self.cancel(CloseReason::Complete);
+            return Some(completion(self.stamp.as_json(), &self.server_info).into());
         }
         let mut skipped = 0u32;
         let message = loop {

@@ -109,6 +109,27 @@ async fn http_smoke_acknowledged_granted_delivered_cancelled() {
 }
 
 #[tokio::test]
+async fn http_a_stream_granted_nothing_is_completed_and_never_listened_again() {
+    let server = HttpServer::start(&[]).await;
+    // A misspelled field: kept by the filter, served by no one.
+    let typo = Filter::new().with_extension("toolListChanged", json!(true));
+    let options = SubscribeOptions::default().with_relisten(
+        Relisten::new(Duration::from_millis(10), Duration::from_millis(20))
+            .with_after_complete(true),
+    );
+    let mut subscription = Subscription::http(server.mcp_url(), &typo, options)
+        .await
+        .unwrap();
+    assert!(subscription.granted().is_empty());
+    assert_eq!(next(&mut subscription).await, Item::End(End::Complete));
+    assert!(subscription.next().await.is_none(), "no listening again");
+    let stats = server.stats().await;
+    assert_eq!(stats["listeners_opened"], 1);
+    assert_eq!(stats["listeners_active"], 0);
+    assert_eq!(stats["listeners_closed"]["complete"], 1);
+}
+
+#[tokio::test]
 async fn http_refusals_and_the_graceful_end() {
     let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
     // More URIs in one request than the server takes (by default the

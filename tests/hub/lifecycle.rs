@@ -95,3 +95,32 @@ fn smoke_every_lifecycle_step_is_an_event_and_deliveries_are_not() {
         lines.join("\n")
     );
 }
+
+#[test]
+fn a_filter_field_no_one_serves_is_warned_once_by_name() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let hub = Hub::new();
+    tracing::subscriber::with_default(subscriber, || {
+        let service = ListenService::new(hub.clone());
+        let typo = json!({"notifications": {"toolListChanged": true}});
+        for id in 1..=3 {
+            let stream = service.open(RequestId::Number(id), Some(&typo)).unwrap();
+            assert!(stream.granted().is_empty());
+        }
+        let known = json!({"notifications": {"toolsListChanged": true}});
+        service.open(RequestId::Number(4), Some(&known)).unwrap();
+    });
+    let lines = captured.lines();
+    let warned: Vec<_> = lines
+        .iter()
+        .filter(|line| line.contains("WARN") && line.contains("does not know"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{lines:?}");
+    assert!(warned[0].contains("field=toolListChanged"), "{lines:?}");
+}

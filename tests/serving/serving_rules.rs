@@ -155,6 +155,24 @@ async fn rule_1_an_empty_grant_is_still_acknowledged() {
 }
 
 #[tokio::test]
+async fn rule_8_a_stream_granted_nothing_is_completed_after_its_acknowledgement() {
+    let source = Scripted::default();
+    let service = ListenService::new(source.clone());
+    // A typo, as a new user would make it: kept, never served.
+    let params = json!({"notifications": {"toolListChanged": true}});
+    let mut stream = service.open(RequestId::Number(1), Some(&params)).unwrap();
+    let ack = message(&mut stream).await;
+    assert_eq!(ack["params"]["notifications"], json!({}));
+    let complete = message(&mut stream).await;
+    assert_eq!(complete["id"], 1);
+    assert_eq!(complete["result"]["resultType"], "complete");
+    assert!(stream.next_message().await.is_none());
+    assert!(stream.is_finished());
+    assert_eq!(source.pulls(), 0, "nothing is pulled");
+    assert_eq!(source.closed(), [CloseReason::Complete]);
+}
+
+#[tokio::test]
 async fn rule_2_the_next_event_is_pulled_only_when_the_next_message_is_asked_for() {
     let source = Scripted::new(vec![Step::Endless]);
     let service = ListenService::new(source.clone());
