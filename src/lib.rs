@@ -69,7 +69,7 @@ pub use hub::{Hub, Listener};
 pub use overflow::Overflow;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 pub use serve::Demand;
-pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream};
+pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardown};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};

@@ -17,6 +17,11 @@ pub(super) const PROTOCOL_VERSION: &str = "2026-07-28";
 
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
+/// What a server sends to end a stream gracefully in the other dialect
+/// (`Teardown::Cancelled` on the serving side), as a client sends to
+/// cancel one.
+pub(super) const CANCELLED: &str = "notifications/cancelled";
+
 /// The `subscriptions/listen` request for `requested`, with `_meta`: the
 /// protocol version, the client's info and capabilities.
 pub(super) fn listen_request(
@@ -44,7 +49,7 @@ pub(super) fn meta(options: &SubscribeOptions) -> Value {
 
 /// The `notifications/cancelled` that ends the stream of `id` on stdio.
 pub(super) fn cancelled(id: &RequestId) -> Value {
-    json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}})
+    json!({"jsonrpc": "2.0", "method": CANCELLED, "params": {"requestId": id}})
 }
 
 /// What one message of the stream meant.
@@ -125,6 +130,11 @@ impl Expect {
         method: String,
         mut params: Map<String, Value>,
     ) -> Result<Step, ProtocolError> {
+        // The server's graceful end in the `notifications/cancelled`
+        // dialect, stamped or not.
+        if method == CANCELLED && params.get("requestId") == Some(&self.id) {
+            return Ok(Step::End(End::Complete));
+        }
         let stamp = take_stamp(&mut params);
         let Some(granted) = &self.granted else {
             if method != ACKNOWLEDGED {
@@ -266,6 +276,26 @@ mod tests {
                 .unwrap(),
             Step::End(End::Complete)
         ));
+    }
+
+    #[test]
+    fn a_server_cancelling_the_listen_request_ends_it_gracefully() {
+        let mut expect = expect();
+        expect.text(ACK).unwrap();
+        // Another request's cancel is not this stream's end.
+        assert!(matches!(
+            expect.text(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l-2"}}"#),
+            Err(ProtocolError::WrongSubscriptionId { .. })
+        ));
+        for stamped in [
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l-1"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l-1"},"requestId":"l-1","reason":"server shutting down"}}"#,
+        ] {
+            assert!(matches!(
+                expect.text(stamped).unwrap(),
+                Step::End(End::Complete)
+            ));
+        }
     }
 
     #[test]

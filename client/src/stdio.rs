@@ -96,12 +96,14 @@ async fn read_lines<R: AsyncRead + Unpin>(
         }
         let targets: Vec<mpsc::Sender<Line>> = match serde_json::from_str::<Value>(&line) {
             Ok(message) => {
-                let key = if message.get("method").is_some() {
-                    message
+                let key = match message.get("method").and_then(Value::as_str) {
+                    // A server's graceful end in that dialect may name its
+                    // stream only by the request it cancels.
+                    Some(crate::protocol::CANCELLED) => message.pointer("/params/requestId"),
+                    Some(_) => message
                         .pointer("/params/_meta")
-                        .and_then(|meta| meta.get(mcp_subscriptions::SubscriptionId::META_KEY))
-                } else {
-                    message.get("id")
+                        .and_then(|meta| meta.get(mcp_subscriptions::SubscriptionId::META_KEY)),
+                    None => message.get("id"),
                 };
                 let sender = key.and_then(|key| routes.lock().get(&key.to_string()).cloned());
                 if let Some(sender) = sender {

@@ -221,6 +221,17 @@ struct Options {
         value_parser = cli::at_least_one
     )]
     max_waiting_connections: Option<usize>,
+    /// How a graceful shutdown ends each stream: with the listen request's
+    /// complete result, or with notifications/cancelled naming it (for a
+    /// gateway that expects that dialect)
+    #[arg(
+        long,
+        env = "MCP_SUBSCRIPTIONS_TEARDOWN",
+        value_name = "DIALECT",
+        default_value = "complete",
+        value_parser = cli::teardown_parser()
+    )]
+    teardown: mcp_subscriptions::Teardown,
     /// Seconds what is written to a client may stay unacknowledged before
     /// the client is taken for gone (vanished from the network) and its
     /// streams end; 0 leaves the system's default (about 15 minutes)
@@ -727,7 +738,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let tasks = tasks::Tasks::default();
     let replica = Replica::join(hub.clone(), options.relay.clone(), &tasks);
-    let mut listen = ListenService::new(hub.clone()).with_demand(logged_demand());
+    let mut listen = ListenService::new(hub.clone())
+        .with_demand(logged_demand())
+        .with_teardown(options.teardown);
     if !tokens.is_empty() {
         listen = listen.with_authorizer(auth::authorizer(tokens.clone(), tasks.clone()));
     }

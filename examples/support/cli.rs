@@ -1,7 +1,7 @@
 //! Command-line value parsers the examples share.
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use mcp_subscriptions::{CapPolicy, Overflow};
+use mcp_subscriptions::{CapPolicy, Overflow, Teardown};
 
 /// A count that must not be zero.
 pub(crate) fn at_least_one(value: &str) -> Result<usize, String> {
@@ -36,5 +36,14 @@ pub(crate) fn cap_policy_parser() -> impl TypedValueParser<Value = CapPolicy> {
     PossibleValuesParser::new(["refuse", "replace-oldest"]).map(|name| match name.as_str() {
         "replace-oldest" => CapPolicy::ReplaceOldest,
         _ => CapPolicy::Refuse,
+    })
+}
+
+/// `Teardown`'s dialects by name: `complete` or `cancelled`.
+#[allow(dead_code, reason = "not every example that shares this has one")]
+pub(crate) fn teardown_parser() -> impl TypedValueParser<Value = Teardown> {
+    PossibleValuesParser::new(["complete", "cancelled"]).map(|name| match name.as_str() {
+        "cancelled" => Teardown::Cancelled,
+        _ => Teardown::Complete,
     })
 }

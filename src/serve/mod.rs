@@ -15,6 +15,7 @@ pub(crate) mod limits;
 pub(crate) mod pull;
 mod service;
 mod stream;
+mod teardown;
 mod unknown;
 
 pub use authorize::{Authorize, Grant};
@@ -23,3 +24,4 @@ pub use demand::Demand;
 pub use limits::CapPolicy;
 pub use service::ListenService;
 pub use stream::ListenStream;
+pub use teardown::Teardown;

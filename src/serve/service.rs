@@ -11,6 +11,7 @@ use super::pull::Lease;
 use super::stream::ListenStream;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use super::stream::Waiting;
+use super::teardown::Teardown;
 use super::unknown::UnknownFields;
 use crate::context::OpenContext;
 use crate::error::{OpenError, Refusal, StreamError};
@@ -71,6 +72,7 @@ pub struct ListenService<S> {
     authorizer: Option<Arc<dyn Authorize>>,
     limits: Option<PrincipalLimits>,
     cap_policy: CapPolicy,
+    teardown: Teardown,
     unknown: Arc<UnknownFields>,
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
@@ -103,6 +105,7 @@ impl<S> Clone for ListenService<S> {
             authorizer: self.authorizer.clone(),
             limits: self.limits.clone(),
             cap_policy: self.cap_policy,
+            teardown: self.teardown,
             unknown: self.unknown.clone(),
             declared: self.declared.clone(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -126,6 +129,7 @@ impl<S: Source + 'static> ListenService<S> {
             authorizer: None,
             limits: None,
             cap_policy: CapPolicy::Refuse,
+            teardown: Teardown::Complete,
             unknown: Arc::default(),
             declared: Arc::default(),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
@@ -197,6 +201,14 @@ impl<S: Source + 'static> ListenService<S> {
         if let Some(limits) = &mut self.limits {
             limits.set_policy(policy);
         }
+        self
+    }
+
+    /// How every stream says its graceful end: the `complete` result (the
+    /// default) or `notifications/cancelled` naming the listen request
+    /// (see [`Teardown`] for which peers want which), over every transport.
+    pub fn with_teardown(mut self, teardown: Teardown) -> Self {
+        self.teardown = teardown;
         self
     }
 
@@ -325,7 +337,7 @@ impl<S: Source + 'static> ListenService<S> {
                     waiting,
                     id,
                     asked,
-                    self.shared_server_info().clone(),
+                    (self.shared_server_info().clone(), self.teardown),
                 ));
             }
         }
@@ -336,7 +348,7 @@ impl<S: Source + 'static> ListenService<S> {
             opened.handle,
             id,
             opened.granted,
-            self.shared_server_info().clone(),
+            (self.shared_server_info().clone(), self.teardown),
             lease,
         ))
     }

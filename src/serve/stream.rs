@@ -6,9 +6,10 @@ use futures_util::future::BoxFuture;
 use rmcp::model::{ErrorData, Implementation, RequestId};
 
 use super::pull::{Lease, Pull, Pulled, SKIPS_PER_YIELD, yield_every};
+use super::teardown::Teardown;
 use crate::filter::Filter;
 use crate::source::{CloseReason, Opened, SourceHandle};
-use crate::wire::response::{acknowledgement, completion, error_response};
+use crate::wire::response::{acknowledgement, cancellation, completion, error_response};
 use crate::wire::{Message, SubscriptionId};
 
 /// One `subscriptions/listen` stream: the acknowledgement, then each event
@@ -29,7 +30,8 @@ use crate::wire::{Message, SubscriptionId};
 /// 5. an event outside the granted filter is dropped, even if the source
 ///    returns it;
 /// 6. a source that completes ends the stream with the `complete` result
-///    (with the server's info);
+///    (with the server's info), or in the other [`Teardown`] dialect with
+///    `notifications/cancelled` naming the request;
 /// 7. a source that fails, is disconnected for overflow, panics or closes
 ///    underneath ends it with a JSON-RPC error response instead; so does a
 ///    revocation ([`Hub::revoke`](crate::Hub::revoke)) or the expiry its
@@ -55,6 +57,7 @@ pub struct ListenStream<H: SourceHandle> {
     granted: Filter,
     acknowledged: bool,
     server_info: Arc<Implementation>,
+    teardown: Teardown,
 }
 
 /// Opens a waiting stream's source given its attach's outcome.
@@ -75,16 +78,10 @@ impl<H: SourceHandle> ListenStream<H> {
         handle: H,
         id: RequestId,
         granted: Filter,
-        server_info: Arc<Implementation>,
+        ending: (Arc<Implementation>, Teardown),
         lease: Lease,
     ) -> Self {
-        Self::opening(
-            Some(Pull::new(handle, lease)),
-            None,
-            id,
-            granted,
-            server_info,
-        )
+        Self::opening(Some(Pull::new(handle, lease)), None, id, granted, ending)
     }
 
     /// A stream that opens its source once `waiting` allows; `granted` is
@@ -94,17 +91,19 @@ impl<H: SourceHandle> ListenStream<H> {
         waiting: Waiting<H>,
         id: RequestId,
         granted: Filter,
-        server_info: Arc<Implementation>,
+        ending: (Arc<Implementation>, Teardown),
     ) -> Self {
-        Self::opening(None, Some(waiting), id, granted, server_info)
+        Self::opening(None, Some(waiting), id, granted, ending)
     }
 
+    /// `ending`: the server's info for the `complete` result, and the
+    /// dialect of a graceful end.
     fn opening(
         pull: Option<Pull<H>>,
         waiting: Option<Waiting<H>>,
         id: RequestId,
         granted: Filter,
-        server_info: Arc<Implementation>,
+        (server_info, teardown): (Arc<Implementation>, Teardown),
     ) -> Self {
         Self {
             pull,
@@ -115,6 +114,7 @@ impl<H: SourceHandle> ListenStream<H> {
             granted,
             acknowledged: false,
             server_info,
+            teardown,
         }
     }
 
@@ -189,15 +189,22 @@ impl<H: SourceHandle> ListenStream<H> {
                     yield_every(SKIPS_PER_YIELD, skipped).await;
                 }
                 Pulled::Event(event) => break event.stamped(&self.stamp),
-                Pulled::Complete => {
-                    break completion(self.stamp.as_json(), &self.server_info).into();
-                }
+                Pulled::Complete => break self.graceful_end(),
                 Pulled::Failed(error) => {
                     break error_response(self.stamp.as_json(), &error).into();
                 }
             }
         };
         Some(message)
+    }
+
+    /// The last message of a source that completed, in the service's
+    /// dialect.
+    fn graceful_end(&self) -> Message {
+        match self.teardown {
+            Teardown::Complete => completion(self.stamp.as_json(), &self.server_info).into(),
+            Teardown::Cancelled => cancellation(self.stamp.as_json()).into(),
+        }
     }
 
     /// Ends the stream for `reason` without another message: the client

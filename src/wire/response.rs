@@ -30,6 +30,16 @@ pub(crate) fn completion(id_json: &str, server_info: &Implementation) -> Vec<u8>
     .into_bytes()
 }
 
+/// The graceful end in the `notifications/cancelled` dialect: the server
+/// cancels the listen request, naming it (and stamped, as every message
+/// of the stream is).
+pub(crate) fn cancellation(id_json: &str) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"_meta":{{"{SUBSCRIPTION_ID}":{id_json}}},"requestId":{id_json},"reason":"server shutting down"}}}}"#
+    )
+    .into_bytes()
+}
+
 /// The failed end, or a refusal: an error response to the listen request.
 pub(crate) fn error_response(id_json: &str, error: &ErrorData) -> Vec<u8> {
     format!(
@@ -83,6 +93,15 @@ mod tests {
             "demo"
         );
         golden::check("completion", &bytes);
+    }
+
+    #[test]
+    fn cancellation_golden() {
+        let bytes = cancellation(r#""listen-1""#);
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(value["params"]["requestId"], "listen-1");
+        golden::check("cancellation", &bytes);
+        golden::check("cancellation.number", &cancellation("7"));
     }
 
     #[test]

@@ -130,6 +130,37 @@ async fn http_a_stream_granted_nothing_is_completed_and_never_listened_again() {
 }
 
 #[tokio::test]
+async fn a_server_ending_in_the_cancelled_dialect_ends_gracefully_over_http_and_stdio() {
+    let tools = Filter::new().with_tools_list_changed();
+    // Re-listening after a graceful end is not asked for: a cancel read as
+    // anything else would listen again.
+    let options = || {
+        SubscribeOptions::default().with_relisten(Relisten::new(
+            Duration::from_millis(20),
+            Duration::from_millis(200),
+        ))
+    };
+    let server = HttpServer::start(&["--teardown", "cancelled"]).await;
+    let mut http = Subscription::http(server.mcp_url(), &tools, options())
+        .await
+        .unwrap();
+    let client = StdioClient::spawn(binary(), ["--stdio", "--teardown", "cancelled"]).unwrap();
+    let mut stdio = client.subscribe(&tools, options()).await.unwrap();
+
+    server.interrupt();
+    let pid = client.process_id().expect("the client started it");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for subscription in [&mut http, &mut stdio] {
+        assert_eq!(next(subscription).await, Item::End(End::Complete));
+        assert!(subscription.next().await.is_none(), "nothing after the end");
+    }
+}
+
+#[tokio::test]
 async fn http_refusals_and_the_graceful_end() {
     let server = HttpServer::start(&["--max-subscriptions", "1"]).await;
     // More URIs in one request than the server takes (by default the

@@ -17,4 +17,5 @@ mod files;
 mod herd;
 mod older_clients;
 mod open_files;
+mod teardown;
 mod vanished;

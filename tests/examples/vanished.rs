@@ -78,7 +78,7 @@ async fn scenario(cap_policy: &str) {
     let mut attempts = 0;
     let _back = loop {
         attempts += 1;
-        let mut again = open(&server, BACK, "alice-token", 100 + attempts).await;
+        let again = open(&server, BACK, "alice-token", 100 + attempts).await;
         if again.is_stream() {
             break acknowledged(again).await;
         }

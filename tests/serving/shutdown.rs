@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::support::http::{listen, post, serve};
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{Event, Hub, ListenService, Streams};
+use mcp_subscriptions::{Event, Hub, ListenService, Streams, Teardown};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -42,6 +42,40 @@ async fn smoke_a_reading_client_gets_its_complete_result_before_the_deadline() {
     let drained = streams.finish_within(Duration::from_secs(5)).await;
     assert_eq!((drained.open, drained.cut), (1, 0));
     assert_eq!(pipe.read().await["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn in_the_cancelled_dialect_a_shutdown_cancels_each_listen_request_over_stdio_and_http() {
+    let hub = Hub::new();
+    let service = ListenService::new(hub.clone()).with_teardown(Teardown::Cancelled);
+    let url = serve(crate::support::http::app(service.clone())).await;
+    let (streams, mut pipe) = crate::support::stdio::serve(64 * 1024, |input, output| {
+        StdioTransport::new(service, input, output)
+    });
+    let tools = |id| listen(id, json!({"toolsListChanged": true}), &[]);
+    pipe.send(&tools(json!("stdio-1"))).await;
+    let mut http = post(&url, &tools(json!(7)), &[]).await;
+    let acknowledged = "notifications/subscriptions/acknowledged";
+    assert_eq!(pipe.read().await["method"], acknowledged);
+    assert_eq!(http.next().await.unwrap()["method"], acknowledged);
+
+    hub.complete();
+    for (cancelled, id) in [
+        (pipe.read().await, json!("stdio-1")),
+        (http.next().await.unwrap(), json!(7)),
+    ] {
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        assert_eq!(cancelled["params"]["requestId"], id);
+        assert_eq!(
+            cancelled["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            id
+        );
+        assert!(cancelled.get("id").is_none(), "no result follows");
+    }
+    assert!(http.next().await.is_none(), "the response ends after it");
+    let drained = streams.finish_within(Duration::from_secs(5)).await;
+    assert_eq!(drained.cut, 0);
+    assert_eq!(hub.stats().listeners_closed.complete, 2);
 }
 
 #[tokio::test]

@@ -1,0 +1,54 @@
+//! The two dialects of a graceful end (`--teardown complete|cancelled`)
+//! as applications on the TypeScript and Python SDKs' clients read them:
+//! the `complete` result as the graceful end, a server's
+//! `notifications/cancelled` as a lost stream (TypeScript: `closed`
+//! settles `remote`; Python: `SubscriptionLost` with no error), which
+//! their applications answer with a new listen. Both end their listen
+//! cleanly: nothing hangs or crashes.
+
+#![cfg(all(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics",
+    feature = "tasks",
+    feature = "client"
+))]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::example::HttpServer;
+use crate::support::interop::ListeningApp;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+#[tokio::test]
+async fn the_typescript_and_python_clients_end_their_listen_cleanly_in_either_dialect() {
+    for (teardown, app, ended) in [
+        ("complete", ListeningApp::TypeScript, "closed 1 graceful"),
+        ("cancelled", ListeningApp::TypeScript, "closed 1 remote"),
+        ("complete", ListeningApp::Python, "complete 1"),
+        ("cancelled", ListeningApp::Python, "lost 1 None"),
+    ] {
+        let server = HttpServer::start(&["--teardown", teardown]).await;
+        let (program, args) = app.command(&server.mcp_url());
+        let mut child = tokio::process::Command::new(&program)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("{app:?} runs ({program:?}): {err}"));
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next_line = async || {
+            tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("{app:?} says something within 30 s"))
+                .unwrap()
+                .unwrap_or_default()
+        };
+        assert_eq!(next_line().await, "acknowledged 1", "{app:?}, {teardown}");
+        // A graceful shutdown, in the server's dialect.
+        server.interrupt();
+        assert_eq!(next_line().await, ended, "{app:?}, {teardown}");
+    }
+}
