@@ -242,6 +242,21 @@ struct Options {
         default_value_t = mcp_subscriptions::http::DEFAULT_UNACKNOWLEDGED_TIMEOUT.as_secs()
     )]
     unacknowledged_timeout_secs: u64,
+    /// New connections one client address may open: PER_SECOND:BURST
+    /// (off unless set; over it: 429 with Retry-After)
+    #[arg(long, env = "MCP_SUBSCRIPTIONS_CONNECTION_RATE_PER_ADDRESS", value_name = "RATE:BURST", value_parser = cli::rate)]
+    connection_rate_per_address: Option<mcp_subscriptions::http::Rate>,
+    /// New connections one principal may open, counted at their first
+    /// request: PER_SECOND:BURST (off unless set)
+    #[arg(long, env = "MCP_SUBSCRIPTIONS_CONNECTION_RATE_PER_PRINCIPAL", value_name = "RATE:BURST", value_parser = cli::rate)]
+    connection_rate_per_principal: Option<mcp_subscriptions::http::Rate>,
+    /// Listens one client address may open: PER_SECOND:BURST (off unless
+    /// set)
+    #[arg(long, env = "MCP_SUBSCRIPTIONS_LISTEN_RATE_PER_ADDRESS", value_name = "RATE:BURST", value_parser = cli::rate)]
+    listen_rate_per_address: Option<mcp_subscriptions::http::Rate>,
+    /// Listens one principal may open: PER_SECOND:BURST (off unless set)
+    #[arg(long, env = "MCP_SUBSCRIPTIONS_LISTEN_RATE_PER_PRINCIPAL", value_name = "RATE:BURST", value_parser = cli::rate)]
+    listen_rate_per_principal: Option<mcp_subscriptions::http::Rate>,
     /// End each listen stream after about this many seconds (10% jitter)
     /// with -32004, so that clients listen again and spread over replicas
     #[arg(
@@ -615,6 +630,12 @@ async fn serve_http(
     if let Some(max) = options.max_waiting_connections {
         server = server.with_max_waiting(max);
     }
+    let mut admission = mcp_subscriptions::http::AdmissionLimits::default();
+    admission.connections_per_address = options.connection_rate_per_address;
+    admission.connections_per_principal = options.connection_rate_per_principal;
+    admission.listens_per_address = options.listen_rate_per_address;
+    admission.listens_per_principal = options.listen_rate_per_principal;
+    server = server.with_admission_limits(admission);
     let (stats, stats_connections, metrics_connections) =
         (replica.clone(), server.clone(), server.clone());
     let mut mcp_routes = axum::Router::new()

@@ -47,3 +47,18 @@ pub(crate) fn teardown_parser() -> impl TypedValueParser<Value = Teardown> {
         _ => Teardown::Complete,
     })
 }
+
+/// A rate with a burst, `PER_SECOND:BURST` (`2:40`: 40 at once, then 2 a
+/// second), for an admission limit.
+#[allow(dead_code, reason = "not every example that shares this has one")]
+pub(crate) fn rate(value: &str) -> Result<mcp_subscriptions::http::Rate, String> {
+    let (per_second, burst) = value
+        .split_once(':')
+        .ok_or_else(|| "expected PER_SECOND:BURST, such as 2:40".to_owned())?;
+    let per_second: f64 = per_second.parse().map_err(|err| format!("{err}"))?;
+    if !(per_second.is_finite() && per_second > 0.0) {
+        return Err("the rate must be a positive number".to_owned());
+    }
+    let burst: u32 = nonzero(burst)?;
+    Ok(mcp_subscriptions::http::Rate::new(per_second, burst))
+}

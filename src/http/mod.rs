@@ -2,7 +2,9 @@
 //! POSTs become SSE responses served by the crate; everything else goes to
 //! rmcp's `StreamableHttpService` (or any service).
 
+mod admission;
 mod answers;
+mod carried;
 mod connections;
 mod endpoint;
 mod headers;
@@ -20,7 +22,8 @@ mod vanished;
 // through); not part of the API, so hidden from the docs.
 #[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
-pub use connections::ConnectionStats;
+pub use admission::{AdmissionLimits, RATE_LIMITED_ERROR_CODE, Rate};
+pub use connections::{ConnectionStats, RateLimited};
 pub use endpoint::endpoint;
 pub use server::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, DEFAULT_UNACKNOWLEDGED_TIMEOUT, Server, serve,

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
+use super::admission::Peer;
 use super::answers::{
     into_json_error, method_not_allowed, method_removed, payload_too_large, refused,
     unsupported_media_type,
@@ -26,6 +27,7 @@ use super::answers::{
 use super::headers;
 use super::sse;
 use super::vanished::Vanished;
+use crate::audience::Principal;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
@@ -87,6 +89,12 @@ where
         let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
             return payload_too_large();
         };
+        let peer = parts.extensions.get::<Peer>().cloned();
+        let principal = parts.extensions.get::<Principal>().cloned();
+        // A connection counts against its principal at its first request.
+        if let Some(Err(refused)) = peer.as_ref().map(|peer| peer.request(principal.as_ref())) {
+            return refused.response(&reply_id(&bytes));
+        }
         if !is_json(&parts) {
             return unsupported_media_type(&reply_id(&bytes));
         }
@@ -108,6 +116,9 @@ where
         if let Some(id) = listen_request(message) {
             if let Err(err) = headers::check(&parts.headers, message, &self.protocol_versions) {
                 return refused(&err, &reply_id(&bytes));
+            }
+            if let Some(Err(limited)) = peer.map(|peer| peer.listen(principal.as_ref())) {
+                return limited.response(&reply_id(&bytes));
             }
             return self.serve_listen(id, message.get("params"), &parts);
         }

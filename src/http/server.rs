@@ -14,6 +14,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::TaskTracker;
 
+use super::admission::{Admission, AdmissionLimits, Peer, Refused};
+use super::carried::Carried;
 use super::connections::{
     ConnectionStats, Connections, Counters, Limits, Open, Tracked, TrackedService, Watchdog,
     default_max_waiting,
@@ -108,6 +110,8 @@ pub const DEFAULT_UNACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub struct Server {
     limits: Limits,
+    /// Where admission limits are set.
+    admission: Option<Arc<Admission>>,
     streams_on_the_socket: bool,
     /// Shared by its clones, so that one can read what another serves.
     counters: Arc<Counters>,
@@ -132,6 +136,7 @@ impl Server {
                 max_waiting: default_max_waiting(),
                 unacknowledged_timeout: DEFAULT_UNACKNOWLEDGED_TIMEOUT,
             },
+            admission: None,
             streams_on_the_socket: true,
             counters: Arc::default(),
         }
@@ -185,6 +190,25 @@ impl Server {
         self
     }
 
+    /// How fast one client address, or one principal, may open connections
+    /// and listens (all off by default; see [`AdmissionLimits`] for a
+    /// setting to start from). A connection or listen over a limit is
+    /// answered `429 Too Many Requests` with `Retry-After` and a JSON-RPC
+    /// error, [`RATE_LIMITED_ERROR_CODE`](super::RATE_LIMITED_ERROR_CODE),
+    /// whose `data` names the limit; a refused connection is closed after
+    /// it, a refused listen leaves its connection be. Counted in
+    /// [`ConnectionStats::rate_limited`].
+    ///
+    /// Principals are what the authentication layer in front puts in each
+    /// request's extensions ([`Principal`](crate::audience::Principal)); a
+    /// connection counts against its principal at its first request to
+    /// the MCP endpoint. The limits hold for the endpoint served by this
+    /// server, not for a route mounted in another server.
+    pub fn with_admission_limits(mut self, limits: AdmissionLimits) -> Self {
+        self.admission = Admission::new(limits, Arc::clone(&self.counters)).map(Arc::new);
+        self
+    }
+
     /// Whether a connection whose first request holds a stream is answered
     /// on the socket (the default) or by hyper like any other, at hyper's
     /// memory per stream: to rule the socket path out, or to compare.
@@ -220,14 +244,19 @@ impl Server {
         let accepting = async {
             loop {
                 match listener.accept().await {
-                    Ok((socket, _)) => {
+                    Ok((socket, address)) => {
                         no_delay(&socket);
                         let bound = self.limits.unacknowledged_timeout;
                         vanished::bound(&socket, bound);
                         let (open, tracked) = connections.accepted();
+                        let admission = self.admission.as_ref();
                         let connection = Connection {
                             socket,
-                            vanished: Vanished::new(bound),
+                            carried: Carried {
+                                vanished: Vanished::new(bound),
+                                peer: admission.map(|a| Peer::new(address.ip(), Arc::clone(a))),
+                            },
+                            refused: admission.and_then(|a| a.connection(address.ip()).err()),
                             router: router.clone(),
                             stop: stop.watch(),
                             open,
@@ -359,8 +388,10 @@ pub async fn serve_until_drained(
 /// One accepted connection and what it is served with.
 struct Connection {
     socket: TcpStream,
-    /// Shared with the streams it serves, through their requests.
-    vanished: Vanished,
+    /// Shared with what it serves, through its requests.
+    carried: Carried,
+    /// Over an admission limit: its first request is answered with this.
+    refused: Option<Refused>,
     router: Router,
     stop: Watch,
     open: Open,
@@ -376,13 +407,18 @@ impl Connection {
     async fn serve(self: Box<Self>, on_the_socket: bool) {
         let Self {
             socket,
-            vanished,
+            carried,
+            refused,
             router,
             mut stop,
             open,
             tracked,
         } = *self;
-        let (read, tracked) = if on_the_socket {
+        let router = match refused {
+            Some(refused) => refusing(refused),
+            None => router,
+        };
+        let (read, tracked) = if on_the_socket && refused.is_none() {
             // Boxed: the reading's state is freed once it is done, instead
             // of staying in the task for a held stream's life.
             let mut reading =
@@ -391,10 +427,10 @@ impl Connection {
                 Ok(First::Held(mut request)) => {
                     drop(reading);
                     drop(stop);
-                    request.extensions_mut().insert(vanished.clone());
+                    carried.carry(request.extensions_mut());
                     // Boxed: the answer's state is freed once the response is made.
                     let response = Box::pin(socket::answer(router, request)).await;
-                    socket::write_held(socket, response, vanished).await;
+                    socket::write_held(socket, response, carried.vanished).await;
                     drop(open);
                     return;
                 }
@@ -407,8 +443,8 @@ impl Connection {
         // Boxed, so that a held stream's task is not the size of hyper's
         // connection.
         Box::pin(through_hyper(
-            Rewind::new(read, socket, vanished.clone()),
-            vanished,
+            Rewind::new(read, socket, carried.vanished.clone()),
+            carried,
             router,
             stop,
             tracked,
@@ -421,7 +457,7 @@ impl Connection {
 /// Serves one connection through hyper, closed early by its deadlines.
 async fn through_hyper(
     socket: Rewind,
-    vanished: Vanished,
+    carried: Carried,
     router: Router,
     stop: Watch,
     tracked: Tracked,
@@ -429,11 +465,17 @@ async fn through_hyper(
     let connection = http1::Builder::new()
         .writev(false)
         .max_buf_size(BUFFER)
-        .serve_connection(TokioIo::new(socket), tracked.service(router, vanished))
+        .serve_connection(TokioIo::new(socket), tracked.service(router, carried))
         .with_upgrades();
     if let Ok(served) = Watchdog::new(tracked, UntilStopped { connection, stop }).await {
         log(served);
     }
+}
+
+/// What a connection over an admission limit is served: its first request
+/// is answered `429`, and the connection closed (the answer says so).
+fn refusing(refused: Refused) -> Router {
+    Router::new().fallback(move || async move { refused.response(&serde_json::Value::Null) })
 }
 
 /// One HTTP/1 connection, WebSocket upgrades included.

@@ -321,3 +321,40 @@ async fn the_typescript_and_python_clients_read_a_lifetimes_end_as_lost_and_list
     let closed = &server.stats().await["listeners_closed"];
     assert!(closed["lifetime"].as_u64().unwrap() >= 2, "{closed}");
 }
+
+/// The admission options: a principal's listens past its rate are
+/// answered 429, and `/stats` counts them by limit.
+#[tokio::test]
+async fn the_listen_rate_per_principal_refuses_the_excess_with_429() {
+    let server = HttpServer::start(&[
+        "--bearer-token",
+        "alice:alice-token",
+        "--bearer-token",
+        "bob:bob-token",
+        "--listen-rate-per-principal",
+        "0.001:2",
+    ])
+    .await;
+    let listen =
+        |id: u64| crate::support::http::listen(json!(id), json!({"toolsListChanged": true}), &[]);
+    let as_alice = [("authorization", "Bearer alice-token")];
+    let mut held = Vec::new();
+    for id in 1..=2 {
+        let mut stream = crate::support::http::post(&server.base, &listen(id), &as_alice).await;
+        assert!(stream.next().await.is_some(), "acknowledged");
+        held.push(stream);
+    }
+    let refused = crate::support::http::post(&server.base, &listen(3), &as_alice).await;
+    assert_eq!(refused.status, 429);
+    assert!(refused.header("retry-after").is_some());
+    let body = refused.json().await;
+    assert_eq!(body["error"]["data"]["limit"], "listens_per_principal");
+    let as_bob = [("authorization", "Bearer bob-token")];
+    let mut bob = crate::support::http::post(&server.base, &listen(4), &as_bob).await;
+    assert!(bob.next().await.is_some(), "another principal is served");
+    let stats = server.stats().await;
+    assert_eq!(
+        stats["connections"]["rate_limited"]["listens_per_principal"],
+        1
+    );
+}

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission;
 mod advertising;
 mod audiences;
 mod authorization;

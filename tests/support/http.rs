@@ -54,6 +54,16 @@ pub async fn post_from(
         .local_address(from)
         .build()
         .unwrap();
+    post_on(&client, url, body, headers).await
+}
+
+/// [`post`] through `client`, whose pooled connections it may reuse.
+pub async fn post_on(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Answer {
     let mut request = client
         .post(format!("{url}/mcp"))
         .header("content-type", "application/json")
@@ -78,6 +88,14 @@ pub async fn post_from(
 }
 
 impl Answer {
+    /// A header of the answer, if it has it.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    }
+
     /// Whether the answer is an SSE stream (not a JSON reply).
     pub fn is_stream(&self) -> bool {
         self.response

@@ -16,7 +16,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tower_service::Service;
 
 use super::waiting::{Ticket, Tracked};
-use crate::http::vanished::Vanished;
+use crate::http::carried::Carried;
 
 /// The router as hyper's service, moving `ticket` through its phases:
 /// reading until the request's body ends, answering until the response's
@@ -25,18 +25,17 @@ use crate::http::vanished::Vanished;
 pub(in crate::http) struct TrackedService {
     router: Router,
     ticket: Arc<Ticket>,
-    /// The connection's, in each request's extensions for the stream it
-    /// may open.
-    vanished: Vanished,
+    /// The connection's, in each request's extensions.
+    carried: Carried,
 }
 
 impl Tracked {
     /// The service hyper calls for the connection's requests.
-    pub(in crate::http) fn service(&self, router: Router, vanished: Vanished) -> TrackedService {
+    pub(in crate::http) fn service(&self, router: Router, carried: Carried) -> TrackedService {
         TrackedService {
             router,
             ticket: Arc::clone(self.ticket()),
-            vanished,
+            carried,
         }
     }
 }
@@ -60,7 +59,7 @@ impl hyper::service::Service<hyper::Request<Incoming>> for TrackedService {
                 })
             }
         });
-        request.extensions_mut().insert(self.vanished.clone());
+        self.carried.carry(request.extensions_mut());
         Answering {
             routed: self.router.clone().call(request),
             ticket: Some(ticket),

@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::http::admission::Limit;
+
 /// A snapshot of a server's connections
 /// ([`Server::connections`](crate::http::Server::connections)).
 ///
@@ -29,13 +31,34 @@ pub struct ConnectionStats {
     /// Connections accepted and closed at once because the process was out
     /// of open files.
     pub turned_away: u64,
+    /// Requests refused by an admission limit, by limit
+    /// ([`Server::with_admission_limits`](crate::http::Server::with_admission_limits)).
+    pub rate_limited: RateLimited,
+}
+
+/// Requests answered `429` by each admission limit
+/// ([`AdmissionLimits`](crate::http::AdmissionLimits)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RateLimited {
+    /// Connections refused for their address.
+    pub connections_per_address: u64,
+    /// Connections refused for their principal.
+    pub connections_per_principal: u64,
+    /// Listens refused for their address.
+    pub listens_per_address: u64,
+    /// Listens refused for their principal.
+    pub listens_per_principal: u64,
 }
 
 impl ConnectionStats {
     /// Writes this snapshot to the installed `metrics` recorder:
     /// `mcp_subscriptions_http_connections_open` and `_waiting` (gauges),
     /// `_accepted_total`, `_request_timeouts_total`, `_idle_timeouts_total`,
-    /// `_shed_total` and `_turned_away_total` (counters).
+    /// `_shed_total` and `_turned_away_total` (counters), and
+    /// `mcp_subscriptions_http_rate_limited_total` with a `limit` label
+    /// (`connections_per_address`, `connections_per_principal`,
+    /// `listens_per_address`, `listens_per_principal`).
     #[cfg(feature = "metrics")]
     pub fn record(&self) {
         use metrics::{counter, gauge};
@@ -50,6 +73,18 @@ impl ConnectionStats {
         ] {
             counter!(format!("mcp_subscriptions_http_connections_{name}_total")).absolute(value);
         }
+        let limited = self.rate_limited;
+        for (limit, value) in [
+            ("connections_per_address", limited.connections_per_address),
+            (
+                "connections_per_principal",
+                limited.connections_per_principal,
+            ),
+            ("listens_per_address", limited.listens_per_address),
+            ("listens_per_principal", limited.listens_per_principal),
+        ] {
+            counter!("mcp_subscriptions_http_rate_limited_total", "limit" => limit).absolute(value);
+        }
     }
 }
 
@@ -63,6 +98,8 @@ pub(in crate::http) struct Counters {
     pub(super) idle_timeouts: AtomicU64,
     pub(super) shed: AtomicU64,
     pub(super) turned_away: AtomicU64,
+    /// By [`Limit`], in its order.
+    rate_limited: [AtomicU64; 4],
 }
 
 impl Counters {
@@ -76,6 +113,21 @@ impl Counters {
             idle_timeouts: self.idle_timeouts.load(Ordering::Relaxed),
             shed: self.shed.load(Ordering::Relaxed),
             turned_away: self.turned_away.load(Ordering::Relaxed),
+            rate_limited: RateLimited {
+                connections_per_address: self.limited(Limit::ConnectionsPerAddress),
+                connections_per_principal: self.limited(Limit::ConnectionsPerPrincipal),
+                listens_per_address: self.limited(Limit::ListensPerAddress),
+                listens_per_principal: self.limited(Limit::ListensPerPrincipal),
+            },
         }
+    }
+
+    /// One more request refused by `limit`.
+    pub(in crate::http) fn rate_limited(&self, limit: Limit) {
+        self.rate_limited[limit as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn limited(&self, limit: Limit) -> u64 {
+        self.rate_limited[limit as usize].load(Ordering::Relaxed)
     }
 }
