@@ -4,7 +4,6 @@
 
 mod admission;
 mod answers;
-mod carried;
 mod connections;
 mod endpoint;
 mod headers;

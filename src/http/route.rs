@@ -26,7 +26,6 @@ use super::answers::{
 };
 use super::headers;
 use super::sse;
-use super::vanished::Vanished;
 use crate::audience::Principal;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
@@ -176,16 +175,9 @@ where
         // Over HTTP the client ends a stream by closing the response; one
         // whose client vanished ends as such (see `vanished`).
         stream.set_drop_reason(CloseReason::Cancelled);
-        let vanished = parts.extensions.get::<Vanished>().cloned();
         // The body holds a token of the tracker until hyper drops it, so that
         // `Streams::finished` waits for the stream's last message.
-        let body = sse::body(
-            stream,
-            vanished,
-            self.keepalive,
-            self.tasks.token(),
-            self.cut.clone(),
-        );
+        let body = sse::body(stream, self.keepalive, self.tasks.token(), self.cut.clone());
         let mut response = Response::new(body);
         *response.headers_mut() = sse_headers();
         response

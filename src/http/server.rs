@@ -15,14 +15,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, AdmissionLimits, Peer, Refused};
-use super::carried::Carried;
 use super::connections::{
     ConnectionStats, Connections, Counters, Limits, Open, Tracked, TrackedService, Watchdog,
     default_max_waiting,
 };
 use super::socket::{self, BUFFER, First, Rewind, Spare};
 use super::stop::{Stop, Watch};
-use super::vanished::{self, Vanished};
+use super::vanished;
 use crate::transport::{Drained, Streams};
 
 /// How long accepting pauses after an error it cannot help (out of open
@@ -252,17 +251,15 @@ impl Server {
                         let admission = self.admission.as_ref();
                         let connection = Connection {
                             socket,
-                            carried: Carried {
-                                vanished: Vanished::new(bound),
-                                peer: admission.map(|a| Peer::new(address.ip(), Arc::clone(a))),
-                            },
+                            peer: admission.map(|a| Peer::new(address.ip(), Arc::clone(a))),
                             refused: admission.and_then(|a| a.connection(address.ip()).err()),
                             router: router.clone(),
                             stop: stop.watch(),
                             open,
                             tracked,
                         };
-                        tasks.spawn(Box::new(connection).serve(self.streams_on_the_socket));
+                        let serving = Box::new(connection).serve(self.streams_on_the_socket);
+                        tasks.spawn(vanished::watched(bound, serving));
                     }
                     // An accept error ends no connection already open.
                     Err(err) => {
@@ -388,8 +385,9 @@ pub async fn serve_until_drained(
 /// One accepted connection and what it is served with.
 struct Connection {
     socket: TcpStream,
-    /// Shared with what it serves, through its requests.
-    carried: Carried,
+    /// Its client, in its requests' extensions, where admission limits
+    /// are set.
+    peer: Option<Peer>,
     /// Over an admission limit: its first request is answered with this.
     refused: Option<Refused>,
     router: Router,
@@ -399,21 +397,28 @@ struct Connection {
 }
 
 impl Connection {
+    #[allow(clippy::boxed_local, reason = "freeing the box is the point")]
+    fn unboxed(this: Box<Self>) -> Self {
+        *this
+    }
+
     /// Serves it: its first request on the socket when it holds a stream
     /// (and `on_the_socket`), otherwise the whole connection through hyper.
     ///
     /// Boxed: an async fn keeps room for its arguments all its life, and
     /// a held stream's task is to keep room only for what it holds.
     async fn serve(self: Box<Self>, on_the_socket: bool) {
+        // Out of its box at once: a box moved out of in an async fn is
+        // freed only at its end, and a held stream's lasts hours.
         let Self {
             socket,
-            carried,
+            peer,
             refused,
             router,
             mut stop,
             open,
             tracked,
-        } = *self;
+        } = Self::unboxed(self);
         let router = match refused {
             Some(refused) => refusing(refused),
             None => router,
@@ -427,10 +432,12 @@ impl Connection {
                 Ok(First::Held(mut request)) => {
                     drop(reading);
                     drop(stop);
-                    carried.carry(request.extensions_mut());
+                    if let Some(peer) = peer {
+                        request.extensions_mut().insert(peer);
+                    }
                     // Boxed: the answer's state is freed once the response is made.
                     let response = Box::pin(socket::answer(router, request)).await;
-                    socket::write_held(socket, response, carried.vanished).await;
+                    socket::write_held(socket, response).await;
                     drop(open);
                     return;
                 }
@@ -443,8 +450,8 @@ impl Connection {
         // Boxed, so that a held stream's task is not the size of hyper's
         // connection.
         Box::pin(through_hyper(
-            Rewind::new(read, socket, carried.vanished.clone()),
-            carried,
+            Rewind::new(read, socket),
+            peer,
             router,
             stop,
             tracked,
@@ -457,7 +464,7 @@ impl Connection {
 /// Serves one connection through hyper, closed early by its deadlines.
 async fn through_hyper(
     socket: Rewind,
-    carried: Carried,
+    peer: Option<Peer>,
     router: Router,
     stop: Watch,
     tracked: Tracked,
@@ -465,7 +472,7 @@ async fn through_hyper(
     let connection = http1::Builder::new()
         .writev(false)
         .max_buf_size(BUFFER)
-        .serve_connection(TokioIo::new(socket), tracked.service(router, carried))
+        .serve_connection(TokioIo::new(socket), tracked.service(router, peer))
         .with_upgrades();
     if let Ok(served) = Watchdog::new(tracked, UntilStopped { connection, stop }).await {
         log(served);

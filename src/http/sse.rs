@@ -25,7 +25,7 @@ use tokio::time::{Instant, Sleep, sleep};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use super::vanished::Vanished;
+use super::vanished;
 use crate::serve::ListenStream;
 use crate::source::{CloseReason, SourceHandle};
 use crate::wire::Message;
@@ -49,11 +49,10 @@ const KEEPALIVE: &[u8] = b":\n\n";
 /// The SSE body of `stream`, with a keep-alive comment whenever it has been
 /// idle for `keepalive`; it holds `token` until it is dropped, and ends
 /// early once `cut` is cancelled. Dropped once its connection's client
-/// `vanished`, it closes the stream's source as
+/// vanished (see `vanished`), it closes the stream's source as
 /// [`CloseReason::Unacknowledged`].
 pub(super) fn body<H>(
     stream: ListenStream<H>,
-    vanished: Option<Vanished>,
     keepalive: Duration,
     token: TaskTrackerToken,
     cut: CancellationToken,
@@ -61,9 +60,9 @@ pub(super) fn body<H>(
 where
     H: SourceHandle + 'static,
 {
-    let served = Served { stream, vanished };
+    let served = Served(stream);
     let messages = futures_util::stream::unfold(served, |mut served| async move {
-        let message = served.stream.next_message().await?;
+        let message = served.0.next_message().await?;
         Some((message, served))
     });
     Body::from_stream(Frames {
@@ -76,17 +75,15 @@ where
     })
 }
 
-/// A stream and what tells how it ends if its body is dropped.
-struct Served<H: SourceHandle> {
-    stream: ListenStream<H>,
-    vanished: Option<Vanished>,
-}
+/// A stream that, dropped with its body, says whether its client
+/// vanished.
+struct Served<H: SourceHandle>(ListenStream<H>);
 
 impl<H: SourceHandle> Drop for Served<H> {
     fn drop(&mut self) {
         // Before the stream's own drop closes its source.
-        if self.vanished.as_ref().is_some_and(Vanished::is_gone) {
-            self.stream.set_drop_reason(CloseReason::Unacknowledged);
+        if vanished::is_gone() {
+            self.0.set_drop_reason(CloseReason::Unacknowledged);
         }
     }
 }

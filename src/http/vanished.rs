@@ -12,62 +12,69 @@
 //! end. Held streams always have bytes in flight (their keep-alives), so a
 //! vanished client's stream ends within the bound and one keep-alive.
 //!
-//! The connection's [`Vanished`] travels in each request's extensions to
-//! the stream it opens, and is marked where the connection's I/O learns it
+//! Whether the client vanished is the connection's task's own: its
+//! serving future runs [`watched`], with the mark kept in the task (no
+//! allocation per connection) and visible on its thread while the task
+//! is polled or dropped. The connection's I/O marks it where it learns it
 //! (a timed-out read or write, or the writer's own bound), before the
-//! stream's body is dropped: the stream then closes its source with
+//! stream's body is dropped, which always happens in that task; the body
+//! then closes its source with
 //! [`CloseReason::Unacknowledged`](crate::CloseReason::Unacknowledged),
 //! not as a cancel.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::io;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-/// Whether a connection's client vanished, shared by its I/O and the
-/// streams it serves; and the bound after which it is taken for gone.
-#[derive(Debug, Clone)]
-pub(super) struct Vanished(Arc<Shared>);
-
-#[derive(Debug)]
-struct Shared {
-    bound: Duration,
-    gone: AtomicBool,
-}
-
-impl Vanished {
-    /// A connection whose written data may stay unacknowledged `bound` at
-    /// most (none: the system's default).
-    pub(super) fn new(bound: Duration) -> Self {
-        Self(Arc::new(Shared {
-            bound,
-            gone: AtomicBool::new(false),
-        }))
-    }
-
+/// A connection's watch: its bound, and whether its client vanished.
+struct Watch {
     /// How long a held stream's socket may take no byte while bytes wait;
     /// `None` where no bound is set.
-    pub(super) fn bound(&self) -> Option<Duration> {
-        (!self.0.bound.is_zero()).then_some(self.0.bound)
-    }
+    bound: Option<Duration>,
+    gone: Cell<bool>,
+}
 
-    /// The client is gone: it acknowledged nothing for the bound.
-    pub(super) fn mark(&self) {
-        self.0.gone.store(true, Ordering::Release);
-    }
+tokio::task_local! {
+    static WATCH: Watch;
+}
 
-    /// Marks it when `err` says the kernel gave up on unacknowledged data.
-    pub(super) fn note(&self, err: &io::Error) {
-        if err.kind() == io::ErrorKind::TimedOut {
-            self.mark();
-        }
-    }
+/// Runs a connection's serving `future` under the watch of a client that
+/// may vanish, with `bound` (zero: none).
+pub(super) fn watched<F: Future>(bound: Duration, future: F) -> impl Future<Output = F::Output> {
+    let watch = Watch {
+        bound: (!bound.is_zero()).then_some(bound),
+        gone: Cell::new(false),
+    };
+    WATCH.scope(watch, future)
+}
 
-    pub(super) fn is_gone(&self) -> bool {
-        self.0.gone.load(Ordering::Acquire)
+/// The connection's bound on a socket that takes no byte; `None` where it
+/// has none, or outside a watched connection.
+pub(super) fn bound_now() -> Option<Duration> {
+    WATCH.try_with(|watch| watch.bound).ok().flatten()
+}
+
+/// The connection's client is gone: it acknowledged nothing for the
+/// bound. Nothing outside a watched connection.
+pub(super) fn mark() {
+    let _ = WATCH.try_with(|watch| watch.gone.set(true));
+}
+
+/// Marks the client gone when `err` says the kernel gave up on
+/// unacknowledged data.
+pub(super) fn note(err: &io::Error) {
+    if err.kind() == io::ErrorKind::TimedOut {
+        mark();
     }
+}
+
+/// Whether the client of the connection being served or dropped on this
+/// thread vanished.
+pub(super) fn is_gone() -> bool {
+    WATCH.try_with(|watch| watch.gone.get()).unwrap_or(false)
 }
 
 /// Bounds how long what is written on `socket` may stay unacknowledged:
@@ -92,21 +99,55 @@ pub(super) fn bound(socket: &TcpStream, bound: Duration) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_a_timed_out_error_marks_the_client_gone() {
-        let vanished = Vanished::new(Duration::from_secs(30));
-        vanished.note(&io::ErrorKind::ConnectionReset.into());
-        vanished.note(&io::ErrorKind::BrokenPipe.into());
-        assert!(!vanished.is_gone());
-        vanished.clone().note(&io::ErrorKind::TimedOut.into());
-        assert!(vanished.is_gone(), "clones share the mark");
+    #[tokio::test]
+    async fn only_a_timed_out_error_marks_the_client_gone_and_only_its_own() {
+        let bound = Duration::from_secs(30);
+        let (gone, other) = tokio::join!(
+            watched(bound, async {
+                note(&io::ErrorKind::ConnectionReset.into());
+                note(&io::ErrorKind::BrokenPipe.into());
+                assert!(!is_gone());
+                note(&io::ErrorKind::TimedOut.into());
+                tokio::task::yield_now().await;
+                is_gone()
+            }),
+            watched(bound, async {
+                tokio::task::yield_now().await;
+                is_gone()
+            }),
+        );
+        assert!(gone);
+        assert!(!other, "another connection's mark is its own");
+        assert!(!is_gone(), "outside any connection, nothing is gone");
+        mark();
     }
 
-    #[test]
-    fn a_zero_bound_is_none() {
-        assert_eq!(Vanished::new(Duration::ZERO).bound(), None);
+    #[tokio::test]
+    async fn the_mark_is_seen_while_the_connection_is_dropped() {
+        struct Reports(std::rc::Rc<Cell<Option<bool>>>);
+        impl Drop for Reports {
+            fn drop(&mut self) {
+                self.0.set(Some(is_gone()));
+            }
+        }
+        let seen = std::rc::Rc::new(Cell::new(None));
+        let reports = Reports(seen.clone());
+        let mut serving = Box::pin(watched(Duration::ZERO, async move {
+            let _held = reports;
+            mark();
+            std::future::pending::<()>().await;
+        }));
+        assert!(futures_util::poll!(&mut serving).is_pending());
+        drop(serving);
+        assert_eq!(seen.get(), Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_zero_bound_is_none() {
+        assert_eq!(watched(Duration::ZERO, async { bound_now() }).await, None);
         let bound = Duration::from_millis(1500);
-        assert_eq!(Vanished::new(bound).bound(), Some(bound));
+        assert_eq!(watched(bound, async { bound_now() }).await, Some(bound));
+        assert_eq!(bound_now(), None);
     }
 
     #[cfg(target_os = "linux")]

@@ -127,20 +127,16 @@ impl Slot {
         self.seat.replaced.load(Ordering::Acquire)
     }
 
-    /// Resolves once a newer stream of its principal took its place.
+    /// Ready once a newer stream of its principal took its place.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-    pub(crate) async fn replaced(&self) {
-        std::future::poll_fn(|cx| {
-            // Registered before looking: a replacement after the look
-            // wakes it.
-            self.seat.stream.register(cx.waker());
-            if self.is_replaced() {
-                std::task::Poll::Ready(())
-            } else {
-                std::task::Poll::Pending
-            }
-        })
-        .await;
+    pub(crate) fn poll_replaced(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        // Registered before looking: a replacement after the look wakes it.
+        self.seat.stream.register(cx.waker());
+        if self.is_replaced() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
     }
 }
 
@@ -212,18 +208,16 @@ mod tests {
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     #[test]
     fn a_replaced_slot_wakes_its_stream() {
-        use std::future::Future as _;
         let limits = PrincipalLimits::new(1, CapPolicy::ReplaceOldest);
         let a = Principal::new("a");
         let first = limits.acquire(&a).unwrap();
         let woken = Arc::new(Woken::default());
         let waker = futures_util::task::waker(Arc::clone(&woken));
         let mut cx = std::task::Context::from_waker(&waker);
-        let mut replaced = std::pin::pin!(first.replaced());
-        assert!(replaced.as_mut().poll(&mut cx).is_pending());
+        assert!(first.poll_replaced(&mut cx).is_pending());
         let _second = limits.acquire(&a).unwrap();
         assert_eq!(woken.0.load(Ordering::Relaxed), 1);
-        assert!(replaced.as_mut().poll(&mut cx).is_ready());
+        assert!(first.poll_replaced(&mut cx).is_ready());
     }
 
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]

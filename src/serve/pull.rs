@@ -5,6 +5,10 @@
 //! and its expiry.
 
 use std::panic::AssertUnwindSafe;
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+use std::future::Future as _;
+#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures_util::FutureExt;
@@ -35,6 +39,11 @@ pub(crate) struct Lease {
     /// Its keys, held against the service's demand hooks.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
     pub(crate) demand: Option<super::demand::Hold>,
+    /// The timer of `ends`, made at the first pull that waits for it:
+    /// boxed, so that a stream without an end (most) keeps a pointer for
+    /// it, not the timer, and one with an end makes it once.
+    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// When a stream ends by itself, and why: its grant's expiry or its
@@ -73,6 +82,8 @@ impl Lease {
             }),
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             demand: None,
+            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            timer: None,
         }
     }
 
@@ -86,29 +97,24 @@ impl Lease {
         Some(ended(ending.reason, &ending.error()))
     }
 
-    /// Resolves when the stream ends by its lease: its slot taken by a
-    /// newer stream of its principal, or its expiry or lifetime passed.
+    /// Ready when the stream ends by its lease: its slot taken by a newer
+    /// stream of its principal, or its expiry or lifetime passed.
     #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
-    async fn ended(&self) -> (CloseReason, Pulled) {
-        let replaced = async {
-            match &self.slot {
-                Some(slot) => slot.replaced().await,
-                None => std::future::pending().await,
-            }
-        };
-        let passed = async {
-            match self.ends {
-                Some(ending) => {
-                    tokio::time::sleep_until(ending.at.into()).await;
-                    ending
-                }
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = replaced => ended(CloseReason::Replaced, &StreamError::Replaced),
-            ending = passed => ended(ending.reason, &ending.error()),
+    fn poll_ended(&mut self, cx: &mut Context<'_>) -> Poll<(CloseReason, Pulled)> {
+        if let Some(slot) = &self.slot
+            && slot.poll_replaced(cx).is_ready()
+        {
+            return Poll::Ready(ended(CloseReason::Replaced, &StreamError::Replaced));
         }
+        if let Some(ending) = self.ends {
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(ending.at.into())));
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(ended(ending.reason, &ending.error()));
+            }
+        }
+        Poll::Pending
     }
 
     /// Ends it at `at` for the end of its lifetime, unless it expires
@@ -160,7 +166,7 @@ impl<H: SourceHandle> Pull<H> {
             #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
             None => tokio::select! {
                 pulled = pull(handle) => pulled,
-                ended = self.lease.ended() => Err(ended),
+                ended = std::future::poll_fn(|cx| self.lease.poll_ended(cx)) => Err(ended),
             },
             #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
             None => pull(handle).await,

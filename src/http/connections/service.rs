@@ -16,7 +16,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tower_service::Service;
 
 use super::waiting::{Ticket, Tracked};
-use crate::http::carried::Carried;
+use crate::http::admission::Peer;
 
 /// The router as hyper's service, moving `ticket` through its phases:
 /// reading until the request's body ends, answering until the response's
@@ -25,17 +25,18 @@ use crate::http::carried::Carried;
 pub(in crate::http) struct TrackedService {
     router: Router,
     ticket: Arc<Ticket>,
-    /// The connection's, in each request's extensions.
-    carried: Carried,
+    /// The connection's client, in each request's extensions, where
+    /// admission limits are set.
+    peer: Option<Peer>,
 }
 
 impl Tracked {
     /// The service hyper calls for the connection's requests.
-    pub(in crate::http) fn service(&self, router: Router, carried: Carried) -> TrackedService {
+    pub(in crate::http) fn service(&self, router: Router, peer: Option<Peer>) -> TrackedService {
         TrackedService {
             router,
             ticket: Arc::clone(self.ticket()),
-            carried,
+            peer,
         }
     }
 }
@@ -59,7 +60,9 @@ impl hyper::service::Service<hyper::Request<Incoming>> for TrackedService {
                 })
             }
         });
-        self.carried.carry(request.extensions_mut());
+        if let Some(peer) = &self.peer {
+            request.extensions_mut().insert(peer.clone());
+        }
         Answering {
             routed: self.router.clone().call(request),
             ticket: Some(ticket),

@@ -33,20 +33,20 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use super::first::BUFFER;
-use crate::http::vanished::Vanished;
+use crate::http::vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or vanishes, or a write fails.
-pub(in crate::http) fn write(socket: TcpStream, response: Response, vanished: Vanished) -> Held {
+pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
     let (parts, body) = response.into_parts();
-    let framing = Framing::of(parts.status, body.size_hint().exact());
+    let length = body.size_hint().exact();
+    let framing = Framing::of(parts.status, length);
     Held {
         socket,
         body,
-        out: Some(Out::whole(head(&parts, framing))),
+        out: Some(Out::whole(head(&parts, framing, length))),
         framing,
         end: None,
-        vanished,
         stall: None,
     }
 }
@@ -61,8 +61,6 @@ pub(in crate::http) struct Held {
     framing: Framing,
     /// How the body ended; what is left to write is in `out`.
     end: Option<End>,
-    /// Marked before the body is dropped when the client vanished.
-    vanished: Vanished,
     /// While the socket takes none of `out`: when it is given up. Made
     /// only then, so a stream whose writes go out keeps no timer.
     stall: Option<Pin<Box<Sleep>>>,
@@ -85,7 +83,7 @@ impl Future for Held {
         let this = &mut *self;
         if let Some(left) = client_left(&this.socket, cx) {
             if let Err(err) = left {
-                this.vanished.note(&err);
+                vanished::note(&err);
             }
             return Poll::Ready(());
         }
@@ -98,13 +96,13 @@ impl Future for Held {
                         this.stall = None;
                     }
                     Poll::Ready(Err(err)) => {
-                        this.vanished.note(&err);
+                        vanished::note(&err);
                         return Poll::Ready(());
                     }
                     Poll::Pending => {
                         let took = out.written != before;
                         if this.stalled(took, cx) {
-                            this.vanished.mark();
+                            vanished::mark();
                             return Poll::Ready(());
                         }
                         return Poll::Pending;
@@ -124,7 +122,7 @@ impl Held {
     /// wait; `took` says whether it took some in this poll, which starts
     /// the bound again. Registers `cx` for the bound's end.
     fn stalled(&mut self, took: bool, cx: &mut Context<'_>) -> bool {
-        let Some(bound) = self.vanished.bound() else {
+        let Some(bound) = vanished::bound_now() else {
             return false;
         };
         let deadline = Instant::now() + bound;
@@ -244,13 +242,14 @@ fn client_left(socket: &TcpStream, cx: &mut Context<'_>) -> Option<io::Result<()
     }
 }
 
-/// How the body is delimited.
+/// How the body is delimited. The length itself is only the head's: a
+/// held stream keeps one byte for this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
     /// No body, whatever the response holds (`204`, `304`).
     None,
     /// `content-length`: the body's frames as they are.
-    Length(u64),
+    Length,
     /// `transfer-encoding: chunked`: a stream.
     Chunked,
 }
@@ -260,15 +259,16 @@ impl Framing {
         if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
             return Self::None;
         }
-        exact_len.map_or(Self::Chunked, Self::Length)
+        exact_len.map_or(Self::Chunked, |_| Self::Length)
     }
 }
 
 /// Headers this writer sets itself: the framing and the connection's end.
 const OWN_HEADERS: [HeaderName; 3] = [CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING];
 
-/// The response's head as HTTP/1.1 writes it.
-fn head(parts: &axum::http::response::Parts, framing: Framing) -> Bytes {
+/// The response's head as HTTP/1.1 writes it; `length` is the body's, when
+/// it is known.
+fn head(parts: &axum::http::response::Parts, framing: Framing, length: Option<u64>) -> Bytes {
     let mut head = Vec::with_capacity(256);
     let status = parts.status;
     // Writes into a `Vec` cannot fail.
@@ -289,7 +289,10 @@ fn head(parts: &axum::http::response::Parts, framing: Framing) -> Bytes {
     }
     match framing {
         Framing::None => {}
-        Framing::Length(len) => header(&mut head, "content-length", len.to_string().as_bytes()),
+        Framing::Length => {
+            let length = length.unwrap_or_default().to_string();
+            header(&mut head, "content-length", length.as_bytes());
+        }
         Framing::Chunked => header(&mut head, "transfer-encoding", b"chunked"),
     }
     header(&mut head, "connection", b"close");
@@ -424,12 +427,15 @@ mod tests {
         headers.insert(CONNECTION, HeaderValue::from_static("keep-alive"));
         headers.insert(CONTENT_LENGTH, HeaderValue::from_static("7"));
         let (parts, ()) = response.into_parts();
-        let head = head(&parts, Framing::Chunked);
+        let head = head(&parts, Framing::Chunked, None);
         let head = std::str::from_utf8(&head).unwrap();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"));
         assert!(head.contains("\r\ndate: "));
         assert!(head.ends_with("\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"));
         assert!(!head.contains("keep-alive") && !head.contains("content-length"));
+        let with_length = super::head(&parts, Framing::Length, Some(7));
+        let with_length = std::str::from_utf8(&with_length).unwrap();
+        assert!(with_length.ends_with("\r\ncontent-length: 7\r\nconnection: close\r\n\r\n"));
     }
 
     /// A held response over a loopback socket whose body gives `frames`,
@@ -442,8 +448,7 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         let frames = frames.into_iter().map(Ok::<_, io::Error>);
         let body = Body::from_stream(futures_util::stream::iter(frames));
-        let vanished = Vanished::new(std::time::Duration::ZERO);
-        let mut held = write(server, Response::new(body), vanished);
+        let mut held = write(server, Response::new(body));
         held.out = None;
         held
     }
@@ -479,13 +484,13 @@ mod tests {
     #[test]
     fn a_response_without_a_body_is_not_framed() {
         assert_eq!(Framing::of(StatusCode::NO_CONTENT, None), Framing::None);
-        assert_eq!(Framing::of(StatusCode::OK, Some(3)), Framing::Length(3));
+        assert_eq!(Framing::of(StatusCode::OK, Some(3)), Framing::Length);
         assert_eq!(Framing::of(StatusCode::OK, None), Framing::Chunked);
     }
 
     /// An endless body of 64 KiB frames held on a loopback socket whose
-    /// client is returned, with a bound of `bound`.
-    async fn endless(bound: std::time::Duration) -> (Held, TcpStream, Vanished) {
+    /// client is returned.
+    async fn endless() -> (Held, TcpStream) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap())
             .await
@@ -493,24 +498,22 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         let frame = Bytes::from(vec![b'x'; 64 * 1024]);
         let frames = futures_util::stream::repeat_with(move || Ok::<_, io::Error>(frame.clone()));
-        let vanished = Vanished::new(bound);
-        let held = write(
-            server,
-            Response::new(Body::from_stream(frames)),
-            vanished.clone(),
-        );
-        (held, client, vanished)
+        let held = write(server, Response::new(Body::from_stream(frames)));
+        (held, client)
     }
 
     #[tokio::test]
     async fn a_socket_that_takes_nothing_for_the_bound_is_given_up() {
         let bound = std::time::Duration::from_millis(300);
-        let (held, _client, vanished) = endless(bound).await;
+        let (held, _client) = endless().await;
         let started = Instant::now();
-        tokio::time::timeout(bound * 20, held)
-            .await
-            .expect("given up");
-        assert!(vanished.is_gone());
+        let gone = vanished::watched(bound, async {
+            tokio::time::timeout(bound * 20, held)
+                .await
+                .expect("given up");
+            vanished::is_gone()
+        });
+        assert!(gone.await);
         assert!(started.elapsed() >= bound);
     }
 
@@ -520,26 +523,30 @@ mod tests {
         // Long enough for the kernel's buffers: a sender's socket takes
         // bytes again only once a good part of it has drained.
         let bound = std::time::Duration::from_secs(1);
-        let (held, mut client, vanished) = endless(bound).await;
-        let mut held = std::pin::pin!(held);
-        let mut buf = vec![0; 1024 * 1024];
-        for _ in 0..10 {
-            // A reader slower than the writer, but never away for long.
-            let pause = tokio::time::sleep(bound / 4);
-            tokio::select! {
-                () = &mut held => panic!("a reading client was given up"),
-                () = pause => {}
+        let (held, mut client) = endless().await;
+        let gone = vanished::watched(bound, async {
+            let mut held = std::pin::pin!(held);
+            let mut buf = vec![0; 1024 * 1024];
+            for _ in 0..10 {
+                // A reader slower than the writer, but never away for long.
+                let pause = tokio::time::sleep(bound / 4);
+                tokio::select! {
+                    () = &mut held => panic!("a reading client was given up"),
+                    () = pause => {}
+                }
+                client.read_exact(&mut buf).await.unwrap();
             }
-            client.read_exact(&mut buf).await.unwrap();
-        }
-        assert!(!vanished.is_gone());
+            vanished::is_gone()
+        });
+        assert!(!gone.await);
     }
 
     #[tokio::test]
     async fn without_a_bound_a_full_socket_waits() {
-        let (held, _client, vanished) = endless(std::time::Duration::ZERO).await;
-        let waited = tokio::time::timeout(std::time::Duration::from_millis(500), held).await;
-        assert!(waited.is_err(), "nothing gave up");
-        assert!(!vanished.is_gone());
+        let (held, _client) = endless().await;
+        let waited = vanished::watched(std::time::Duration::ZERO, async {
+            tokio::time::timeout(std::time::Duration::from_millis(500), held).await
+        });
+        assert!(waited.await.is_err(), "nothing gave up");
     }
 }

@@ -10,32 +10,27 @@ use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::http::vanished::Vanished;
+use crate::http::vanished;
 
 pub(in crate::http) struct Rewind {
     /// Read already, not yet given back; empty (and freed) once it is.
     read: Bytes,
     socket: TcpStream,
-    /// Marked when a read or write times out, before hyper drops the
-    /// stream it serves.
-    vanished: Vanished,
 }
 
 impl Rewind {
-    pub(in crate::http) fn new(read: Bytes, socket: TcpStream, vanished: Vanished) -> Self {
-        Self {
-            read,
-            socket,
-            vanished,
-        }
+    pub(in crate::http) fn new(read: Bytes, socket: TcpStream) -> Self {
+        Self { read, socket }
     }
+}
 
-    fn noted<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
-        if let Poll::Ready(Err(err)) = &polled {
-            self.vanished.note(err);
-        }
-        polled
+/// `polled`, its client marked vanished when it timed out: before hyper
+/// drops the stream it serves.
+fn noted<T>(polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+    if let Poll::Ready(Err(err)) = &polled {
+        vanished::note(err);
     }
+    polled
 }
 
 impl AsyncRead for Rewind {
@@ -47,7 +42,7 @@ impl AsyncRead for Rewind {
         let this = &mut *self;
         if this.read.is_empty() {
             let polled = Pin::new(&mut this.socket).poll_read(cx, buf);
-            return this.noted(polled);
+            return noted(polled);
         }
         let n = this.read.len().min(buf.remaining());
         buf.put_slice(&this.read.split_to(n));
@@ -65,7 +60,7 @@ impl AsyncWrite for Rewind {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.socket).poll_write(cx, buf);
-        self.noted(polled)
+        noted(polled)
     }
 
     fn poll_write_vectored(
@@ -74,7 +69,7 @@ impl AsyncWrite for Rewind {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.socket).poll_write_vectored(cx, bufs);
-        self.noted(polled)
+        noted(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -83,7 +78,7 @@ impl AsyncWrite for Rewind {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let polled = Pin::new(&mut self.socket).poll_flush(cx);
-        self.noted(polled)
+        noted(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -105,8 +100,7 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         client.write_all(b" world").await.unwrap();
         drop(client);
-        let vanished = Vanished::new(std::time::Duration::ZERO);
-        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server, vanished);
+        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server);
         let mut small = [0; 3];
         rewound.read_exact(&mut small).await.unwrap();
         assert_eq!(&small, b"hel");
