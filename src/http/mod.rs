@@ -21,8 +21,8 @@ mod vanished;
 // through); not part of the API, so hidden from the docs.
 #[doc(hidden)]
 pub use crate::transport::incoming::{Incoming, classify};
-pub use admission::{AdmissionLimits, RATE_LIMITED_ERROR_CODE, Rate};
-pub use connections::{ConnectionStats, RateLimited};
+pub use admission::{AdmissionLimits, RATE_LIMITED_ERROR_CODE, Rate, RateLimited};
+pub use connections::ConnectionStats;
 pub use endpoint::endpoint;
 pub use server::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, DEFAULT_UNACKNOWLEDGED_TIMEOUT, Server, serve,

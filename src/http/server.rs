@@ -204,7 +204,7 @@ impl Server {
     /// the MCP endpoint. The limits hold for the endpoint served by this
     /// server, not for a route mounted in another server.
     pub fn with_admission_limits(mut self, limits: AdmissionLimits) -> Self {
-        self.admission = Admission::new(limits, Arc::clone(&self.counters)).map(Arc::new);
+        self.admission = Admission::new(limits).map(Arc::new);
         self
     }
 
@@ -219,7 +219,11 @@ impl Server {
     /// The figures of its connections now: open, waiting, accepted, closed
     /// by a deadline, shed, turned away.
     pub fn connections(&self) -> ConnectionStats {
-        self.counters.snapshot()
+        let mut stats = self.counters.snapshot();
+        if let Some(admission) = &self.admission {
+            stats.rate_limited = admission.rate_limited();
+        }
+        stats
     }
 
     /// Serves `router` on `listener`, one connection per task, until

@@ -4,9 +4,9 @@
 //! stream ends however it ends (not when the stream's value is dropped),
 //! and its expiry.
 
-use std::panic::AssertUnwindSafe;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use std::future::Future as _;
+use std::panic::AssertUnwindSafe;
 #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
 use std::task::{Context, Poll};
 use std::time::Instant;

@@ -149,7 +149,10 @@ async fn bearer_mode_lets_only_the_tasks_owner_follow_it() {
     );
     let status = own.next().await.unwrap();
     assert_eq!(status["params"]["taskId"], "task-1");
-    assert!(theirs.is_quiet(std::time::Duration::from_millis(100)).await);
+    // Granted nothing, bob's stream was completed: no status of hers.
+    let end = theirs.next().await.unwrap();
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert!(theirs.next().await.is_none());
 
     let resources = json!({"resourceSubscriptions": ["file:///alice/notes", "file:///bob/notes"]});
     let mut stream = post(&server.base, &listen(json!(2), resources, &[]), &bob).await;

@@ -7,7 +7,39 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::Rate;
+/// A rate with a burst: `burst` at once, then `per_second` on average.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    per_second: f64,
+    burst: u32,
+}
+
+impl Rate {
+    /// `burst` at once, then `per_second` on average.
+    ///
+    /// # Panics
+    ///
+    /// When `per_second` is not a positive finite number, or `burst` is
+    /// zero.
+    pub fn new(per_second: f64, burst: u32) -> Self {
+        assert!(
+            per_second.is_finite() && per_second > 0.0,
+            "a rate must be positive and finite, not {per_second}"
+        );
+        assert!(burst > 0, "a burst must be at least 1");
+        Self { per_second, burst }
+    }
+
+    /// How many on average each second.
+    pub fn per_second(&self) -> f64 {
+        self.per_second
+    }
+
+    /// How many at once.
+    pub fn burst(&self) -> u32 {
+        self.burst
+    }
+}
 
 /// A bucket per key, each holding up to the rate's burst of tokens and
 /// refilled at its rate; a key whose bucket would be full again is

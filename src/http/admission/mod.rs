@@ -30,9 +30,11 @@
 
 mod bucket;
 
+pub use bucket::Rate;
+
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
@@ -41,7 +43,6 @@ use axum::response::{IntoResponse, Response};
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
-use super::connections::Counters;
 use crate::audience::Principal;
 use crate::wire::response::error_reply;
 use bucket::Buckets;
@@ -50,40 +51,6 @@ use bucket::Buckets;
 /// (with HTTP `429`); `data.limit` names the limit and `data.retryAfterSecs`
 /// when to try again.
 pub const RATE_LIMITED_ERROR_CODE: ErrorCode = ErrorCode(-32006);
-
-/// A rate with a burst: `burst` at once, then `per_second` on average.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    per_second: f64,
-    burst: u32,
-}
-
-impl Rate {
-    /// `burst` at once, then `per_second` on average.
-    ///
-    /// # Panics
-    ///
-    /// When `per_second` is not a positive finite number, or `burst` is
-    /// zero.
-    pub fn new(per_second: f64, burst: u32) -> Self {
-        assert!(
-            per_second.is_finite() && per_second > 0.0,
-            "a rate must be positive and finite, not {per_second}"
-        );
-        assert!(burst > 0, "a burst must be at least 1");
-        Self { per_second, burst }
-    }
-
-    /// How many on average each second.
-    pub fn per_second(&self) -> f64 {
-        self.per_second
-    }
-
-    /// How many at once.
-    pub fn burst(&self) -> u32 {
-        self.burst
-    }
-}
 
 /// How fast one client address, or one principal, may open connections
 /// and listens; each limit off unless set (the default: all off).
@@ -133,6 +100,21 @@ impl AdmissionLimits {
     }
 }
 
+/// Requests answered `429` by each admission limit
+/// ([`AdmissionLimits`](crate::http::AdmissionLimits)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RateLimited {
+    /// Connections refused for their address.
+    pub connections_per_address: u64,
+    /// Connections refused for their principal.
+    pub connections_per_principal: u64,
+    /// Listens refused for their address.
+    pub listens_per_address: u64,
+    /// Listens refused for their principal.
+    pub listens_per_principal: u64,
+}
+
 /// Which limit refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::http) enum Limit {
@@ -160,12 +142,13 @@ pub(in crate::http) struct Admission {
     connections_per_principal: Option<Buckets<Principal>>,
     listens_per_address: Option<Buckets<IpAddr>>,
     listens_per_principal: Option<Buckets<Principal>>,
-    counters: Arc<Counters>,
+    /// Requests refused, by [`Limit`] in its order.
+    refused: [AtomicU64; 4],
 }
 
 impl Admission {
-    /// The limits at work, counted in `counters`; `None` when all are off.
-    pub(in crate::http) fn new(limits: AdmissionLimits, counters: Arc<Counters>) -> Option<Self> {
+    /// The limits at work; `None` when all are off.
+    pub(in crate::http) fn new(limits: AdmissionLimits) -> Option<Self> {
         if limits == AdmissionLimits::default() {
             return None;
         }
@@ -174,8 +157,19 @@ impl Admission {
             connections_per_principal: limits.connections_per_principal.map(Buckets::new),
             listens_per_address: limits.listens_per_address.map(Buckets::new),
             listens_per_principal: limits.listens_per_principal.map(Buckets::new),
-            counters,
+            refused: Default::default(),
         })
+    }
+
+    /// The requests refused so far, by limit.
+    pub(in crate::http) fn rate_limited(&self) -> RateLimited {
+        let refused = |limit: Limit| self.refused[limit as usize].load(Ordering::Relaxed);
+        RateLimited {
+            connections_per_address: refused(Limit::ConnectionsPerAddress),
+            connections_per_principal: refused(Limit::ConnectionsPerPrincipal),
+            listens_per_address: refused(Limit::ListensPerAddress),
+            listens_per_principal: refused(Limit::ListensPerPrincipal),
+        }
     }
 
     /// A connection accepted from `address`.
@@ -197,7 +191,7 @@ impl Admission {
             return Ok(());
         };
         buckets.take(key).map_err(|retry_after| {
-            self.counters.rate_limited(limit);
+            self.refused[limit as usize].fetch_add(1, Ordering::Relaxed);
             Refused { limit, retry_after }
         })
     }
@@ -338,15 +332,14 @@ mod tests {
 
     #[test]
     fn all_off_is_no_admission() {
-        let counters = Arc::new(Counters::default());
-        assert!(Admission::new(AdmissionLimits::default(), counters.clone()).is_none());
+        assert!(Admission::new(AdmissionLimits::default()).is_none());
         let limits = AdmissionLimits::default().with_listens_per_address(Rate::new(1.0, 1));
-        let admission = Arc::new(Admission::new(limits, counters.clone()).unwrap());
-        let peer = Peer::new([127, 0, 0, 1].into(), admission);
+        let admission = Arc::new(Admission::new(limits).unwrap());
+        let peer = Peer::new([127, 0, 0, 1].into(), Arc::clone(&admission));
         peer.request(Some(&Principal::new("a"))).unwrap();
         peer.listen(None).unwrap();
         let refused = peer.listen(None).unwrap_err();
         assert_eq!(refused.limit, Limit::ListensPerAddress);
-        assert_eq!(counters.snapshot().rate_limited.listens_per_address, 1);
+        assert_eq!(admission.rate_limited().listens_per_address, 1);
     }
 }

@@ -38,7 +38,7 @@ mod watchdog;
 
 pub(super) use limits::{Limits, default_max_waiting};
 pub(super) use service::TrackedService;
+pub use stats::ConnectionStats;
 pub(super) use stats::Counters;
-pub use stats::{ConnectionStats, RateLimited};
 pub(super) use waiting::{Connections, Open, Tracked};
 pub(super) use watchdog::Watchdog;

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::http::admission::Limit;
+use crate::http::admission::RateLimited;
 
 /// A snapshot of a server's connections
 /// ([`Server::connections`](crate::http::Server::connections)).
@@ -34,21 +34,6 @@ pub struct ConnectionStats {
     /// Requests refused by an admission limit, by limit
     /// ([`Server::with_admission_limits`](crate::http::Server::with_admission_limits)).
     pub rate_limited: RateLimited,
-}
-
-/// Requests answered `429` by each admission limit
-/// ([`AdmissionLimits`](crate::http::AdmissionLimits)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct RateLimited {
-    /// Connections refused for their address.
-    pub connections_per_address: u64,
-    /// Connections refused for their principal.
-    pub connections_per_principal: u64,
-    /// Listens refused for their address.
-    pub listens_per_address: u64,
-    /// Listens refused for their principal.
-    pub listens_per_principal: u64,
 }
 
 impl ConnectionStats {
@@ -98,8 +83,6 @@ pub(in crate::http) struct Counters {
     pub(super) idle_timeouts: AtomicU64,
     pub(super) shed: AtomicU64,
     pub(super) turned_away: AtomicU64,
-    /// By [`Limit`], in its order.
-    rate_limited: [AtomicU64; 4],
 }
 
 impl Counters {
@@ -113,21 +96,8 @@ impl Counters {
             idle_timeouts: self.idle_timeouts.load(Ordering::Relaxed),
             shed: self.shed.load(Ordering::Relaxed),
             turned_away: self.turned_away.load(Ordering::Relaxed),
-            rate_limited: RateLimited {
-                connections_per_address: self.limited(Limit::ConnectionsPerAddress),
-                connections_per_principal: self.limited(Limit::ConnectionsPerPrincipal),
-                listens_per_address: self.limited(Limit::ListensPerAddress),
-                listens_per_principal: self.limited(Limit::ListensPerPrincipal),
-            },
+            // The server's admission limits count their own.
+            rate_limited: RateLimited::default(),
         }
-    }
-
-    /// One more request refused by `limit`.
-    pub(in crate::http) fn rate_limited(&self, limit: Limit) {
-        self.rate_limited[limit as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn limited(&self, limit: Limit) -> u64 {
-        self.rate_limited[limit as usize].load(Ordering::Relaxed)
     }
 }
