@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::support::http::{app, listen, post, serve, with_user_header};
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::stdio::StdioTransport;
-use mcp_subscriptions::{CapPolicy, Filter, Hub, ListenService, OpenContext, audience::Principal};
+use mcp_subscriptions::{
+    CapPolicy, Filter, Grant, Hub, ListenService, OpenContext, audience::Principal,
+};
 use serde_json::{Value, json};
 
 /// Each principal may watch the tools list and its own resources,
@@ -180,4 +182,36 @@ async fn under_replace_oldest_a_principal_at_its_cap_ends_its_oldest_and_is_admi
     let stats = hub.stats();
     assert_eq!(stats.listeners_closed.replaced, 1);
     assert_eq!(stats.listeners_active, 3);
+}
+
+/// A stream whose expiry passed while an event waited ends with the
+/// expiry, not with the event: the lease is looked at before the source.
+#[tokio::test]
+async fn a_stream_past_its_expiry_ends_before_it_delivers_what_waits() {
+    let hub = Hub::new();
+    let expires = std::time::Instant::now() + Duration::from_millis(50);
+    let service = ListenService::new(hub.clone()).with_authorizer(
+        move |_: &OpenContext, requested: &Filter| -> Result<Grant, OpenError> {
+            Ok(Grant::new(requested.clone()).with_expiry(expires))
+        },
+    );
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    // Twenty, so that a race between the two would show.
+    let mut streams = Vec::new();
+    for id in 0..20 {
+        let mut stream = service
+            .open(rmcp::model::RequestId::Number(id), Some(&params))
+            .unwrap();
+        stream.next_message().await.expect("the acknowledgement");
+        streams.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    hub.notify_tools_list_changed();
+    for stream in &mut streams {
+        let end: Value =
+            serde_json::from_slice(&stream.next_message().await.unwrap().to_vec()).unwrap();
+        assert_eq!(end["error"]["data"]["reason"], "expired", "{end}");
+        assert!(stream.next_message().await.is_none());
+    }
+    assert_eq!(hub.stats().listeners_closed.expired, 20);
 }
