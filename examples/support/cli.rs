@@ -50,6 +50,7 @@ pub(crate) fn teardown_parser() -> impl TypedValueParser<Value = Teardown> {
 
 /// A rate with a burst, `PER_SECOND:BURST` (`2:40`: 40 at once, then 2 a
 /// second), for an admission limit.
+#[cfg(feature = "http")]
 #[allow(dead_code, reason = "not every example that shares this has one")]
 pub(crate) fn rate(value: &str) -> Result<mcp_subscriptions::http::Rate, String> {
     let (per_second, burst) = value
