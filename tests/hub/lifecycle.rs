@@ -25,6 +25,17 @@ impl Write for Captured {
 }
 
 impl Captured {
+    /// Runs `f` with a subscriber at `level` writing here.
+    fn during<T>(&self, level: tracing::Level, f: impl FnOnce() -> T) -> T {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(level)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f)
+    }
+
     fn lines(&self) -> Vec<String> {
         let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
         text.lines().map(str::to_owned).collect()
@@ -34,13 +45,7 @@ impl Captured {
 #[test]
 fn smoke_every_lifecycle_step_is_an_event_and_deliveries_are_not() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    captured.during(tracing::Level::INFO, || {
         let hub = Hub::builder().capacity(2).build();
         let service = ListenService::new(hub.clone());
         let params = json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}});
@@ -99,14 +104,8 @@ fn smoke_every_lifecycle_step_is_an_event_and_deliveries_are_not() {
 #[test]
 fn a_filter_field_no_one_serves_is_warned_once_by_name() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
     let hub = Hub::new();
-    tracing::subscriber::with_default(subscriber, || {
+    captured.during(tracing::Level::WARN, || {
         let service = ListenService::new(hub.clone());
         let typo = json!({"notifications": {"toolListChanged": true}});
         for id in 1..=3 {
