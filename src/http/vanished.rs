@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-/// A connection's watch: its bound, and whether its client vanished.
-struct Watch {
+/// A connection's reaping: its bound, and whether its client vanished.
+struct Reaping {
     /// How long a held stream's socket may take no byte while bytes wait;
     /// `None` where no bound is set.
     bound: Option<Duration>,
@@ -38,29 +38,29 @@ struct Watch {
 }
 
 tokio::task_local! {
-    static WATCH: Watch;
+    static REAPING: Reaping;
 }
 
-/// Runs a connection's serving `future` under the watch of a client that
-/// may vanish, with `bound` (zero: none).
+/// Runs a connection's serving `future` reaping a client that may
+/// vanish, with `bound` (zero: none).
 pub(super) fn watched<F: Future>(bound: Duration, future: F) -> impl Future<Output = F::Output> {
-    let watch = Watch {
+    let reaping = Reaping {
         bound: (!bound.is_zero()).then_some(bound),
         gone: Cell::new(false),
     };
-    WATCH.scope(watch, future)
+    REAPING.scope(reaping, future)
 }
 
 /// The connection's bound on a socket that takes no byte; `None` where it
 /// has none, or outside a watched connection.
 pub(super) fn bound_now() -> Option<Duration> {
-    WATCH.try_with(|watch| watch.bound).ok().flatten()
+    REAPING.try_with(|reaping| reaping.bound).ok().flatten()
 }
 
 /// The connection's client is gone: it acknowledged nothing for the
 /// bound. Nothing outside a watched connection.
 pub(super) fn mark() {
-    let _ = WATCH.try_with(|watch| watch.gone.set(true));
+    let _ = REAPING.try_with(|reaping| reaping.gone.set(true));
 }
 
 /// Marks the client gone when `err` says the kernel gave up on
@@ -74,7 +74,9 @@ pub(super) fn note(err: &io::Error) {
 /// Whether the client of the connection being served or dropped on this
 /// thread vanished.
 pub(super) fn is_gone() -> bool {
-    WATCH.try_with(|watch| watch.gone.get()).unwrap_or(false)
+    REAPING
+        .try_with(|reaping| reaping.gone.get())
+        .unwrap_or(false)
 }
 
 /// Bounds how long what is written on `socket` may stay unacknowledged:
@@ -120,6 +122,7 @@ mod tests {
         assert!(!other, "another connection's mark is its own");
         assert!(!is_gone(), "outside any connection, nothing is gone");
         mark();
+        assert!(!is_gone(), "and nothing is marked");
     }
 
     #[tokio::test]
