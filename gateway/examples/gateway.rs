@@ -10,8 +10,10 @@
 //!     --upstream b=stdio:"target/release/examples/server --stdio"
 //! ```
 //!
-//! It forwards `tools/call`, `prompts/get` and `resources/read` to the
-//! upstream the name or URI belongs to. `GET /stats` shows, per upstream,
+//! It is the command line over the crate's own server
+//! (`Gateway::endpoint`), which forwards `tools/call`, `prompts/get`,
+//! `resources/read` and the tasks' requests to the upstream the name, URI
+//! or task belongs to. `GET /stats` shows, per upstream,
 //! the upstream listens held and the URIs they ask for, beside the hub's
 //! statistics. Ctrl-C or SIGTERM completes every open stream gracefully.
 //!
@@ -35,19 +37,8 @@ use std::time::Duration;
 use axum::routing::get;
 use clap::Parser;
 use clap::builder::BoolishValueParser;
-use mcp_subscriptions::{OpenContext, WithSubscriptions};
 use mcp_subscriptions_client::StdioClient;
-use mcp_subscriptions_client::catalog::CatalogKind;
-use mcp_subscriptions_gateway::{Gateway, Upstream, UpstreamIdentity, View};
-use rmcp::ServerHandler;
-use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, UpdateTaskParams,
-};
-use rmcp::service::{RequestContext, RoleServer};
+use mcp_subscriptions_gateway::{Gateway, Upstream, UpstreamIdentity};
 use rmcp::transport::StreamableHttpServerConfig;
 
 /// An MCP gateway over upstream MCP servers.
@@ -156,149 +147,6 @@ fn upstream(value: &str) -> Result<Upstream, String> {
     }
 }
 
-/// The downstream MCP server: every list from the gateway, every call
-/// forwarded.
-#[derive(Clone)]
-struct GatewayServer {
-    gateway: Gateway,
-}
-
-impl GatewayServer {
-    /// What the caller of `context` sees.
-    async fn view(&self, context: &RequestContext<RoleServer>) -> Result<View, ErrorData> {
-        let caller = OpenContext::of_request(context).principal;
-        self.gateway.view(caller.as_ref()).await
-    }
-}
-
-/// A merged list's `ttlMs` and `cacheScope`: the upstreams' hints merged
-/// pessimistically, where they gave any.
-fn cache_hint(view: &View, kind: CatalogKind) -> (Option<u64>, Option<CacheScope>) {
-    let hint = view.cache_hint(kind);
-    let ttl = hint
-        .ttl
-        .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-    (ttl, hint.scope)
-}
-
-impl ServerHandler for GatewayServer {
-    fn get_info(&self) -> ServerConfig {
-        let base = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_prompts()
-            .enable_resources()
-            .build();
-        // `WithSubscriptions` sets the subscription bits under it.
-        ServerConfig::new(base).with_server_info(server_info())
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let view = self.view(&context).await?;
-        let mut result = ListToolsResult::with_all_items(view.tools());
-        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Tools);
-        Ok(result)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.view(&context).await?.call_tool(request).await
-    }
-
-    async fn list_prompts(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let view = self.view(&context).await?;
-        let mut result = ListPromptsResult::with_all_items(view.prompts());
-        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Prompts);
-        Ok(result)
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let result = self.view(&context).await?.get_prompt(request).await?;
-        Ok(result.into())
-    }
-
-    async fn list_resources(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let view = self.view(&context).await?;
-        let mut result = ListResourcesResult::with_all_items(view.resources());
-        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Resources);
-        Ok(result)
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let view = self.view(&context).await?;
-        let mut result = ListResourceTemplatesResult::with_all_items(view.templates());
-        (result.ttl_ms, result.cache_scope) = cache_hint(&view, CatalogKind::Templates);
-        Ok(result)
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        self.view(&context).await?.get_task(request).await
-    }
-
-    async fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.view(&context).await?.update_task(request).await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.view(&context).await?.cancel_task(request).await
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        Ok(self
-            .view(&context)
-            .await?
-            .read_resource(request)
-            .await?
-            .into())
-    }
-}
-
-fn server_info() -> Implementation {
-    Implementation::new("mcp-subscriptions-gateway", env!("CARGO_PKG_VERSION"))
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = serving::Shutdown::install()?;
@@ -329,13 +177,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.upstream(upstream);
     }
     let gateway = builder.open().await?;
-    let listen = gateway.listen_service();
-    let server = GatewayServer {
-        gateway: gateway.clone(),
-    };
-    let sessions = WithSubscriptions::factory(&listen, move || server.clone());
-    let http =
-        mcp_subscriptions::http::endpoint(listen, sessions, StreamableHttpServerConfig::default());
+    let http = gateway.endpoint(StreamableHttpServerConfig::default());
     let streams = http.streams();
     let stats = gateway.clone();
     let mut mcp_routes = axum::Router::new().route("/mcp", http.into_method_router());

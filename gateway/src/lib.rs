@@ -29,8 +29,13 @@
 //! which gives each downstream listener exactly what it asked for, through
 //! its own bounded queue.
 //!
+//! [`Gateway::serve`] serves it all as one MCP server over Streamable
+//! HTTP: the merged lists, every request forwarded (the [`GatewayServer`]
+//! handler), and the listen streams.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_subscriptions::http::shutdown_signal;
 //! use mcp_subscriptions_gateway::{Gateway, Upstream};
 //!
 //! let gateway = Gateway::builder()
@@ -38,15 +43,17 @@
 //!     .upstream(Upstream::http("code", "http://127.0.0.1:8802/mcp"))
 //!     .open()
 //!     .await?;
-//! // Downstream listen streams, served over HTTP from the gateway's hub.
-//! let listen = gateway.listen_service();
-//! # let _ = listen;
 //! // `docs/search` is `search` of upstream `docs`; `docs+file:///a.md`
 //! // its `file:///a.md`.
 //! let tools = gateway.view(None).await?.tools();
 //! # let _ = tools;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8800").await?;
+//! gateway.serve(listener, shutdown_signal(gateway.hub())).await;
 //! # Ok(()) }
 //! ```
+//!
+//! [`Gateway::endpoint`] is the same endpoint to mount in an application's
+//! own router (behind its authentication, beside its routes).
 //!
 //! # Namespaces
 //!
@@ -108,7 +115,9 @@
 //! subscriptions and the tasks extension from the start: an upstream may gain a list later (a
 //! restart with more, a late join, a caller whose credential sees more),
 //! and what it brings then reaches the downstream listeners without a
-//! restart of the gateway.
+//! restart of the gateway. A listen for a URI or task id that no upstream
+//! serves now is refused (`-32602`), over HTTP as a JSON-RPC error before
+//! any stream starts.
 //!
 //! # Upstream failures
 //!
@@ -152,6 +161,7 @@ mod lists;
 mod members;
 mod scope;
 mod scopes;
+mod server;
 mod stats;
 mod upstream;
 mod view;
@@ -161,6 +171,7 @@ pub use error::GatewayError;
 pub use handle::{Gateway, GatewayBuilder};
 pub use identity::UpstreamIdentity;
 pub use mcp_subscriptions_client::catalog::{Namespace, Prefix};
+pub use server::{GatewayEndpoint, GatewayServer};
 pub use stats::{CacheHint, UpstreamStats};
 pub use upstream::Upstream;
 pub use view::View;

@@ -119,7 +119,7 @@ where
             if let Some(Err(limited)) = peer.map(|peer| peer.listen(principal.as_ref())) {
                 return limited.response(&reply_id(&bytes));
             }
-            return self.serve_listen(id, message.get("params"), &parts);
+            return self.serve_listen(id, message.get("params"), &parts).await;
         }
         for method in REMOVED.iter().filter(|_| removed) {
             if let Some(id) = request_id(message, method) {
@@ -157,11 +157,18 @@ where
         self.legacy_sessions && parts.headers.contains_key(MCP_SESSION_ID)
     }
 
-    fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
+    /// A listen request's answer: its stream, or a refusal as plain JSON
+    /// before any stream starts, whoever refused it (the checks, the
+    /// source, or the demand hooks the stream waited for).
+    async fn serve_listen(&self, id: RequestId, params: Option<&Value>, parts: &Parts) -> Response {
         let context = OpenContext::default()
             .with_transport(TransportKind::Http)
             .with_http(parts.clone());
-        let mut stream = match self.listen.open_with(context, id, params) {
+        let opened = match self.listen.open_with(context, id, params) {
+            Ok(mut stream) => stream.opened().await.map(|()| stream),
+            Err(refusal) => Err(refusal),
+        };
+        let mut stream = match opened {
             Ok(stream) => stream,
             Err(refusal) => {
                 return (

@@ -7,6 +7,7 @@ use rmcp::model::{ErrorData, Implementation, RequestId};
 
 use super::pull::{Lease, Pull, Pulled, SKIPS_PER_YIELD, yield_every};
 use super::teardown::Teardown;
+use crate::error::Refusal;
 use crate::filter::Filter;
 use crate::source::{CloseReason, Opened, SourceHandle};
 use crate::wire::response::{acknowledgement, cancellation, completion, error_response};
@@ -146,6 +147,37 @@ impl<H: SourceHandle> ListenStream<H> {
         }
     }
 
+    /// Waits until the stream's source is open: at once, unless the
+    /// service's [demand hooks](crate::Demand) must first attach what it
+    /// asks for. A transport that answers a refusal differently from a
+    /// stream (HTTP answers it as plain JSON, before any event-stream
+    /// head) awaits this before it starts one; otherwise the refusal is
+    /// the stream's first and only message.
+    ///
+    /// # Errors
+    ///
+    /// The hooks' refusal, or the source's, with the request's id; the
+    /// stream has then ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the attach stays in the stream until it settles.
+    pub async fn opened(&mut self) -> Result<(), Refusal> {
+        let Some(waiting) = &mut self.waiting else {
+            return Ok(());
+        };
+        let outcome = (&mut waiting.attach).await;
+        let waiting = self.waiting.take().expect("it was waiting");
+        // A refused stream's lease goes with it: nothing was opened.
+        let opened =
+            (waiting.open)(outcome).map_err(|error| Refusal::new(self.id.clone(), error))?;
+        let mut pull = Pull::new(opened.handle, waiting.lease);
+        pull.set_drop_reason(self.drop_reason);
+        self.pull = Some(pull);
+        self.granted = opened.granted;
+        Ok(())
+    }
+
     /// The next message to write, or `None` once the stream has ended.
     ///
     /// # Cancel safety
@@ -157,20 +189,8 @@ impl<H: SourceHandle> ListenStream<H> {
             return None;
         }
         if !self.acknowledged {
-            if let Some(waiting) = &mut self.waiting {
-                // Cancel-safe: the attach stays here until it settles.
-                let outcome = (&mut waiting.attach).await;
-                let waiting = self.waiting.take().expect("it was waiting");
-                match (waiting.open)(outcome) {
-                    Ok(opened) => {
-                        let mut pull = Pull::new(opened.handle, waiting.lease);
-                        pull.set_drop_reason(self.drop_reason);
-                        self.pull = Some(pull);
-                        self.granted = opened.granted;
-                    }
-                    // Its lease goes with it: nothing was opened.
-                    Err(error) => return Some(error_response(self.stamp.as_json(), &error).into()),
-                }
+            if let Err(refusal) = self.opened().await {
+                return Some(refusal.to_message().into());
             }
             self.acknowledged = true;
             return Some(acknowledgement(self.stamp.as_json(), &self.granted).into());

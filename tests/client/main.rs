@@ -17,6 +17,8 @@ mod gateway_callers;
 mod gateway_example;
 #[cfg(feature = "gateway")]
 mod gateway_isolation;
+#[cfg(feature = "gateway")]
+mod gateway_server;
 mod interop;
 mod refilter;
 mod tls;

@@ -163,11 +163,15 @@ async fn over_http_a_refusal_is_the_listen_requests_error_response() {
         &[],
     );
     let answer = post(&url, &body, &[]).await;
-    let mut answer = answer;
-    let error = answer.next().await.expect("the error response");
+    // As every other refusal: plain JSON, before any stream starts.
+    assert!(!answer.is_stream());
+    assert_eq!(
+        answer.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    let error = answer.json().await;
     assert_eq!(error["id"], "r");
     assert_eq!(error["error"]["message"], "no such resource");
-    assert!(answer.ends_within(Duration::from_secs(5)).await);
 }
 
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@
 //! one), a bearer token may be required, and changes are published
 //! through a hub as a real server's would be. It may know principals by
 //! their bearer tokens, each of a tenant, and scope events to them. Its
-//! tool `slow` starts a task for a caller that declares the tasks
-//! extension, the caller's own (`tasks/get` and `taskIds` listens are its
-//! owner's alone). It can be stopped and started again on the same port
+//! prompts say hello (`prompts/get`), and its tool `slow` starts a task
+//! for a caller that declares the tasks extension, the caller's own
+//! (`tasks/get` and `taskIds` listens are its owner's alone). It can be stopped and started again on the same port
 //! (a restart).
 
 #![allow(dead_code, unreachable_pub)]
@@ -492,6 +492,16 @@ async fn answer(
                 } else {
                     json!({"resultType": "complete", "content": [{"type": "text", "text": "called"}], "isError": false})
                 }
+            }
+            "prompts/get" => {
+                let name = params["name"].as_str().unwrap_or_default();
+                if !lists.prompts.iter().any(|prompt| prompt["name"] == name) {
+                    return json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
+                        "error": {"code": -32602, "message": "no such prompt"}}));
+                }
+                json!({"resultType": "complete", "messages": [
+                    {"role": "user", "content": {"type": "text", "text": format!("{name} says hello")}}
+                ]})
             }
             "tasks/get" => {
                 let id = params["taskId"].as_str().unwrap_or_default();

@@ -108,20 +108,32 @@ pub enum ListeningApp {
 }
 
 impl ListeningApp {
-    /// The program and arguments that listen to `url`.
+    /// The program and arguments that listen to `url`, and again when a
+    /// stream is lost (`tests/interop/*_listen_again.*`).
     pub fn command(self, url: &str) -> (OsString, Vec<OsString>) {
+        self.app("listen_again", url)
+    }
+
+    /// The program and arguments that make each kind of request a gateway
+    /// at `url` forwards, then listen (`tests/interop/*_gateway_client.*`).
+    pub fn gateway_client(self, url: &str) -> (OsString, Vec<OsString>) {
+        self.app("gateway_client", url)
+    }
+
+    /// `tests/interop/<sdk>_<name>.<ext>` run against `url`.
+    fn app(self, name: &str, url: &str) -> (OsString, Vec<OsString>) {
         match self {
             Self::TypeScript => (
                 "node".into(),
                 vec![
-                    script("typescript_listen_again.cjs"),
+                    script(&format!("typescript_{name}.cjs")),
                     node_modules().into(),
                     url.into(),
                 ],
             ),
             Self::Python => (
                 python().into_os_string(),
-                vec![script("python_listen_again.py"), url.into()],
+                vec![script(&format!("python_{name}.py")), url.into()],
             ),
         }
     }
