@@ -50,7 +50,8 @@ struct Args {
     /// Events buffered between the transport and the screen.
     #[arg(long, value_name = "N", default_value_t = 256)]
     capacity: usize,
-    /// Do not listen again after an abrupt end.
+    /// Do not listen again after a stream ends (lost, or completed by the
+    /// server at a restart).
     #[arg(long)]
     no_relisten: bool,
     /// Seconds the server has to acknowledge a listen, connecting included.

@@ -143,7 +143,7 @@ impl End {
     /// credentials) a revoked or expired authorization; never a cancel, a
     /// protocol error, any other server error (a stream replaced by a
     /// newer one of its principal among them: listening again would take
-    /// that one's place in turn) or (unless asked) a graceful end.
+    /// that one's place in turn) or (unless `after_complete`) a graceful end.
     pub(crate) fn may_relisten(&self, after_complete: bool) -> bool {
         match self {
             Self::Abrupt(_) | Self::NotServed | Self::Revoked(_) | Self::Expired(_) => true,

@@ -94,13 +94,17 @@
 //! ## Listening again
 //!
 //! Nothing is replayed in this protocol: a new listen starts from now.
-//! With [`SubscribeOptions::with_relisten`], an abrupt end or a server
-//! overflow is followed by new listen requests with exponential backoff and
-//! jitter, each reported as [`Item::Relistening`]; once one is
+//! With [`SubscribeOptions::with_relisten`], an abrupt end, a server
+//! overflow or a graceful end (a server restarting for a deploy completes
+//! its streams) is followed by new listen requests with exponential
+//! backoff and jitter, each reported as [`Item::Relistening`]; once one is
 //! acknowledged, [`Item::Resynced`] names what to refetch (the granted
-//! list kinds and URIs), and events flow again. A graceful end is final
-//! unless [`Relisten::with_after_complete`] asks otherwise. A stdio client
-//! that started its server starts it again if it is gone.
+//! list kinds and URIs), and events flow again. A stream that ends soon
+//! after its acknowledgement counts as a failed attempt, so a server that
+//! ends every listen at once is not listened to in a loop; see
+//! [`Relisten`]. [`Relisten::with_after_complete(false)`](Relisten::with_after_complete)
+//! makes a graceful end final. A stdio client that started its server
+//! starts it again if it is gone.
 //!
 //! A revoked or expired stream is never listened to again with the
 //! credentials the server ended: only when a [`Credentials`] hook

@@ -57,9 +57,17 @@ impl From<Overflow> for BufferPolicy {
     }
 }
 
-/// When and how often to listen again after a stream ended abruptly or
-/// the server dropped us for overflow: exponential backoff with full
-/// jitter, from `initial` doubling up to `max`.
+/// When and how often to listen again after a stream ended: lost (a
+/// dropped connection, a server killed), dropped for overflow, at its
+/// lifetime's end, or completed by the server (a graceful restart, unless
+/// [`with_after_complete(false)`](Self::with_after_complete)). Exponential
+/// backoff with jitter, from `initial` doubling up to `max`.
+///
+/// A stream that ends within `max` of its acknowledgement counts as one
+/// more failed attempt in a row, so a server that completes or drops
+/// every listen at once is listened to at most once per `max`, not in a
+/// loop; and a stream granted nothing, which a server completes at once,
+/// is not listened to again at all.
 ///
 /// The defaults (100 ms doubling to 10 s, no limit) come from the herd:
 /// a replica of six killed with 13,000-15,600 of these clients, on two
@@ -78,8 +86,9 @@ pub struct Relisten {
     pub max: Duration,
     /// Attempts in a row before giving up; `None` for no limit.
     pub max_attempts: Option<u32>,
-    /// Whether a graceful end (the server's `complete` result) is also
-    /// followed by a new listen; off by default.
+    /// Whether a graceful end (the server's `complete` result, as at a
+    /// server's restart for a deploy) is also followed by a new listen; on
+    /// by default.
     pub after_complete: bool,
 }
 
@@ -89,7 +98,7 @@ impl Default for Relisten {
             initial: Duration::from_millis(100),
             max: Duration::from_secs(10),
             max_attempts: None,
-            after_complete: false,
+            after_complete: true,
         }
     }
 }
@@ -110,7 +119,10 @@ impl Relisten {
         self
     }
 
-    /// Listens again after a graceful end too.
+    /// Whether to listen again after a graceful end too (the default);
+    /// `false` ends the subscription with [`End::Complete`](crate::End::Complete)
+    /// there, for an application that takes a server's graceful end as
+    /// "stop listening".
     pub fn with_after_complete(mut self, after_complete: bool) -> Self {
         self.after_complete = after_complete;
         self

@@ -88,6 +88,11 @@ pub(super) async fn run<C: Connect>(
     commands: mpsc::UnboundedReceiver<Refilter>,
 ) {
     let mut reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
+    // A stream that ends soon after it was acknowledged counts as a failed
+    // attempt: a server that completes (or drops) every listen at once is
+    // listened to again at the backoff's pace, never in a loop.
+    let mut attempts_in_a_row = 0u32;
+    let mut acknowledged_at = Instant::now();
     loop {
         let end = reader.drive().await;
         reader.close_draining();
@@ -121,7 +126,10 @@ pub(super) async fn run<C: Connect>(
         let mut spent = end.is_unauthorized().then(|| options.headers.clone());
         let mut last = end.clone();
         let mut reason = end.to_string();
-        let mut attempt = 0u32;
+        if acknowledged_at.elapsed() >= relisten.max {
+            attempts_in_a_row = 0;
+        }
+        let mut attempt = attempts_in_a_row;
         let group = loop {
             attempt += 1;
             if relisten.max_attempts.is_some_and(|max| attempt > max) {
@@ -174,6 +182,8 @@ pub(super) async fn run<C: Connect>(
                 }
             }
         };
+        attempts_in_a_row = attempt;
+        acknowledged_at = Instant::now();
         reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
     }
 }

@@ -113,10 +113,10 @@ async fn http_a_stream_granted_nothing_is_completed_and_never_listened_again() {
     let server = HttpServer::start(&[]).await;
     // A misspelled field: kept by the filter, served by no one.
     let typo = Filter::new().with_extension("toolListChanged", json!(true));
-    let options = SubscribeOptions::default().with_relisten(
-        Relisten::new(Duration::from_millis(10), Duration::from_millis(20))
-            .with_after_complete(true),
-    );
+    let options = SubscribeOptions::default().with_relisten(Relisten::new(
+        Duration::from_millis(10),
+        Duration::from_millis(20),
+    ));
     let mut subscription = Subscription::http(server.mcp_url(), &typo, options)
         .await
         .unwrap();
@@ -132,13 +132,13 @@ async fn http_a_stream_granted_nothing_is_completed_and_never_listened_again() {
 #[tokio::test]
 async fn a_server_ending_in_the_cancelled_dialect_ends_gracefully_over_http_and_stdio() {
     let tools = Filter::new().with_tools_list_changed();
-    // Re-listening after a graceful end is not asked for: a cancel read as
-    // anything else would listen again.
+    // A graceful end is final here: a cancel read as anything else would
+    // listen again.
     let options = || {
-        SubscribeOptions::default().with_relisten(Relisten::new(
-            Duration::from_millis(20),
-            Duration::from_millis(200),
-        ))
+        SubscribeOptions::default().with_relisten(
+            Relisten::new(Duration::from_millis(20), Duration::from_millis(200))
+                .with_after_complete(false),
+        )
     };
     let server = HttpServer::start(&["--teardown", "cancelled"]).await;
     let mut http = Subscription::http(server.mcp_url(), &tools, options())
@@ -368,6 +368,110 @@ async fn http_relistens_across_a_restarted_server() {
         Some(&EventKind::ListChanged(ListKind::Tools))
     );
     assert_eq!(subscription.stats().resyncs, 1);
+}
+
+#[tokio::test]
+async fn http_relistens_across_a_graceful_restart_by_default() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let server = HttpServer::start_on(&addr, &[]).await;
+    let tools = Filter::new().with_tools_list_changed();
+    // The README's options: re-listening with the default policy.
+    let options = SubscribeOptions::default().with_relisten(Relisten::default());
+    let mut subscription = Subscription::http(server.mcp_url(), &tools, options)
+        .await
+        .unwrap();
+
+    // A deploy: SIGTERM completes every stream, and the server exits.
+    server.terminate();
+    let Item::Relistening(first) = next(&mut subscription).await else {
+        panic!("a re-listen report, not the end")
+    };
+    assert_eq!(first.attempt, 1);
+    assert!(first.reason.contains("complete"), "{}", first.reason);
+    let mut old = server.child;
+    old.wait().await.unwrap();
+
+    let restarted = HttpServer::start_on(&addr, &[]).await;
+    assert_eq!(
+        next_settled(&mut subscription).await,
+        Item::Resynced(tools.clone()),
+        "what to refetch"
+    );
+    restarted.wait_for_active(1, WAIT).await;
+    call(
+        &restarted.client().await,
+        "test_trigger_tool_change",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        kind(&next(&mut subscription).await),
+        Some(&EventKind::ListChanged(ListKind::Tools))
+    );
+}
+
+/// A source that completes every stream the moment it is read, as a
+/// server that ends every listen at once would, and counts its opens.
+#[derive(Clone, Default)]
+struct CompletesAtOnce {
+    opened: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+struct Completed;
+
+impl mcp_subscriptions::SourceHandle for Completed {
+    async fn next(&mut self) -> mcp_subscriptions::Next {
+        mcp_subscriptions::Next::Complete
+    }
+
+    fn close(&mut self, _: mcp_subscriptions::CloseReason) {}
+}
+
+impl mcp_subscriptions::Source for CompletesAtOnce {
+    type Handle = Completed;
+
+    fn open(
+        &self,
+        requested: &Filter,
+        _: &mcp_subscriptions::OpenContext,
+    ) -> Result<mcp_subscriptions::Opened<Completed>, mcp_subscriptions::error::OpenError> {
+        self.opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(mcp_subscriptions::Opened::new(requested.clone(), Completed))
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_completes_every_listen_at_once_is_not_listened_to_in_a_loop() {
+    let source = CompletesAtOnce::default();
+    let options = SubscribeOptions::default().with_relisten(Relisten::new(
+        Duration::from_millis(20),
+        Duration::from_millis(200),
+    ));
+    let tools = Filter::new().with_tools_list_changed();
+    let mut subscription = Subscription::source(source.clone(), &tools, options)
+        .await
+        .unwrap();
+    // Each stream that ended at once is one more attempt in a row: the
+    // delays double (20, 40, 80 ms bounds, then 200 ms).
+    let mut attempts = Vec::new();
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(1) {
+        if let Item::Relistening(relistening) = next(&mut subscription).await {
+            attempts.push(relistening.attempt);
+        }
+    }
+    let opened = source.opened.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (4..=12).contains(&opened),
+        "about one listen per backoff in a second, not a loop: {opened} ({attempts:?})"
+    );
+    assert_eq!(attempts[..4], [1, 2, 3, 4], "{attempts:?}");
 }
 
 /// Tools list changes as the bearer of `token`, re-listening at once.

@@ -78,7 +78,7 @@ impl Default for CatalogOptions {
     fn default() -> Self {
         Self {
             subscribe: SubscribeOptions::default()
-                .with_relisten(Relisten::default().with_after_complete(true))
+                .with_relisten(Relisten::default())
                 // A change is a signal: a duplicate of a pending one adds
                 // nothing, and a lost one is refetched anyway.
                 .with_coalesce(true)
