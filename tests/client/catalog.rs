@@ -518,6 +518,69 @@ async fn a_set_merges_names_and_keeps_each_servers_failure_its_own() {
     ));
 }
 
+#[tokio::test]
+async fn a_server_that_goes_down_is_marked_not_up_until_it_is_back() {
+    let a = CatalogServer::start(100).await;
+    let b = CatalogServer::start(100).await;
+    a.set_tool("search", "a's");
+    b.set_tool("fetch", "b's");
+    let set = CatalogSet::open(
+        [
+            ("a".to_owned(), Endpoint::http(a.url())),
+            ("b".to_owned(), Endpoint::http(b.url())),
+        ],
+        CatalogOptions::default(),
+    )
+    .await;
+    let merged = set.snapshot();
+    assert!(merged.is_up("a") && merged.is_up("b"));
+    let mut changes = set.changes();
+    let until_up = async |up: bool| {
+        let mut seen = set.snapshot();
+        tokio::time::timeout(WAIT, async {
+            while seen.is_up("a") != up {
+                seen = set.changed(&seen).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("a is up: {up}, within {WAIT:?}"));
+        seen
+    };
+
+    // Killed: its last list stays, marked; the view of the servers that
+    // are up leaves it out.
+    a.stop().await;
+    let down = until_up(false).await;
+    assert!(down.tool("a/search").is_some() && !down.is_up("a"));
+    assert!(down.is_up("b"));
+    let tools: Vec<String> = down.up().tools().map(|(name, _)| name).collect();
+    assert_eq!(tools, ["b/fetch"]);
+    // Down for several attempts of its re-listen: still one health change.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    a.restart().await;
+    let back = until_up(true).await;
+    let tools: Vec<String> = back.up().tools().map(|(name, _)| name).collect();
+    assert_eq!(tools, ["a/search", "b/fetch"]);
+
+    let mut told = Vec::new();
+    while let Ok(Some(change)) =
+        tokio::time::timeout(Duration::from_millis(200), changes.next()).await
+    {
+        if let SetChange::Health(..) = &change {
+            let line = change.to_string();
+            assert!(!line.contains('\n') && line.len() < 200, "{line}");
+            told.push(line);
+        }
+    }
+    assert_eq!(told.len(), 2, "one change down, one back: {told:#?}");
+    assert!(
+        told[0].starts_with("a: re-listening (attempt 1"),
+        "{told:?}"
+    );
+    assert_eq!(told[1], "a: listening");
+}
+
 /// Keeps a server's names and URIs as they are (a set of one server, or
 /// servers that never overlap).
 struct AsTheyAre;

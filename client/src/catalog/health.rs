@@ -1,6 +1,7 @@
 //! How a catalog is doing: its listen stream, and each part's fetches.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use rmcp::model::CacheScope;
@@ -31,6 +32,32 @@ impl Health {
     }
 }
 
+/// One line: the listen's state, then the parts whose last fetch failed,
+/// as in `re-listening (attempt 3: cannot reach ...); stale: tools`.
+impl fmt::Display for Health {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.listen)?;
+        let lists = self
+            .lists
+            .iter()
+            .map(|(kind, health)| (format!("{kind:?}").to_lowercase(), health));
+        let contents = self
+            .contents
+            .iter()
+            .map(|(uri, health)| (uri.clone(), health));
+        let stale: Vec<String> = std::iter::once(("discovery".to_owned(), &self.discovery))
+            .chain(lists)
+            .chain(contents)
+            .filter(|(_, health)| health.is_stale())
+            .map(|(part, _)| part)
+            .collect();
+        if !stale.is_empty() {
+            write!(f, "; stale: {}", stale.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 /// The listen stream's state.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -49,6 +76,28 @@ pub enum ListenState {
     /// The server advertises no change notifications for anything the
     /// catalog keeps: lists refresh only by their `ttlMs`.
     NotListening,
+}
+
+impl ListenState {
+    /// Whether the server is there as far as the listen can tell: its
+    /// stream is open, or it has no changes to listen to. A server that is
+    /// down, restarting or refusing is not.
+    pub fn is_up(&self) -> bool {
+        matches!(self, Self::Listening | Self::NotListening)
+    }
+}
+
+impl fmt::Display for ListenState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Listening => f.write_str("listening"),
+            Self::Relistening { attempt, reason } => {
+                write!(f, "re-listening (attempt {attempt}: {reason})")
+            }
+            Self::Ended(end) => write!(f, "ended: {end}"),
+            Self::NotListening => f.write_str("not listening (nothing to listen to)"),
+        }
+    }
 }
 
 /// One part's fetches: a list, discovery, or a watched resource.

@@ -9,7 +9,7 @@ use super::snapshot::Snapshot;
 
 /// The open catalogs of a [`CatalogSet`](super::CatalogSet) at one
 /// moment, each server's snapshot under its name, its entries named as its
-/// namespace says.
+/// namespace says, and whether each server is [up](Self::is_up).
 #[derive(Debug, Clone, Default)]
 pub struct Merged {
     /// The set's version it was taken at.
@@ -22,12 +22,15 @@ struct Server {
     name: String,
     snapshot: Arc<Snapshot>,
     namespace: Arc<dyn Namespace>,
+    /// Whether its listen says it is there.
+    up: bool,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("name", &self.name)
+            .field("up", &self.up)
             .field("snapshot", &self.snapshot)
             .finish_non_exhaustive()
     }
@@ -36,15 +39,16 @@ impl std::fmt::Debug for Server {
 impl Merged {
     pub(super) fn new(
         version: u64,
-        servers: impl Iterator<Item = (String, Arc<Snapshot>, Arc<dyn Namespace>)>,
+        servers: impl Iterator<Item = (String, Arc<Snapshot>, Arc<dyn Namespace>, bool)>,
     ) -> Self {
         Self {
             version,
             servers: servers
-                .map(|(name, snapshot, namespace)| Server {
+                .map(|(name, snapshot, namespace, up)| Server {
                     name,
                     snapshot,
                     namespace,
+                    up,
                 })
                 .collect(),
         }
@@ -66,6 +70,23 @@ impl Merged {
             .iter()
             .find(|s| s.name == name)
             .map(|s| &s.snapshot)
+    }
+
+    /// Whether the server called `name` is up: its catalog's listen is
+    /// open (or it has nothing to listen to). A server that went down, is
+    /// restarting or refuses its listen is in the view with its last
+    /// snapshot, but not up; `false` for a server not in the view.
+    pub fn is_up(&self, name: &str) -> bool {
+        self.servers.iter().any(|s| s.name == name && s.up)
+    }
+
+    /// The view of the servers that are up alone: what a host offers when
+    /// what a server that is down offered must not be called.
+    pub fn up(&self) -> Self {
+        Self {
+            version: self.version,
+            servers: self.servers.iter().filter(|s| s.up).cloned().collect(),
+        }
     }
 
     /// The servers' snapshots, in the set's order.

@@ -46,7 +46,9 @@
 //!     CatalogOptions::default(),
 //! )
 //! .await;
-//! for (name, _tool) in set.snapshot().tools() {
+//! // The servers that are up: one that went down keeps its last lists in
+//! // the snapshot, marked not up (`is_up`), until it is back.
+//! for (name, _tool) in set.snapshot().up().tools() {
 //!     println!("{name}"); // a/search, b/search, ...
 //! }
 //! # Ok(()) }

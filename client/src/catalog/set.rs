@@ -3,8 +3,9 @@
 //! (`server/tool`, `server+file:///a.md` under the default [`Prefix`]), and
 //! servers that join when they come up.
 
+use std::mem::Discriminant;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -28,8 +29,9 @@ pub const JOIN_EVERY: std::time::Duration = std::time::Duration::from_secs(4);
 ///
 /// Each is kept by its own task, so one server failing (unreachable,
 /// restarting, refusing) leaves the others untouched: its last snapshot
-/// stays in the merged view, and its [`health`](Catalog::health) says what
-/// is wrong. A server added by its [`Endpoint`] that is not up yet
+/// stays in the merged view, marked as not up ([`Merged::is_up`]; its
+/// catalog's [`health`](Catalog::health) says what is wrong), and
+/// [`Merged::up`] is the view without it, until it is back. A server added by its [`Endpoint`] that is not up yet
 /// *joins*: the set tries it in the background with the catalog's
 /// re-listen backoff (capped at [`JOIN_EVERY`], for its whole life in the
 /// set), serves the others meanwhile, and brings it into the merged view
@@ -74,6 +76,9 @@ enum State {
     /// Open, and its changes forwarded to the set's.
     Live {
         catalog: Arc<Catalog>,
+        /// Whether its listen says the server is there
+        /// ([`ListenState::is_up`]), kept by the forwarding task.
+        up: Arc<AtomicBool>,
         _forward: Aborting,
     },
     /// Opening failed in a way trying again cannot cure.
@@ -339,16 +344,19 @@ impl CatalogSet {
         Merged::new(
             version,
             members.iter().filter_map(|m| match &m.state {
-                State::Live { catalog, .. } => {
-                    Some((m.name.clone(), catalog.snapshot(), Arc::clone(&m.namespace)))
-                }
+                State::Live { catalog, up, .. } => Some((
+                    m.name.clone(),
+                    catalog.snapshot(),
+                    Arc::clone(&m.namespace),
+                    up.load(Ordering::Relaxed),
+                )),
                 _ => None,
             }),
         )
     }
 
-    /// Waits until the merged view changed since `seen` (a catalog, or who
-    /// is in it), and returns it then.
+    /// Waits until the merged view changed since `seen` (a catalog, who
+    /// is in it, or whether a server is up), and returns it then.
     ///
     /// # Cancel safety
     ///
@@ -396,20 +404,27 @@ impl Shared {
         self.states.send_modify(|v| *v += 1);
     }
 
-    /// A live state for `catalog`, its changes forwarded to the set's.
     /// A live state for `catalog`, its changes and the changes of its
-    /// health's [gist](gist) forwarded to the set's.
+    /// health's [gist](gist) forwarded to the set's, and whether it is up
+    /// kept.
     fn live(self: &Arc<Self>, name: &str, catalog: Catalog) -> State {
         let catalog = Arc::new(catalog);
         let mut changes = catalog.changes();
         let mut health = catalog.health_changes();
-        let (shared, name, kept) = (Arc::downgrade(self), name.to_owned(), Arc::clone(&catalog));
+        let first = catalog.health();
+        let up = Arc::new(AtomicBool::new(first.listen.is_up()));
+        let (shared, name, kept, kept_up) = (
+            Arc::downgrade(self),
+            name.to_owned(),
+            Arc::clone(&catalog),
+            Arc::clone(&up),
+        );
         let forward = tokio::spawn(async move {
-            let mut told = gist(&kept.health());
+            let mut told = gist(&first);
             loop {
-                let change = tokio::select! {
+                let (change, changed_the_view) = tokio::select! {
                     change = changes.next() => match change {
-                        Some(change) => SetChange::Changed(name.clone(), change),
+                        Some(change) => (SetChange::Changed(name.clone(), change), true),
                         None => return,
                     },
                     Ok(()) = health.changed() => {
@@ -418,13 +433,14 @@ impl Shared {
                             continue;
                         }
                         told = gist(&now);
-                        SetChange::Health(name.clone(), Box::new(now))
+                        let is_up = now.listen.is_up();
+                        let flipped = kept_up.swap(is_up, Ordering::Relaxed) != is_up;
+                        (SetChange::Health(name.clone(), Box::new(now)), flipped)
                     }
                 };
                 let Some(shared) = shared.upgrade() else {
                     return;
                 };
-                let changed_the_view = matches!(change, SetChange::Changed(..));
                 shared.tell(change);
                 if changed_the_view {
                     shared.bump();
@@ -433,6 +449,7 @@ impl Shared {
         });
         State::Live {
             catalog,
+            up,
             _forward: Aborting::new(forward),
         }
     }
@@ -504,15 +521,16 @@ impl Shared {
 }
 
 /// What of a catalog's health a set tells of: its listen's state, and
-/// which parts are stale (a fetch count rising is no news).
-fn gist(health: &Health) -> (ListenState, Vec<bool>) {
+/// which parts are stale. A fetch count rising is no news, and neither is
+/// each attempt of a re-listen.
+fn gist(health: &Health) -> (Discriminant<ListenState>, Vec<bool>) {
     let stale = health
         .lists
         .values()
         .chain(health.contents.values())
         .map(FetchHealth::is_stale)
         .collect();
-    (health.listen.clone(), stale)
+    (std::mem::discriminant(&health.listen), stale)
 }
 
 /// Caps the re-listen backoff at [`JOIN_EVERY`].

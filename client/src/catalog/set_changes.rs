@@ -1,6 +1,8 @@
 //! What a catalog set tells of itself: where each server stands, and the
 //! stream of its changes.
 
+use std::fmt;
+
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
@@ -30,6 +32,27 @@ pub enum ServerHealth {
     Failed(SubscribeError),
 }
 
+/// One line, as in `live: listening` or `joining (2 attempts failed:
+/// cannot reach ...)`.
+impl fmt::Display for ServerHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Joining {
+                attempts,
+                last_error,
+            } => {
+                write!(f, "joining ({attempts} attempts failed")?;
+                match last_error {
+                    Some(error) => write!(f, ": {error})"),
+                    None => f.write_str(")"),
+                }
+            }
+            Self::Live(health) => write!(f, "live: {health}"),
+            Self::Failed(error) => write!(f, "failed: {error}"),
+        }
+    }
+}
+
 /// One change of a [`CatalogSet`](super::CatalogSet), by server name
 /// ([`CatalogSet::changes`](super::CatalogSet::changes)).
 #[derive(Debug, Clone, PartialEq)]
@@ -52,12 +75,39 @@ pub enum SetChange {
     Left(String),
     /// One of a server's lists, or a watched resource, changed.
     Changed(String, Change),
-    /// A server's health changed: its listen (listening, re-listening,
-    /// ended) or whether a part is stale.
+    /// A server's health changed: its listen's state (listening,
+    /// re-listening, ended; not each attempt of a re-listen) or whether a
+    /// part is stale.
     Health(String, Box<Health>),
     /// The reader fell this many changes behind and missed them: read the
     /// [snapshot](super::CatalogSet::snapshot) again.
     Missed(u64),
+}
+
+/// One line, the server's name first, as in `docs: re-listening (attempt
+/// 1: the stream ended abruptly)`.
+impl fmt::Display for SetChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Joined(server) => write!(f, "{server}: joined"),
+            Self::Retrying {
+                server,
+                attempts,
+                reason,
+            } => write!(
+                f,
+                "{server}: joining ({attempts} attempts failed: {reason})"
+            ),
+            Self::Failed(server, error) => write!(f, "{server}: failed: {error}"),
+            Self::Left(server) => write!(f, "{server}: left"),
+            Self::Changed(server, change) => match change.kind() {
+                Some(kind) => write!(f, "{server}: {kind:?} changed"),
+                None => write!(f, "{server}: watched contents changed"),
+            },
+            Self::Health(server, health) => write!(f, "{server}: {health}"),
+            Self::Missed(missed) => write!(f, "{missed} changes missed"),
+        }
+    }
 }
 
 /// Where the set's changes go: created with the first reader.
