@@ -17,5 +17,6 @@ mod files;
 mod herd;
 mod older_clients;
 mod open_files;
+mod sdk_recipes;
 mod teardown;
 mod vanished;

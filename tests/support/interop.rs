@@ -120,6 +120,26 @@ impl ListeningApp {
         self.app("gateway_client", url)
     }
 
+    /// The program and arguments that run `code`, a program of the docs
+    /// in this SDK's language: JavaScript as an ES module beside the
+    /// installed packages (so that its imports resolve), Python with the
+    /// venv's interpreter. Written to a file named for `name`.
+    pub fn program(self, name: &str, code: &str) -> (OsString, Vec<OsString>) {
+        let (program, path) = match self {
+            Self::TypeScript => {
+                let modules = node_modules();
+                let dir = modules.parent().expect("node_modules has a parent");
+                ("node".into(), dir.join(format!("{name}.mjs")))
+            }
+            Self::Python => (
+                python().into_os_string(),
+                std::env::temp_dir().join(format!("{name}-{}.py", std::process::id())),
+            ),
+        };
+        std::fs::write(&path, code).expect("the program is written");
+        (program, vec![path.into_os_string()])
+    }
+
     /// `tests/interop/<sdk>_<name>.<ext>` run against `url`.
     fn app(self, name: &str, url: &str) -> (OsString, Vec<OsString>) {
         match self {
