@@ -16,7 +16,7 @@ use rmcp::service::{SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
 
@@ -128,6 +128,22 @@ pub async fn listen_on(
     addr: SocketAddr,
     id: usize,
 ) -> io::Result<BufReader<TcpStream>> {
+    let socket = socket.connect(addr).await?;
+    listen_over(socket, &addr.to_string(), id).await
+}
+
+/// Opens a listen stream for tools-list changes with request id `id` over
+/// a connected `socket` (TCP, or a Unix socket's) to the endpoint of
+/// `host`; the reader, past the acknowledgement.
+///
+/// # Errors
+///
+/// As [`listen_on`].
+pub async fn listen_over<S: AsyncRead + AsyncWrite + Unpin>(
+    mut socket: S,
+    host: &str,
+    id: usize,
+) -> io::Result<BufReader<S>> {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -136,9 +152,8 @@ pub async fn listen_on(
         "notifications": {"toolsListChanged": true},
     }})
     .to_string();
-    let mut socket = socket.connect(addr).await?;
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
          Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -160,7 +175,7 @@ pub async fn listen_on(
 
 /// Reads until `events` tools-list changes have arrived; whether they all
 /// did before the stream ended.
-pub async fn read(reader: &mut BufReader<TcpStream>, events: usize) -> bool {
+pub async fn read<S: AsyncRead + Unpin>(reader: &mut BufReader<S>, events: usize) -> bool {
     let mut line = String::new();
     let mut seen = 0;
     while seen < events {

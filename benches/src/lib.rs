@@ -50,7 +50,7 @@ pub use gateway::{Downstream, Sharing, example_server, latency as gateway_latenc
 pub use held::{Held, HeldStreams, HerdSeen, become_held_child};
 #[cfg(feature = "relay")]
 pub use herd::{Herd, HerdRun};
-pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, read, serve};
+pub use http::{EndToEnd, Outcome, Publisher, Server, listen_on, listen_over, read, serve};
 pub use keepup::{KeepUp, Paid};
 pub use latency::Latency;
 pub use memory::{

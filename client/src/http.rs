@@ -116,8 +116,7 @@ fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError>
                 .map_err(|err| SubscribeError::Invalid(format!("a root certificate: {err}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    reqwest::Client::builder()
-        .local_address(options.local_address)
+    builder(options)
         .tls_certs_merge(roots)
         .build()
         .map_err(|err| SubscribeError::Invalid(error_chain(&err)))
@@ -125,10 +124,19 @@ fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError>
 
 #[cfg(not(feature = "tls"))]
 fn client(options: &SubscribeOptions) -> Result<reqwest::Client, SubscribeError> {
-    reqwest::Client::builder()
-        .local_address(options.local_address)
+    builder(options)
         .build()
         .map_err(|err| SubscribeError::Invalid(error_chain(&err)))
+}
+
+/// Where connections go, whether over TLS or not.
+fn builder(options: &SubscribeOptions) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder().local_address(options.local_address);
+    #[cfg(unix)]
+    if let Some(path) = &options.unix_socket {
+        return builder.unix_socket(path.as_path());
+    }
+    builder
 }
 
 /// Why a request could not be sent: a URL or header reqwest will not send,

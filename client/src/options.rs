@@ -240,6 +240,11 @@ pub struct SubscribeOptions {
     /// or a loopback address of its own per client process, so that a
     /// load past one address's ports can be made.
     pub local_address: Option<std::net::IpAddr>,
+    /// The Unix domain socket Streamable HTTP connections are made to,
+    /// whatever host the URL names (see
+    /// [`with_unix_socket`](Self::with_unix_socket)).
+    #[cfg(unix)]
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Told of each failed attempt at a first request before it is tried
     /// again (see [`with_on_retry`](Self::with_on_retry)).
     pub(crate) on_retry: Option<OnRetry>,
@@ -265,6 +270,8 @@ impl Default for SubscribeOptions {
             max_uris_per_stream: mcp_subscriptions::hub::DEFAULT_MAX_URIS,
             overlap: DEFAULT_OVERLAP,
             local_address: None,
+            #[cfg(unix)]
+            unix_socket: None,
             on_retry: None,
         }
     }
@@ -364,6 +371,18 @@ impl SubscribeOptions {
     /// Connects over Streamable HTTP from `address`.
     pub fn with_local_address(mut self, address: std::net::IpAddr) -> Self {
         self.local_address = Some(address);
+        self
+    }
+
+    /// Makes Streamable HTTP connections to the Unix domain socket at
+    /// `path`, as a local host reaches a server that serves HTTP there
+    /// (the example server's `--bind unix:PATH`): the URL still names the
+    /// endpoint's path and the `Host` header (`http://localhost/mcp`), and
+    /// no name is resolved. The notification channel is not served over
+    /// one.
+    #[cfg(unix)]
+    pub fn with_unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.unix_socket = Some(path.into());
         self
     }
 

@@ -86,14 +86,15 @@ use serde_json::json;
 #[derive(Parser)]
 #[command(version)]
 struct Options {
-    /// Serve HTTP on this address (port 0: any free port)
+    /// Serve HTTP on this address (port 0: any free port), or on the Unix
+    /// domain socket unix:PATH (a stale socket file there is replaced)
     #[arg(
         long,
         env = "MCP_SUBSCRIPTIONS_BIND",
         value_name = "ADDR",
-        default_value_t = SocketAddr::from(([127, 0, 0, 1], 8808))
+        default_value_t = serving::Bind::Tcp(SocketAddr::from(([127, 0, 0, 1], 8808)))
     )]
-    bind: SocketAddr,
+    bind: serving::Bind,
     /// Share the HTTP port with the other processes started with this flag
     /// (SO_REUSEPORT): the kernel spreads new connections among them. Join
     /// them with --relay, so that each hears the others' changes
@@ -667,8 +668,8 @@ async fn serve_http(
                 )
             }),
         );
-    let listener = serving::bind(options.bind, options.reuse_port)?;
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let (listener, url) = serving::listen(&options.bind, options.reuse_port)?;
+    println!("listening on {url}");
     // Completing the hub ends every listen stream with its `complete`
     // result; each then has until the deadline to write it, and what is
     // left (a client that stopped reading) is cut.
@@ -689,6 +690,10 @@ async fn serve_http(
     // the hub is complete.
     let drained = channels.finish_within(deadline).await;
     tracing::info!(open = drained.open, cut = drained.cut, "channels drained");
+    if let serving::Bind::Unix(path) = &options.bind {
+        // The socket file goes with the server.
+        let _ = std::fs::remove_file(path);
+    }
     leaving.leave().await;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 
-use mcp_subscriptions::http::{self, HttpTransport};
+use mcp_subscriptions::http::{self, HttpTransport, Listener};
 use mcp_subscriptions::{Drained, Hub, OpenContext, WithSubscriptions};
 use mcp_subscriptions_client::catalog::CatalogKind;
 use rmcp::ServerHandler;
@@ -18,7 +18,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
 
 use crate::handle::Gateway;
 use crate::view::View;
@@ -241,7 +240,8 @@ impl Gateway {
         http::endpoint(listen, sessions, config)
     }
 
-    /// Serves the gateway on `listener` at `/mcp` (the
+    /// Serves the gateway on `listener` (a TCP listener, or a
+    /// [Unix socket's](Listener::bind_unix)) at `/mcp` (the
     /// [endpoint](Self::endpoint) with rmcp's default configuration) until
     /// `shutdown` resolves; then completes every listen stream, gives them
     /// [`DEFAULT_DEADLINE`](http::DEFAULT_DEADLINE) to write their last
@@ -253,7 +253,7 @@ impl Gateway {
     /// mounts [`endpoint`](Self::endpoint) in its own router instead.
     pub async fn serve(
         &self,
-        listener: TcpListener,
+        listener: impl Into<Listener>,
         shutdown: impl Future<Output = ()>,
     ) -> Drained {
         let endpoint = self.endpoint(StreamableHttpServerConfig::default());

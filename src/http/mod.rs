@@ -28,6 +28,7 @@ pub use server::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_DEADLINE, DEFAULT_UNACKNOWLEDGED_TIMEOUT, Server, serve,
     serve_until_drained,
 };
+pub use socket::Listener;
 /// The socket path's classifier of a first request, public for the fuzz
 /// crate alone (`fuzz/fuzz_targets/first_request.rs`); not part of the API.
 #[doc(hidden)]

@@ -11,7 +11,7 @@ use axum::Router;
 use axum::body::Bytes;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, AdmissionLimits, Peer, Refused};
@@ -19,7 +19,7 @@ use super::connections::{
     ConnectionStats, Connections, Counters, Limits, Open, Tracked, TrackedService, Watchdog,
     default_max_waiting,
 };
-use super::socket::{self, BUFFER, First, Rewind, Spare};
+use super::socket::{self, BUFFER, First, Listener, Rewind, Socket, Spare};
 use super::stop::{Stop, Watch};
 use super::vanished;
 use crate::transport::{Drained, Streams};
@@ -236,10 +236,11 @@ impl Server {
     /// want [`serve_until_drained`](Self::serve_until_drained), which does.
     pub async fn serve(
         self,
-        listener: TcpListener,
+        listener: impl Into<Listener>,
         router: Router,
         shutdown: impl Future<Output = ()>,
     ) {
+        let listener = listener.into();
         let connections = Connections::new(self.limits, Arc::clone(&self.counters));
         let stop = Stop::default();
         let tasks = TaskTracker::new();
@@ -248,15 +249,17 @@ impl Server {
             loop {
                 match listener.accept().await {
                     Ok((socket, address)) => {
-                        no_delay(&socket);
                         let bound = self.limits.unacknowledged_timeout;
-                        vanished::bound(&socket, bound);
+                        if let Some(tcp) = socket.tcp() {
+                            no_delay(tcp);
+                            vanished::bound(tcp, bound);
+                        }
                         let (open, tracked) = connections.accepted();
                         let admission = self.admission.as_ref();
                         let connection = Connection {
                             socket,
-                            peer: admission.map(|a| Peer::new(address.ip(), Arc::clone(a))),
-                            refused: admission.and_then(|a| a.connection(address.ip()).err()),
+                            peer: admission.map(|a| Peer::new(address, Arc::clone(a))),
+                            refused: admission.and_then(|a| a.connection(address).err()),
                             router: router.clone(),
                             stop: stop.watch(),
                             open,
@@ -297,7 +300,7 @@ impl Server {
     /// the latest once the streams are cut.
     pub async fn serve_until_drained(
         self,
-        listener: TcpListener,
+        listener: impl Into<Listener>,
         router: Router,
         shutdown: impl Future<Output = ()>,
         streams: Streams,
@@ -351,7 +354,11 @@ impl std::fmt::Debug for Server {
 /// # Ok(())
 /// # }
 /// ```
-pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: impl Into<Listener>,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+) {
     Server::new().serve(listener, router, shutdown).await;
 }
 
@@ -375,7 +382,7 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<
 /// # }
 /// ```
 pub async fn serve_until_drained(
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     router: Router,
     shutdown: impl Future<Output = ()>,
     streams: Streams,
@@ -388,7 +395,7 @@ pub async fn serve_until_drained(
 
 /// One accepted connection and what it is served with.
 struct Connection {
-    socket: TcpStream,
+    socket: Socket,
     /// Its client, in its requests' extensions, where admission limits
     /// are set.
     peer: Option<Peer>,
@@ -533,7 +540,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_served_socket_writes_without_waiting_for_acknowledgements() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();

@@ -19,4 +19,5 @@ mod older_clients;
 mod open_files;
 mod sdk_recipes;
 mod teardown;
+mod unix_socket;
 mod vanished;

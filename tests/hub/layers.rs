@@ -89,6 +89,8 @@ const GATEWAY: Crate = Crate {
         ("scopes", 5),
         ("view", 6),
         ("handle", 7),
+        // The gateway as an MCP server.
+        ("server", 8),
     ],
 };
 

@@ -202,6 +202,13 @@ pub async fn start_gateway(args: &[String]) -> (Child, String) {
     (child, url)
 }
 
+/// rmcp's own Streamable HTTP client over the Unix domain socket at
+/// `path`, speaking 2026-07-28 to `http://localhost/mcp` there.
+pub async fn unix_client(path: &str) -> Client {
+    let transport = StreamableHttpClientTransport::from_unix_socket(path, "http://localhost/mcp");
+    modern(transport).await
+}
+
 /// The example server speaking over its stdin and stdout.
 pub async fn stdio_client(args: &[&str]) -> (Child, Client) {
     let mut child = Command::new(binary())

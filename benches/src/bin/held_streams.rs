@@ -40,7 +40,7 @@ struct Options {
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     streams: usize,
     /// Where the server listens (port 0: a free one); clients connect from
-    /// 127.0.0.2 on
+    /// 127.0.0.2 on. Or unix:PATH, a Unix domain socket (--servers endpoint)
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
     addr: String,
     /// Which servers to run, one after the other

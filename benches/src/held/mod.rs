@@ -86,6 +86,13 @@ pub fn become_held_child() {
             from.parse().expect("a source address"),
             number(count),
         ),
+        ["shard", "endpoint", addr, _, first_id, count] if addr.starts_with("unix:") => {
+            shard::main_unix(
+                addr["unix:".len()..].to_owned(),
+                number(first_id),
+                number(count),
+            );
+        }
         ["shard", kind, addr, from, first_id, count] => shard::main(
             server_kind(kind),
             addr.parse().expect("a server address"),
@@ -232,7 +239,8 @@ impl HeldStreams {
 
     /// The address the server listens on (default `127.0.0.1:0`, a free
     /// port). Clients connect from `127.0.0.2` on, so it should be a
-    /// loopback address.
+    /// loopback address. `unix:PATH` serves on a Unix domain socket
+    /// instead (the crate's endpoint alone, one process).
     pub fn with_addr(mut self, addr: impl Into<String>) -> Self {
         self.addr = addr.into();
         self
@@ -263,6 +271,13 @@ impl HeldStreams {
                 "at most {} streams: one shard per loopback address",
                 253 * SHARD_STREAMS
             )));
+        }
+        if self.addr.starts_with("unix:")
+            && (self.server != Server::Endpoint || self.group.is_some() || self.herd)
+        {
+            return Err(std::io::Error::other(
+                "a Unix socket serves the crate's endpoint alone, as one process",
+            ));
         }
         let replicas = self.group.as_ref().map_or(1, |(replicas, _)| *replicas);
         // The kernel spreads a group's connections about evenly (hashed by
@@ -316,7 +331,10 @@ impl HeldStreams {
                 }
             }
         }
-        let addr: SocketAddr = addr.parse().map_err(std::io::Error::other)?;
+        // A Unix socket's path, or an address the shards parse.
+        if !addr.starts_with("unix:") {
+            addr.parse::<SocketAddr>().map_err(std::io::Error::other)?;
+        }
         let resident = |servers: &[Process]| -> std::io::Result<u64> {
             servers.iter().map(|s| proc::resident_bytes(s.id())).sum()
         };

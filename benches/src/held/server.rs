@@ -28,8 +28,8 @@ pub(crate) struct Replica<'a> {
     pub(crate) replicas: usize,
 }
 
-/// Serves `server` on `addr` for up to `streams` listen streams, until
-/// stdin closes.
+/// Serves `server` on `addr` (`HOST:PORT`, or `unix:PATH` for a Unix
+/// domain socket) for up to `streams` listen streams, until stdin closes.
 pub(crate) fn main(server: Server, addr: &str, streams: usize, replica: Option<Replica<'_>>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -38,6 +38,16 @@ pub(crate) fn main(server: Server, addr: &str, streams: usize, replica: Option<R
     let hub = Hub::builder().max_listeners(streams).build();
     let (publisher, _relay) = runtime.block_on(async {
         let (app, publisher) = server.app(&hub);
+        if let Some(path) = addr.strip_prefix("unix:") {
+            let listener = mcp_subscriptions::http::Listener::bind_unix(path).expect("a socket");
+            tokio::spawn(mcp_subscriptions::http::serve(
+                listener,
+                app,
+                std::future::pending(),
+            ));
+            say(&format!("listening {addr}"));
+            return (publisher, None);
+        }
         let Some(replica) = replica else {
             say(&format!("listening {}", serve(app, addr).await));
             return (publisher, None);

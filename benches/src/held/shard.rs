@@ -18,7 +18,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::Semaphore;
 
 use super::say;
-use crate::{Server, read};
+use crate::{Server, listen_over, read};
 
 /// Connections being opened at once: enough to keep the server busy,
 /// few enough to stay within its listen backlog.
@@ -30,17 +30,36 @@ pub(crate) fn main(server: Server, addr: SocketAddr, from: IpAddr, first_id: usi
     shard(
         count,
         move |n| server.open(move || bound(from), addr, first_id + n),
-        |mut reader, done: Done| async move {
-            if !read(&mut reader, 1).await {
-                say("lost");
-            }
-            done.done();
-            // Held, as a client that stays subscribed, until the process
-            // ends.
-            let _held = reader;
-            std::future::pending::<()>().await
-        },
+        hold,
     );
+}
+
+/// Opens `count` listen streams over the Unix domain socket at `path`,
+/// request ids from `first_id` on, and holds them until stdin closes.
+pub(crate) fn main_unix(path: String, first_id: usize, count: usize) {
+    shard(
+        count,
+        move |n| {
+            let path = path.clone();
+            async move {
+                let socket = tokio::net::UnixStream::connect(path).await?;
+                listen_over(socket, "localhost", first_id + n).await
+            }
+        },
+        hold,
+    );
+}
+
+/// Holds one stream until the process ends, saying whether its change
+/// arrived ([`Done`]).
+async fn hold<S: tokio::io::AsyncRead + Unpin>(mut reader: tokio::io::BufReader<S>, done: Done) {
+    if !read(&mut reader, 1).await {
+        say("lost");
+    }
+    done.done();
+    // Held, as a client that stays subscribed, until the process ends.
+    let _held = reader;
+    std::future::pending::<()>().await
 }
 
 /// Opens `count` streams through `open` (the `n`th, [`OPENING_AT_ONCE`]

@@ -172,8 +172,12 @@ impl Admission {
         }
     }
 
-    /// A connection accepted from `address`.
-    pub(in crate::http) fn connection(&self, address: IpAddr) -> Result<(), Refused> {
+    /// A connection accepted from `address` (`None` over a Unix socket,
+    /// where the limits per address do not apply).
+    pub(in crate::http) fn connection(&self, address: Option<IpAddr>) -> Result<(), Refused> {
+        let Some(address) = address else {
+            return Ok(());
+        };
         self.take(
             self.connections_per_address.as_ref(),
             &address,
@@ -249,14 +253,16 @@ pub(in crate::http) struct Peer(Arc<PeerState>);
 
 #[derive(Debug)]
 struct PeerState {
-    address: IpAddr,
+    /// `None` over a Unix socket, where the limits per address do not
+    /// apply.
+    address: Option<IpAddr>,
     admission: Arc<Admission>,
     /// Until its first request to the endpoint is counted.
     first: AtomicBool,
 }
 
 impl Peer {
-    pub(in crate::http) fn new(address: IpAddr, admission: Arc<Admission>) -> Self {
+    pub(in crate::http) fn new(address: Option<IpAddr>, admission: Arc<Admission>) -> Self {
         Self(Arc::new(PeerState {
             address,
             admission,
@@ -282,11 +288,13 @@ impl Peer {
     /// A listen request, as `principal` (if known).
     pub(in crate::http) fn listen(&self, principal: Option<&Principal>) -> Result<(), Refused> {
         let admission = &self.0.admission;
-        admission.take(
-            admission.listens_per_address.as_ref(),
-            &self.0.address,
-            Limit::ListensPerAddress,
-        )?;
+        if let Some(address) = &self.0.address {
+            admission.take(
+                admission.listens_per_address.as_ref(),
+                address,
+                Limit::ListensPerAddress,
+            )?;
+        }
         let Some(principal) = principal else {
             return Ok(());
         };
@@ -335,7 +343,7 @@ mod tests {
         assert!(Admission::new(AdmissionLimits::default()).is_none());
         let limits = AdmissionLimits::default().with_listens_per_address(Rate::new(1.0, 1));
         let admission = Arc::new(Admission::new(limits).unwrap());
-        let peer = Peer::new([127, 0, 0, 1].into(), Arc::clone(&admission));
+        let peer = Peer::new(Some([127, 0, 0, 1].into()), Arc::clone(&admission));
         peer.request(Some(&Principal::new("a"))).unwrap();
         peer.listen(None).unwrap();
         let refused = peer.listen(None).unwrap_err();

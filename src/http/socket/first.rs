@@ -23,8 +23,8 @@ use std::task::Poll;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, Version};
 use serde::Deserialize;
-use tokio::net::TcpStream;
 
+use super::listener::Socket;
 use crate::http::stop::Watch;
 
 /// The most a first request (head and body) may take to be served on the
@@ -52,7 +52,7 @@ pub(in crate::http) enum First {
 
 /// Reads `socket` until its first request is whole, or known not to be one
 /// this serves on the socket.
-pub(in crate::http) async fn read(socket: &TcpStream, stop: &mut Watch) -> First {
+pub(in crate::http) async fn read(socket: &Socket, stop: &mut Watch) -> First {
     let mut buf = Vec::with_capacity(FIRST_READ);
     loop {
         if buf.len() == buf.capacity() {
@@ -75,7 +75,7 @@ pub(in crate::http) async fn read(socket: &TcpStream, stop: &mut Watch) -> First
 
 /// Reads what the socket has into `buf`'s spare room; `Ok(0)` at its end
 /// or once the server stops.
-async fn read_some(socket: &TcpStream, stop: &mut Watch, buf: &mut Vec<u8>) -> io::Result<usize> {
+async fn read_some(socket: &Socket, stop: &mut Watch, buf: &mut Vec<u8>) -> io::Result<usize> {
     poll_fn(|cx| {
         if stop.stopped_now(cx) {
             return Poll::Ready(Ok(0));

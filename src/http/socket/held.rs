@@ -29,15 +29,15 @@ use axum::http::{HeaderName, StatusCode};
 use axum::response::Response;
 use bytes::BytesMut;
 use tokio::io::AsyncWrite;
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use super::first::BUFFER;
+use super::listener::Socket;
 use crate::http::vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or vanishes, or a write fails.
-pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
+pub(in crate::http) fn write(socket: Socket, response: Response) -> Held {
     let (parts, body) = response.into_parts();
     let length = body.size_hint().exact();
     let framing = Framing::of(parts.status, length);
@@ -53,7 +53,7 @@ pub(in crate::http) fn write(socket: TcpStream, response: Response) -> Held {
 
 /// The future [`write`] returns.
 pub(in crate::http) struct Held {
-    socket: TcpStream,
+    socket: Socket,
     body: Body,
     /// What is being written: the head, or frames (the last chunk with
     /// the last of them).
@@ -225,7 +225,7 @@ impl Batch {
 /// `None` while it is there. Anything it sends meanwhile is read and
 /// dropped: the response said `connection: close`, so no further request
 /// is served on this connection.
-fn client_left(socket: &TcpStream, cx: &mut Context<'_>) -> Option<io::Result<()>> {
+fn client_left(socket: &Socket, cx: &mut Context<'_>) -> Option<io::Result<()>> {
     let mut sink = [0; 64];
     loop {
         match socket.poll_read_ready(cx) {
@@ -352,7 +352,7 @@ impl Out {
     }
 
     /// Writes what is left, in as few writes as the socket takes.
-    fn poll_write(&mut self, socket: &mut TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_write(&mut self, socket: &mut Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
             let mut slices = [IoSlice::new(&[]); 3];
             let mut count = 0;
@@ -404,6 +404,7 @@ impl ChunkSize {
 mod tests {
     use super::*;
     use axum::http::HeaderValue;
+    use tokio::net::TcpStream;
 
     #[test]
     fn a_chunk_is_its_hex_size_its_data_and_crlf() {
@@ -448,7 +449,7 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         let frames = frames.into_iter().map(Ok::<_, io::Error>);
         let body = Body::from_stream(futures_util::stream::iter(frames));
-        let mut held = write(server, Response::new(body));
+        let mut held = write(Socket::Tcp(server), Response::new(body));
         held.out = None;
         held
     }
@@ -498,7 +499,10 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         let frame = Bytes::from(vec![b'x'; 64 * 1024]);
         let frames = futures_util::stream::repeat_with(move || Ok::<_, io::Error>(frame.clone()));
-        let held = write(server, Response::new(Body::from_stream(frames)));
+        let held = write(
+            Socket::Tcp(server),
+            Response::new(Body::from_stream(frames)),
+        );
         (held, client)
     }
 

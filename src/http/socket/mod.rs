@@ -46,6 +46,7 @@
 
 mod first;
 mod held;
+mod listener;
 mod rewind;
 mod spare;
 
@@ -59,6 +60,8 @@ pub(in crate::http) use first::{BUFFER, First, read as read_first};
 #[doc(hidden)]
 pub use first::{Classified, classify};
 pub(in crate::http) use held::write as write_held;
+pub use listener::Listener;
+pub(in crate::http) use listener::Socket;
 pub(in crate::http) use rewind::Rewind;
 pub(in crate::http) use spare::Spare;
 

@@ -6,20 +6,19 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::listener::Socket;
+use crate::http::vanished;
 use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-
-use crate::http::vanished;
 
 pub(in crate::http) struct Rewind {
     /// Read already, not yet given back; empty (and freed) once it is.
     read: Bytes,
-    socket: TcpStream,
+    socket: Socket,
 }
 
 impl Rewind {
-    pub(in crate::http) fn new(read: Bytes, socket: TcpStream) -> Self {
+    pub(in crate::http) fn new(read: Bytes, socket: Socket) -> Self {
         Self { read, socket }
     }
 }
@@ -90,6 +89,7 @@ impl AsyncWrite for Rewind {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     #[tokio::test]
     async fn the_bytes_read_come_first_then_the_socket() {
@@ -100,7 +100,7 @@ mod tests {
         let (server, _) = listener.accept().await.unwrap();
         client.write_all(b" world").await.unwrap();
         drop(client);
-        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), server);
+        let mut rewound = Rewind::new(Bytes::from_static(b"hello"), Socket::Tcp(server));
         let mut small = [0; 3];
         rewound.read_exact(&mut small).await.unwrap();
         assert_eq!(&small, b"hel");

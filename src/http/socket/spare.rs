@@ -15,7 +15,7 @@
 use std::fs::File;
 use std::io;
 
-use tokio::net::TcpListener;
+use super::listener::Listener;
 
 pub(in crate::http) struct Spare(Option<File>);
 
@@ -28,7 +28,7 @@ impl Spare {
     /// is out of open files, lets the spare go, turns away one waiting
     /// connection with it, and takes the spare back. Returns whether a
     /// connection was turned away.
-    pub(in crate::http) fn turn_away(&mut self, listener: &TcpListener, err: &io::Error) -> bool {
+    pub(in crate::http) fn turn_away(&mut self, listener: &Listener, err: &io::Error) -> bool {
         if !out_of_files(err) {
             return false;
         }
@@ -44,7 +44,7 @@ impl Spare {
 }
 
 /// Accepts a connection that is already waiting, and closes it.
-fn accept_waiting(listener: &TcpListener) -> bool {
+fn accept_waiting(listener: &Listener) -> bool {
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     matches!(listener.poll_accept(&mut cx), std::task::Poll::Ready(Ok(_)))
