@@ -205,6 +205,19 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn only_a_tcp_connection_takes_tcps_options() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, address) = Listener::from(listener).accept().await.unwrap();
+        assert!(tcp.tcp().is_some(), "no delay and the unacknowledged bound");
+        assert_eq!(address, Some(IpAddr::from([127, 0, 0, 1])));
+        let (unix, _) = UnixStream::pair().unwrap();
+        assert!(Socket::Unix(unix).tcp().is_none());
+    }
+
+    #[tokio::test]
     async fn a_stale_socket_file_is_replaced_and_a_live_one_is_not() {
         let dir = std::env::temp_dir().join(format!("mcp-sock-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
