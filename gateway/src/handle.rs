@@ -12,7 +12,7 @@ use rmcp::model::ErrorData;
 use crate::error::GatewayError;
 use crate::identity::UpstreamIdentity;
 use crate::scope::Scope;
-use crate::scopes::{ScopeHold, Scopes};
+use crate::scopes::{Holder, ScopeHold, Scopes};
 use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
 use crate::view::View;
@@ -176,7 +176,7 @@ impl Inner {
         principal: Option<Principal>,
         key: Option<InterestKey>,
     ) -> Result<(), ErrorData> {
-        let (scope, hold) = self.scopes.hold(principal.as_ref())?;
+        let (scope, hold) = self.scopes.hold(principal.as_ref(), Holder::Streams)?;
         scope.ready().await;
         if let Some(key) = &key {
             let Some((link, watch)) = scope.watch(key) else {
@@ -265,7 +265,7 @@ impl Gateway {
     /// `-32600` for a caller without a principal at a
     /// [per caller](GatewayBuilder::per_caller) gateway.
     pub async fn view(&self, principal: Option<&Principal>) -> Result<View, ErrorData> {
-        let (scope, hold) = self.inner.scopes.hold(principal)?;
+        let (scope, hold) = self.inner.scopes.hold(principal, Holder::Request)?;
         scope.ready().await;
         Ok(View::new(scope, hold))
     }

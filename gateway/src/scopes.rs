@@ -1,10 +1,17 @@
 //! The scopes a gateway holds: its own, or one per credential scope of
 //! its callers (by default each principal its own), opened by a caller's
 //! first stream or request and released a grace after its members' last.
+//!
+//! One grace, whoever held it last: a request's hold lingers the grace
+//! itself, while a stream's is given back by the demand hooks' detach,
+//! which comes a grace after the principal's last stream already, and so
+//! lingers no more.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::audience::Principal;
@@ -37,9 +44,9 @@ enum Mode {
 struct Held {
     scope: Arc<Scope>,
     holders: usize,
-    /// Raised each time its last holder leaves, so that only the grace of
-    /// the latest idle spell releases it.
-    spell: u64,
+    /// Until when the holds given back keep it: the latest of their
+    /// releases and lingers.
+    kept_until: Instant,
 }
 
 /// One hold on a caller's scope, given back when dropped.
@@ -47,6 +54,18 @@ pub(super) struct ScopeHold {
     scopes: Arc<Scopes>,
     /// Its credential scope's name.
     name: String,
+    /// How long it keeps the scope once given back.
+    linger: Duration,
+}
+
+/// Who takes a hold on a scope, which says how long it lingers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Holder {
+    /// A request ([`Gateway::view`](crate::Gateway::view)): the grace.
+    Request,
+    /// The demand hooks' attach of a principal's streams, whose detach
+    /// already came a grace after the last of them: no more.
+    Streams,
 }
 
 impl Scopes {
@@ -107,6 +126,7 @@ impl Scopes {
     pub(super) fn hold(
         self: &Arc<Self>,
         principal: Option<&Principal>,
+        holder: Holder,
     ) -> Result<(Arc<Scope>, Option<ScopeHold>), ErrorData> {
         let (identity, callers) = match &self.mode {
             Mode::Shared(scope) => return Ok((Arc::clone(scope), None)),
@@ -130,14 +150,19 @@ impl Scopes {
             Held {
                 scope,
                 holders: 0,
-                spell: 0,
+                kept_until: Instant::now(),
             }
         });
         held.holders += 1;
         held.scope.members.admit(principal);
+        let linger = match holder {
+            Holder::Request => self.grace,
+            Holder::Streams => Duration::ZERO,
+        };
         let hold = ScopeHold {
             scopes: Arc::clone(self),
             name,
+            linger,
         };
         Ok((Arc::clone(&held.scope), Some(hold)))
     }
@@ -154,23 +179,23 @@ impl Scopes {
         }
     }
 
-    /// One holder of scope `name` fewer: the last one starts its grace.
-    fn release(self: &Arc<Self>, name: &str) {
+    /// A hold on scope `name` given back, to keep it `linger` longer: once
+    /// it has no holder and what kept it has lapsed, it is released.
+    fn release(self: &Arc<Self>, name: &str, linger: Duration) {
         let Mode::PerCaller { callers, .. } = &self.mode else {
             return;
         };
-        let spell = {
+        {
             let mut callers = callers.lock();
             let Some(held) = callers.get_mut(name) else {
                 return;
             };
             held.holders -= 1;
+            held.kept_until = held.kept_until.max(Instant::now() + linger);
             if held.holders > 0 {
                 return;
             }
-            held.spell += 1;
-            held.spell
-        };
+        }
         let (scopes, name) = (Arc::clone(self), name.to_owned());
         let lapse = move || {
             let Mode::PerCaller { callers, .. } = &scopes.mode else {
@@ -179,7 +204,7 @@ impl Scopes {
             let mut callers = callers.lock();
             if callers
                 .get(&name)
-                .is_some_and(|held| held.holders == 0 && held.spell == spell)
+                .is_some_and(|held| held.holders == 0 && held.kept_until <= Instant::now())
             {
                 // Dropped outside the lock: its tasks are aborted.
                 let gone = callers.remove(&name);
@@ -188,21 +213,21 @@ impl Scopes {
             }
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                let grace = self.grace;
+            Ok(runtime) if !linger.is_zero() => {
                 runtime.spawn(async move {
-                    tokio::time::sleep(grace).await;
+                    tokio::time::sleep(linger).await;
                     lapse();
                 });
             }
-            // Dropped at shutdown, outside any runtime: now rather than never.
-            Err(_) => lapse(),
+            // Nothing to wait for, or dropped at shutdown outside any
+            // runtime: now rather than never.
+            _ => lapse(),
         }
     }
 }
 
 impl Drop for ScopeHold {
     fn drop(&mut self) {
-        self.scopes.release(&self.name);
+        self.scopes.release(&self.name, self.linger);
     }
 }

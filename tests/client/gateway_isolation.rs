@@ -339,13 +339,48 @@ async fn callers_coming_and_going_at_random_miss_nothing_and_leave_nothing_upstr
     }
     assert!(delivered > STEPS / 2, "only {delivered} deliveries checked");
     drop(open);
-    // Two graces (the keys', then the scopes') and the catalogs closing.
+    // One grace, and the catalogs closing.
     until("every scope and upstream stream released", || {
         rig.gateway.stats().iter().all(|stats| stats.scopes == 0)
             && rig.upstreams.iter().all(|server| server.listeners() == 0)
     })
     .await;
     assert_eq!(rig.gateway.hub().stats().listeners_active, 0);
+}
+
+/// How long after `released` every scope of the rig's gateway is gone.
+async fn linger(rig: &Rig, released: tokio::time::Instant) -> Duration {
+    until("every scope released", || {
+        rig.gateway.stats().iter().all(|stats| stats.scopes == 0)
+    })
+    .await;
+    released.elapsed()
+}
+
+/// A caller's scope lives one grace after its last stream or request, not
+/// the demand hooks' grace and then its own again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_lives_one_grace_after_its_last_holder() {
+    let grace = Duration::from_millis(1_500);
+    let rig = rig(&PEOPLE[..1], grace).await;
+    let uris: BTreeSet<String> = [downstream("a", "file:///x")].into();
+
+    let stream = rig.listen("p0", &uris).await;
+    assert_eq!(rig.gateway.stats()[0].scopes, 1);
+    stream.cancel().await;
+    let after_a_stream = linger(&rig, tokio::time::Instant::now()).await;
+
+    let view = rig.gateway.view(Some(&Principal::new("p0"))).await.unwrap();
+    assert_eq!(rig.gateway.stats()[0].scopes, 1);
+    drop(view);
+    let after_a_request = linger(&rig, tokio::time::Instant::now()).await;
+
+    for (holder, lingered) in [("stream", after_a_stream), ("request", after_a_request)] {
+        assert!(
+            lingered >= grace && lingered < grace + grace / 2,
+            "after its last {holder}, the scope lingered {lingered:?} (grace {grace:?})"
+        );
+    }
 }
 
 /// Options that declare the tasks extension, as a client that takes tasks
