@@ -531,26 +531,36 @@ mod tests {
         );
     }
 
-    /// A file of the rmcp release in `Cargo.lock`, in cargo's registry.
+    /// A file of the rmcp this crate is built with, wherever cargo keeps it
+    /// (the registry, a vendored copy, a git checkout or a path): as
+    /// `cargo metadata` says, offline.
     fn rmcp_source(file: &str) -> PathBuf {
-        let lock = include_str!("../../Cargo.lock");
-        let version = lock
-            .split("[[package]]")
-            .find(|package| package.contains("\nname = \"rmcp\"\n"))
-            .and_then(|package| package.split("version = \"").nth(1))
-            .and_then(|rest| rest.split('"').next())
-            .expect("Cargo.lock names rmcp's version");
-        let home = std::env::var_os("CARGO_HOME").map_or_else(
-            || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cargo"),
-            PathBuf::from,
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let output = std::process::Command::new(cargo)
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--offline",
+                "--manifest-path",
+            ])
+            .arg(manifest)
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            output.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
         );
-        let registry = home.join("registry/src");
-        std::fs::read_dir(&registry)
-            .unwrap_or_else(|err| panic!("{} cannot be read: {err}", registry.display()))
-            .filter_map(Result::ok)
-            .map(|index| index.path().join(format!("rmcp-{version}")).join(file))
-            .find(|path| path.exists())
-            .unwrap_or_else(|| panic!("no rmcp-{version} under {}", registry.display()))
+        let metadata: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("cargo metadata says JSON");
+        let rmcp = metadata["packages"]
+            .as_array()
+            .and_then(|packages| packages.iter().find(|package| package["name"] == "rmcp"))
+            .expect("rmcp is a dependency");
+        let manifest = PathBuf::from(rmcp["manifest_path"].as_str().expect("its manifest"));
+        manifest.parent().expect("a manifest's folder").join(file)
     }
 
     /// The text of the braced block that follows `marker`.
