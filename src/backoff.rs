@@ -53,7 +53,7 @@ pub(crate) fn random_below(limit: Duration) -> Duration {
 
 /// 64 random bits.
 // The relay names its replica with them; the client needs none.
-#[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(dead_code))]
+#[cfg_attr(not(any_relay), allow(dead_code))]
 pub(crate) fn random_u64() -> u64 {
     rand::rng().random()
 }

@@ -15,13 +15,7 @@
 // graces it polls, the demand hooks the graces they time. Only a build with
 // a transport and a relay uses every part, and is the one that tells dead
 // code here.
-#![cfg_attr(
-    not(all(
-        any(feature = "stdio", feature = "http", feature = "channel"),
-        any(feature = "redis", feature = "nats")
-    )),
-    allow(dead_code)
-)]
+#![cfg_attr(not(all(any_transport, any_relay)), allow(dead_code))]
 
 use std::collections::HashMap;
 use std::hash::Hash;

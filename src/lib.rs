@@ -50,11 +50,11 @@ pub mod http;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 // Extensions, each behind its feature.
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 pub mod relay;
 #[cfg(feature = "tasks")]
 pub mod tasks;
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 mod transport;
 // The older revisions' sessions, beside the transports that carry them
 // (above what they share).
@@ -67,13 +67,13 @@ pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, Listener};
 pub use overflow::Overflow;
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 pub use serve::Demand;
 pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardown};
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 pub use transport::{Drained, Streams};
 pub use wire::{Message, SubscriptionId};
 

@@ -48,7 +48,7 @@ impl Door {
     }
 
     /// Attaches `forward`, unless something is attached already.
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     pub(crate) fn attach(&self, forward: std::sync::Arc<dyn Forward>) -> bool {
         let mut slot = self.forward.write();
         if slot.is_some() {
@@ -60,7 +60,7 @@ impl Door {
     }
 
     /// Detaches what [`attach`](Self::attach) attached.
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     pub(crate) fn detach(&self) {
         self.attached.store(false, Ordering::Relaxed);
         self.forward.write().take();

@@ -7,7 +7,7 @@ use std::task::Waker;
 
 use super::config::Config;
 use super::entry::Entry;
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 use super::forward::Door;
 use super::id::ListenerId;
 use super::interest::InterestWatch;
@@ -232,7 +232,7 @@ impl Hub {
     }
 
     /// Where a relay attaches.
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     pub(crate) fn door(&self) -> &Door {
         &self.shared.door
     }
@@ -301,7 +301,7 @@ impl Hub {
 
     /// [`revoke`](Self::revoke) among this hub's listeners alone: what a
     /// relay does for another replica's revocation.
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     pub(crate) fn revoke_here(&self, audience: &Audience) -> usize {
         self.shared.revoke_here(audience)
     }

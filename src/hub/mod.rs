@@ -77,7 +77,7 @@ pub use crate::filter::DEFAULT_MAX_URIS;
 pub use crate::filter::InterestKey;
 pub use builder::HubBuilder;
 pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 pub(crate) use forward::Forward;
 pub use handle::Hub;
 pub use id::ListenerId;

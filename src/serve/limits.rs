@@ -128,7 +128,7 @@ impl Slot {
     }
 
     /// Ready once a newer stream of its principal took its place.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub(crate) fn poll_replaced(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
         // Registered before looking: a replacement after the look wakes it.
         self.seat.stream.register(cx.waker());
@@ -205,7 +205,7 @@ mod tests {
         assert!(limits.open.lock().is_empty());
     }
 
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     #[test]
     fn a_replaced_slot_wakes_its_stream() {
         let limits = PrincipalLimits::new(1, CapPolicy::ReplaceOldest);
@@ -220,11 +220,11 @@ mod tests {
         assert!(first.poll_replaced(&mut cx).is_ready());
     }
 
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     #[derive(Default)]
     struct Woken(std::sync::atomic::AtomicUsize);
 
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     impl futures_util::task::ArcWake for Woken {
         fn wake_by_ref(woken: &Arc<Self>) {
             woken.0.fetch_add(1, Ordering::Relaxed);

@@ -9,7 +9,7 @@
 //! [`Capabilities::advertise`](crate::Capabilities::advertise).
 
 mod authorize;
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 pub(crate) mod demand;
 pub(crate) mod limits;
 pub(crate) mod pull;
@@ -19,7 +19,7 @@ mod teardown;
 mod unknown;
 
 pub use authorize::{Authorize, Grant};
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 pub use demand::Demand;
 pub use limits::CapPolicy;
 pub use service::ListenService;

@@ -4,10 +4,10 @@
 //! stream ends however it ends (not when the stream's value is dropped),
 //! and its expiry.
 
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 use std::future::Future as _;
 use std::panic::AssertUnwindSafe;
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -37,12 +37,12 @@ pub(crate) struct Lease {
     /// When it ends by itself, if it does (besides its slot being taken).
     pub(crate) ends: Option<Ending>,
     /// Its keys, held against the service's demand hooks.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub(crate) demand: Option<super::demand::Hold>,
     /// The timer of `ends`, made at the first pull that waits for it:
     /// boxed, so that a stream without an end (most) keeps a pointer for
     /// it, not the timer, and one with an end makes it once.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
@@ -80,9 +80,9 @@ impl Lease {
                 at,
                 reason: CloseReason::Expired,
             }),
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             demand: None,
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             timer: None,
         }
     }
@@ -99,7 +99,7 @@ impl Lease {
 
     /// Ready when the stream ends by its lease: its slot taken by a newer
     /// stream of its principal, or its expiry or lifetime passed.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     fn poll_ended(&mut self, cx: &mut Context<'_>) -> Poll<(CloseReason, Pulled)> {
         if let Some(slot) = &self.slot
             && slot.poll_replaced(cx).is_ready()
@@ -119,7 +119,7 @@ impl Lease {
 
     /// Ends it at `at` for the end of its lifetime, unless it expires
     /// first.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub(crate) fn end_lifetime_at(&mut self, at: Instant) {
         if self.ends.is_none_or(|ends| at < ends.at) {
             self.ends = Some(Ending {
@@ -163,12 +163,12 @@ impl<H: SourceHandle> Pull<H> {
         let handle = self.handle.as_mut()?;
         let pulled = match self.lease.ended_now() {
             Some(ended) => Err(ended),
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             None => tokio::select! {
                 pulled = pull(handle) => pulled,
                 ended = std::future::poll_fn(|cx| self.lease.poll_ended(cx)) => Err(ended),
             },
-            #[cfg(not(any(feature = "stdio", feature = "http", feature = "channel")))]
+            #[cfg(not(any_transport))]
             None => pull(handle).await,
         };
         match pulled {

@@ -9,7 +9,7 @@ use super::authorize::{Authorize, Grant};
 use super::limits::{CapPolicy, PrincipalLimits};
 use super::pull::Lease;
 use super::stream::ListenStream;
-#[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+#[cfg(any_transport)]
 use super::stream::Waiting;
 use super::teardown::Teardown;
 use super::unknown::UnknownFields;
@@ -77,9 +77,9 @@ pub struct ListenService<S> {
     /// What the server declares, once a handler said (see
     /// [`declare`](Self::declare)): no stream is granted a list it lacks.
     declared: Arc<OnceLock<Declared>>,
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     demand: Option<Arc<super::demand::Keys>>,
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     max_lifetime: Option<std::time::Duration>,
 }
 
@@ -108,9 +108,9 @@ impl<S> Clone for ListenService<S> {
             teardown: self.teardown,
             unknown: self.unknown.clone(),
             declared: self.declared.clone(),
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             demand: self.demand.clone(),
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             max_lifetime: self.max_lifetime,
         }
     }
@@ -132,9 +132,9 @@ impl<S: Source + 'static> ListenService<S> {
             teardown: Teardown::Complete,
             unknown: Arc::default(),
             declared: Arc::default(),
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             demand: None,
-            #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+            #[cfg(any_transport)]
             max_lifetime: None,
         }
     }
@@ -151,7 +151,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// or anything is acknowledged, and after the last has gone (see
     /// [`Demand`](crate::Demand)). An attach that refuses answers each
     /// request waiting for it with its error, and opens nothing.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub fn with_demand(mut self, demand: super::demand::Demand) -> Self {
         self.demand = Some(super::demand::Keys::new(demand));
         self
@@ -173,7 +173,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// client at once, with `Item::Relistening`
     /// and then a resync; an SDK application as after any lost stream).
     /// Nothing is replayed, so a client refetches what it lists.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub fn with_max_stream_lifetime(mut self, lifetime: std::time::Duration) -> Self {
         self.max_lifetime = Some(lifetime);
         self
@@ -308,7 +308,7 @@ impl<S: Source + 'static> ListenService<S> {
         }
         #[allow(unused_mut, reason = "demand hooks need a transport's runtime")]
         let (grant, mut lease) = self.lease(&mut context, requested)?;
-        #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+        #[cfg(any_transport)]
         if let Some(keys) = &self.demand {
             let wanted = grant.narrow(&self.source.capabilities()).interest_keys();
             let (hold, attach) = keys.hold(context.principal.as_ref(), wanted);
@@ -414,7 +414,7 @@ impl<S: Source + 'static> ListenService<S> {
 
     /// Runs the admission checks from the extensions on, and opens the
     /// source: the stream, and its lease (see [`lease`](Self::lease)).
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub(crate) fn admit(
         &self,
         context: &mut OpenContext,
@@ -454,7 +454,7 @@ impl<S: Source + 'static> ListenService<S> {
         context.labels.extend_from_slice(grant.labels());
         #[allow(unused_mut, reason = "lifetimes need a transport's runtime")]
         let mut lease = Lease::new(slot, expires_at);
-        #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+        #[cfg(any_transport)]
         if let Some(lifetime) = self.max_lifetime {
             // Within 10% either side.
             let tenth = lifetime / 10;

@@ -87,7 +87,7 @@ impl<H: SourceHandle> ListenStream<H> {
 
     /// A stream that opens its source once `waiting` allows; `granted` is
     /// what it asks of the source until then.
-    #[cfg(any(feature = "stdio", feature = "http", feature = "channel"))]
+    #[cfg(any_transport)]
     pub(crate) fn waiting(
         waiting: Waiting<H>,
         id: RequestId,
