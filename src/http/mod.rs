@@ -12,9 +12,7 @@ mod server;
 mod signal;
 mod socket;
 mod sse;
-mod stop;
 mod transport;
-mod vanished;
 
 // Public for the fuzz crate alone (`fuzz/src/lib.rs` drives the front
 // door's classification, which every HTTP body and stdio line goes

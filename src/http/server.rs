@@ -19,9 +19,9 @@ use super::connections::{
     ConnectionStats, Connections, Counters, Limits, Open, Tracked, TrackedService, Watchdog,
     default_max_waiting,
 };
+use super::socket::stop::{Stop, Watch};
+use super::socket::vanished;
 use super::socket::{self, BUFFER, First, Listener, Rewind, Socket, Spare};
-use super::stop::{Stop, Watch};
-use super::vanished;
 use crate::transport::{Drained, Streams};
 
 /// How long accepting pauses after an error it cannot help (out of open

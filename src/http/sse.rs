@@ -25,7 +25,7 @@ use tokio::time::{Instant, Sleep, sleep};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use super::vanished;
+use super::socket::vanished;
 use crate::serve::ListenStream;
 use crate::source::{CloseReason, SourceHandle};
 use crate::wire::Message;

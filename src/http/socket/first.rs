@@ -25,7 +25,7 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Uri, Version};
 use serde::Deserialize;
 
 use super::listener::Socket;
-use crate::http::stop::Watch;
+use super::stop::Watch;
 
 /// The most a first request (head and body) may take to be served on the
 /// socket; hyper's buffer, so anything longer goes where it would anyway.

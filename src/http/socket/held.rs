@@ -33,7 +33,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::first::BUFFER;
 use super::listener::Socket;
-use crate::http::vanished;
+use super::vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or vanishes, or a write fails.

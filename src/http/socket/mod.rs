@@ -37,9 +37,14 @@
 //!
 //! # Also here
 //!
-//! A file kept spare for the moment the process runs out of them
-//! ([`Spare`]), so that a connection waiting to be accepted is turned away
-//! at once instead of left to its client's timeout.
+//! What the server accepts on ([`Listener`]: TCP or a Unix socket) and the
+//! connection an accept gives; each connection's stop signal (`stop`) and
+//! whether its client vanished (`vanished`), which the server, the held
+//! writer, hyper's socket and the event stream share. Nothing here reaches
+//! up into the rest of `http`. And a file kept spare for the moment the
+//! process runs out of them ([`Spare`]), so that a connection waiting to
+//! be accepted is turned away at once instead of left to its client's
+//! timeout.
 //!
 //! The deadlines of a connection reading its first request here are the
 //! server's (`connections`): the read is watched like any other.
@@ -49,6 +54,8 @@ mod held;
 mod listener;
 mod rewind;
 mod spare;
+pub(in crate::http) mod stop;
+pub(in crate::http) mod vanished;
 
 use axum::Router;
 use axum::body::Body;

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::listener::Socket;
-use crate::http::vanished;
+use super::vanished;
 use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 

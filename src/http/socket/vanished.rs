@@ -43,7 +43,10 @@ tokio::task_local! {
 
 /// Runs a connection's serving `future` reaping a client that may
 /// vanish, with `bound` (zero: none).
-pub(super) fn watched<F: Future>(bound: Duration, future: F) -> impl Future<Output = F::Output> {
+pub(in crate::http) fn watched<F: Future>(
+    bound: Duration,
+    future: F,
+) -> impl Future<Output = F::Output> {
     let reaping = Reaping {
         bound: (!bound.is_zero()).then_some(bound),
         gone: Cell::new(false),
@@ -53,19 +56,19 @@ pub(super) fn watched<F: Future>(bound: Duration, future: F) -> impl Future<Outp
 
 /// The connection's bound on a socket that takes no byte; `None` where it
 /// has none, or outside a watched connection.
-pub(super) fn bound_now() -> Option<Duration> {
+pub(in crate::http) fn bound_now() -> Option<Duration> {
     REAPING.try_with(|reaping| reaping.bound).ok().flatten()
 }
 
 /// The connection's client is gone: it acknowledged nothing for the
 /// bound. Nothing outside a watched connection.
-pub(super) fn mark() {
+pub(in crate::http) fn mark() {
     let _ = REAPING.try_with(|reaping| reaping.gone.set(true));
 }
 
 /// Marks the client gone when `err` says the kernel gave up on
 /// unacknowledged data.
-pub(super) fn note(err: &io::Error) {
+pub(in crate::http) fn note(err: &io::Error) {
     if err.kind() == io::ErrorKind::TimedOut {
         mark();
     }
@@ -73,7 +76,7 @@ pub(super) fn note(err: &io::Error) {
 
 /// Whether the client of the connection being served or dropped on this
 /// thread vanished.
-pub(super) fn is_gone() -> bool {
+pub(in crate::http) fn is_gone() -> bool {
     REAPING
         .try_with(|reaping| reaping.gone.get())
         .unwrap_or(false)
@@ -85,7 +88,7 @@ pub(super) fn is_gone() -> bool {
 /// keeps its receive window shut for that long (Linux 5.11 and later count
 /// zero-window probes against it). Where the option does not exist, or is
 /// refused, only the held stream's own bound applies.
-pub(super) fn bound(socket: &TcpStream, bound: Duration) {
+pub(in crate::http) fn bound(socket: &TcpStream, bound: Duration) {
     if bound.is_zero() {
         return;
     }
