@@ -318,12 +318,7 @@ async fn start_on(addr: &str) -> tokio::process::Child {
 
 #[tokio::test]
 async fn http_relistens_across_a_restarted_server() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = free_addr();
     let url = format!("http://{addr}/mcp");
     let mut server = start_on(&addr).await;
     let requested = Filter::new()
@@ -372,12 +367,7 @@ async fn http_relistens_across_a_restarted_server() {
 
 #[tokio::test]
 async fn http_relistens_across_a_graceful_restart_by_default() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = free_addr();
     let server = HttpServer::start_on(&addr, &[]).await;
     let tools = Filter::new().with_tools_list_changed();
     // The README's options: re-listening with the default policy.

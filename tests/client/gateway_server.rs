@@ -3,7 +3,6 @@
 //! request it forwards, from the TypeScript SDK's client and the Python
 //! SDK's, tasks over raw HTTP, and one shape for every listen refusal.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_subscriptions::ListKind;
@@ -11,14 +10,13 @@ use mcp_subscriptions::tasks::TASK_IDS;
 use mcp_subscriptions_gateway::{Gateway, Upstream};
 use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::support::catalog_server::CatalogServer;
 use crate::support::http::{listen, post};
-use crate::support::interop::ListeningApp;
+use crate::support::interop::{ListeningApp, Running};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -98,20 +96,12 @@ async fn the_readme_gateway_serves_the_typescript_and_python_clients_every_reque
             "event ToolsListChanged",
         ),
     ] {
-        let (program, args) = app.gateway_client(&mcp);
-        let mut child = tokio::process::Command::new(&program)
-            .args(&args)
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|err| panic!("{app:?} runs ({program:?}): {err}"));
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut running = Running::start(app.gateway_client(&mcp), app);
         let mut said = Vec::new();
         loop {
-            let line = tokio::time::timeout(WAIT, lines.next_line())
+            let line = running
+                .line(WAIT)
                 .await
-                .unwrap_or_else(|_| panic!("{app:?} says something within {WAIT:?}: {said:?}"))
-                .unwrap()
                 .unwrap_or_else(|| panic!("{app:?} ended early: {said:?}"));
             if line == "listening" {
                 // A change the merged list shows.
@@ -139,10 +129,7 @@ async fn the_readme_gateway_serves_the_typescript_and_python_clients_every_reque
             ],
             "{app:?}"
         );
-        assert!(
-            child.wait().await.unwrap().success(),
-            "{app:?} exits cleanly"
-        );
+        assert!(running.exits_cleanly(WAIT).await, "{app:?} exits cleanly");
     }
     rig.stop.send(()).unwrap();
     let drained = tokio::time::timeout(WAIT, rig.served)

@@ -12,14 +12,12 @@
     feature = "client"
 ))]
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::support::example::{HttpServer, call};
-use crate::support::interop::ListeningApp;
+use crate::support::interop::{ListeningApp, Running};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -54,14 +52,7 @@ async fn the_readmes_typescript_and_python_programs_listen_as_written() {
         let code = recipe(language);
         assert!(code.contains(WRITTEN_FOR), "{language}: {code}");
         let code = code.replace(WRITTEN_FOR, &server.mcp_url());
-        let (program, args) = app.program("sdk-recipe", &code);
-        let mut child = tokio::process::Command::new(&program)
-            .args(&args)
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|err| panic!("{app:?} runs ({program:?}): {err}"));
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut running = Running::start(app.program("sdk-recipe", &code), app);
         server.wait_for_active(1, WAIT).await;
         call(
             &server.client().await,
@@ -69,20 +60,9 @@ async fn the_readmes_typescript_and_python_programs_listen_as_written() {
             json!({}),
         )
         .await;
-        let mut next_line = async || {
-            tokio::time::timeout(WAIT, lines.next_line())
-                .await
-                .unwrap_or_else(|_| panic!("{app:?} says something within {WAIT:?}"))
-                .unwrap()
-                .unwrap_or_default()
-        };
-        assert_eq!(next_line().await, event, "{app:?}");
+        assert_eq!(running.line(WAIT).await.as_deref(), Some(event), "{app:?}");
         server.interrupt();
-        assert_eq!(next_line().await, end, "{app:?}");
-        let status = tokio::time::timeout(WAIT, child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("{app:?} exits"))
-            .unwrap();
-        assert!(status.success(), "{app:?}: {status}");
+        assert_eq!(running.line(WAIT).await.as_deref(), Some(end), "{app:?}");
+        assert!(running.exits_cleanly(WAIT).await, "{app:?}");
     }
 }

@@ -15,12 +15,10 @@
     feature = "client"
 ))]
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::example::HttpServer;
-use crate::support::interop::ListeningApp;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use crate::support::interop::{ListeningApp, Running};
 
 #[tokio::test]
 async fn the_typescript_and_python_clients_end_their_listen_cleanly_in_either_dialect() {
@@ -31,24 +29,20 @@ async fn the_typescript_and_python_clients_end_their_listen_cleanly_in_either_di
         ("cancelled", ListeningApp::Python, "lost 1 None"),
     ] {
         let server = HttpServer::start(&["--teardown", teardown]).await;
-        let (program, args) = app.command(&server.mcp_url());
-        let mut child = tokio::process::Command::new(&program)
-            .args(&args)
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|err| panic!("{app:?} runs ({program:?}): {err}"));
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next_line = async || {
-            tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-                .await
-                .unwrap_or_else(|_| panic!("{app:?} says something within 30 s"))
-                .unwrap()
-                .unwrap_or_default()
-        };
-        assert_eq!(next_line().await, "acknowledged 1", "{app:?}, {teardown}");
+        let mut running = Running::start(app.command(&server.mcp_url()), app);
+        let wait = Duration::from_secs(30);
+        let acknowledged = running.line(wait).await;
+        assert_eq!(
+            acknowledged.as_deref(),
+            Some("acknowledged 1"),
+            "{app:?}, {teardown}"
+        );
         // A graceful shutdown, in the server's dialect.
         server.interrupt();
-        assert_eq!(next_line().await, ended, "{app:?}, {teardown}");
+        assert_eq!(
+            running.line(wait).await.as_deref(),
+            Some(ended),
+            "{app:?}, {teardown}"
+        );
     }
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
 const INSTALL: &str = "run `.ci/interop-install` (npm and python3 with venv)";
 
@@ -156,6 +156,48 @@ impl ListeningApp {
                 vec![script(&format!("python_{name}.py")), url.into()],
             ),
         }
+    }
+}
+
+/// An application of another SDK running, read a line at a time.
+pub struct Running {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Its name in failures.
+    name: String,
+}
+
+impl Running {
+    /// Starts `program` with `args` (a `command` of this module), called
+    /// `name` in failures.
+    pub fn start((program, args): (OsString, Vec<OsString>), name: impl std::fmt::Debug) -> Self {
+        let name = format!("{name:?}");
+        let mut child = Command::new(&program)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|err| panic!("{name} runs ({program:?}): {err}"));
+        let lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        Self { child, lines, name }
+    }
+
+    /// The next line it prints within `within`; `None` once it ends.
+    pub async fn line(&mut self, within: Duration) -> Option<String> {
+        tokio::time::timeout(within, self.lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("{} says something within {within:?}", self.name))
+            .expect("its output reads")
+    }
+
+    /// Waits at most `within` for it to exit, and says whether it exited
+    /// cleanly.
+    pub async fn exits_cleanly(mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{} exits within {within:?}", self.name))
+            .expect("it was started")
+            .success()
     }
 }
 
