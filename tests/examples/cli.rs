@@ -2,14 +2,6 @@
 //! values, options from the environment, and `examples/README.md`'s options table,
 //! which must say what `--help` says.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
-
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 

@@ -5,14 +5,7 @@
 //! client to listen again: this crate's `watch`, and applications on the
 //! TypeScript and Python SDKs.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks",
-    feature = "client"
-))]
+#![cfg(feature = "client")]
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -4,14 +4,6 @@
 //! else's and refuses its token from then on, and the demand hook logs
 //! each URI's attach and detach.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
-
 use std::time::Duration;
 
 use crate::support::example::HttpServer;

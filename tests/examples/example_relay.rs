@@ -5,14 +5,7 @@
 //! replicas stopped with SIGTERM, started again or added cost the others'
 //! streams nothing.
 
-#![cfg(all(
-    feature = "redis",
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
+#![cfg(feature = "redis")]
 
 use std::time::Duration;
 

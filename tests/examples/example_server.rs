@@ -1,14 +1,6 @@
 //! The example server, run as a real process, against rmcp's own client:
 //! over Streamable HTTP on loopback and over stdio.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
-
 use std::time::Duration;
 
 use crate::support::example::{

@@ -2,14 +2,6 @@
 //! change, which reaches the listen streams and channels that follow the
 //! task; in bearer-token mode only the principal that started it may.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
-
 use crate::support::example::{HttpServer, call, request_meta};
 use crate::support::http::{listen, post};
 use futures_util::StreamExt;

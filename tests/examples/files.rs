@@ -1,13 +1,6 @@
 //! `examples/files.rs`: a folder served as resources, kept live by a
 //! directory watcher. A file written, changed and removed there reaches a
 //! listen stream as the notifications each change means.
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -9,15 +9,7 @@
 //! The bench report's herd section is the same run at scale, with
 //! timings (`cargo bench-report --only herd`).
 
-#![cfg(all(
-    feature = "redis",
-    feature = "client",
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
+#![cfg(all(feature = "redis", feature = "client"))]
 
 use std::time::Duration;
 

@@ -2,6 +2,16 @@
 //! client against it, its tasks, and two replicas joined by `--relay`
 //! through a real broker, and clients of an older revision.
 
+// The example server is built with the crate's default features: every
+// test here needs them, and says only what it needs more.
+#![cfg(all(
+    feature = "stdio",
+    feature = "http",
+    feature = "channel",
+    feature = "metrics",
+    feature = "tasks"
+))]
+
 #[path = "../support/broker.rs"]
 mod broker;
 #[path = "../support/mod.rs"]

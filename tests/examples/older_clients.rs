@@ -4,14 +4,7 @@
 //! then updates arrive, `resources/unsubscribe` stops them, list changes
 //! arrive; a 2026-07-28 listen stream beside them is unaffected, and a
 //! session that ends frees its listener.
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks",
-    feature = "client"
-))]
+#![cfg(feature = "client")]
 
 use std::ffi::OsString;
 use std::process::Stdio;

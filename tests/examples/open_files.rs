@@ -3,14 +3,6 @@
 //! instead of leaving it queued until the client gives up, and it serves
 //! again as soon as files are free.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks"
-))]
-
 use std::time::Duration;
 
 use crate::support::example::{HttpServer, http_request, listen_request, send_raw};

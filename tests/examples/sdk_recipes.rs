@@ -3,14 +3,7 @@
 //! server, its address put in: each prints a tool change, and ends at
 //! the server's Ctrl-C. So the docs stay true.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks",
-    feature = "client"
-))]
+#![cfg(feature = "client")]
 
 use std::time::Duration;
 

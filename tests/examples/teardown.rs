@@ -6,14 +6,7 @@
 //! their applications answer with a new listen. Both end their listen
 //! cleanly: nothing hangs or crashes.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks",
-    feature = "client"
-))]
+#![cfg(feature = "client")]
 
 use std::time::Duration;
 

@@ -3,14 +3,7 @@
 //! Unix-socket client each listen there and get a tool change; the socket
 //! file goes with the server.
 
-#![cfg(all(
-    feature = "stdio",
-    feature = "http",
-    feature = "channel",
-    feature = "metrics",
-    feature = "tasks",
-    feature = "client"
-))]
+#![cfg(feature = "client")]
 
 use std::process::Stdio;
 use std::time::Duration;
