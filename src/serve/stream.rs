@@ -148,7 +148,7 @@ impl<H: SourceHandle> ListenStream<H> {
     }
 
     /// Waits until the stream's source is open: at once, unless the
-    /// service's [demand hooks](crate::Demand) must first attach what it
+    /// service's demand hooks (`Demand`) must first attach what it
     /// asks for. A transport that answers a refusal differently from a
     /// stream (HTTP answers it as plain JSON, before any event-stream
     /// head) awaits this before it starts one; otherwise the refusal is
