@@ -87,24 +87,24 @@ pub(super) async fn run<C: Connect>(
     group: Group<C::Stream>,
     commands: mpsc::UnboundedReceiver<Refilter>,
 ) {
-    let mut reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
+    let mut listening = Listening::new(&*connect, &options, &shared, requested, group, commands);
     // A stream that ends soon after it was acknowledged counts as a failed
     // attempt: a server that completes (or drops) every listen at once is
     // listened to again at the backoff's pace, never in a loop.
     let mut attempts_in_a_row = 0u32;
     let mut acknowledged_at = Instant::now();
     loop {
-        let end = reader.drive().await;
-        reader.close_draining();
+        let end = listening.drive().await;
+        listening.close_draining();
         if end == End::Cancelled {
-            reader.current.close(CloseReason::Cancelled);
+            listening.current.close(CloseReason::Cancelled);
             shared.finish(End::Cancelled);
             return;
         }
         // A stream the server did not end itself is ended from our side, so
         // a server that is still there stops sending.
         if matches!(end, End::Overflowed { .. } | End::Protocol(_)) {
-            reader.current.close(CloseReason::Error);
+            listening.current.close(CloseReason::Error);
         }
         // A server completes a stream granted nothing right after its
         // acknowledgement: listening again would only be completed again.
@@ -118,8 +118,8 @@ pub(super) async fn run<C: Connect>(
                 return;
             }
         };
-        let requested = reader.requested.clone();
-        let commands = reader.commands;
+        let requested = listening.requested.clone();
+        let commands = listening.commands;
         // Credentials the server ended, or refused a listen with for good,
         // are never sent again; `last` is the end to report if that stops
         // re-listening.
@@ -184,7 +184,7 @@ pub(super) async fn run<C: Connect>(
         };
         attempts_in_a_row = attempt;
         acknowledged_at = Instant::now();
-        reader = Reader::new(&*connect, &options, &shared, requested, group, commands);
+        listening = Listening::new(&*connect, &options, &shared, requested, group, commands);
     }
 }
 
@@ -199,7 +199,7 @@ struct Draining<S> {
 }
 
 /// What one acknowledged listen (and the filter changes made on it) reads.
-struct Reader<'a, C: Connect> {
+struct Listening<'a, C: Connect> {
     connect: &'a C,
     options: &'a SubscribeOptions,
     shared: &'a Shared,
@@ -216,7 +216,7 @@ type Opening<'a, S> = Pin<
     Box<dyn Future<Output = (Refilter, Result<(Filter, Group<S>), SubscribeError>)> + Send + 'a>,
 >;
 
-impl<'a, C: Connect> Reader<'a, C> {
+impl<'a, C: Connect> Listening<'a, C> {
     fn new(
         connect: &'a C,
         options: &'a SubscribeOptions,

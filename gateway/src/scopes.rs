@@ -36,12 +36,12 @@ enum Mode {
     /// A scope per credential scope, by its name, opened on demand.
     PerCaller {
         identity: UpstreamIdentity,
-        callers: Mutex<HashMap<String, Held>>,
+        callers: Mutex<HashMap<String, OpenScope>>,
     },
 }
 
 /// A credential scope's scope and who holds it.
-struct Held {
+struct OpenScope {
     scope: Arc<Scope>,
     holders: usize,
     /// Until when the holds given back keep it: the latest of their
@@ -147,7 +147,7 @@ impl Scopes {
                 Some(identity.clone()),
             );
             scope.serve(&self.hub);
-            Held {
+            OpenScope {
                 scope,
                 holders: 0,
                 kept_until: Instant::now(),

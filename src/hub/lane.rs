@@ -480,7 +480,7 @@ impl Lane {
             |member, ring, _| {
                 member
                     .reader
-                    .snapshot(member.cursor.held(ring), self.settings)
+                    .snapshot(member.cursor.stored(ring), self.settings)
             },
             Queue::snapshot,
         )
@@ -508,7 +508,7 @@ impl Lane {
             // What it had yet to read goes with it, not discarded.
             cursor.leave(&self.ring, &mut state.bounds, reader);
         }
-        let matched = cursor.held(&self.ring).matched;
+        let matched = cursor.stored(&self.ring).matched;
         let reader = std::mem::take(reader);
         let queue = Arc::new(Queue::handed_over(
             id,

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use super::bounded::{Bounded, Pushed};
 use super::budget::Budget;
 use super::id::ListenerId;
-use super::reader::{Held, Reader, Settings, Snapshot, Waiter};
+use super::reader::{Reader, Settings, Snapshot, Stored, Waiter};
 use crate::event::Event;
 use crate::source::Next;
 use crate::sync::{Arc, Mutex};
@@ -123,14 +123,14 @@ impl Queue {
 
     pub(crate) fn snapshot(&self) -> Snapshot {
         let state = self.state.lock();
-        let held = Held {
+        let stored = Stored {
             matched: state.events.matched(),
             coalesced: state.events.coalesced(),
             lost: 0,
             queued: state.events.len() as u64,
             bytes: state.events.bytes(),
         };
-        state.reader.snapshot(held, state.events.settings())
+        state.reader.snapshot(stored, state.events.settings())
     }
 }
 

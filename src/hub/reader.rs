@@ -91,7 +91,7 @@ pub(crate) trait Storage {
 
 /// What a storage holds for a reader when it is read for statistics.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Held {
+pub(crate) struct Stored {
     /// Every event offered to the reader.
     pub(crate) matched: u64,
     /// Absorbed by one still pending, or superseded.
@@ -225,20 +225,20 @@ impl Reader {
         self.waiter.take()
     }
 
-    pub(crate) fn snapshot(&self, held: Held, settings: Settings) -> Snapshot {
+    pub(crate) fn snapshot(&self, stored: Stored, settings: Settings) -> Snapshot {
         let counts = Counts {
-            matched: held.matched,
+            matched: stored.matched,
             delivered: self.delivered,
-            dropped: self.dropped + held.lost,
-            coalesced: held.coalesced,
-            queued: held.queued,
+            dropped: self.dropped + stored.lost,
+            coalesced: stored.coalesced,
+            queued: stored.queued,
             discarded: self.discarded,
         };
         Snapshot {
             counts,
-            max_depth: self.max_depth.max(held.queued),
-            bytes: held.bytes,
-            lag: self.lag + held.lost,
+            max_depth: self.max_depth.max(stored.queued),
+            bytes: stored.bytes,
+            lag: self.lag + stored.lost,
             settings,
             overflowed: self.overflowed,
         }

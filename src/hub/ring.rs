@@ -52,7 +52,7 @@
 //! where it joined and left, from which its counts follow. Read through
 //! [`InRing`], the cursor is the member's [`Storage`] for its reader.
 
-use super::reader::{Held, Reader, Storage};
+use super::reader::{Reader, Storage, Stored};
 use crate::event::Event;
 use crate::sync::{AtomicU64, Mutex, OnceLock, Ordering};
 
@@ -422,9 +422,9 @@ impl Cursor {
 
     /// What it holds as of now, with what eviction cost it that its reader
     /// has not yet seen; exact under the lane's lock.
-    pub(crate) fn held(&self, ring: &Ring) -> Held {
+    pub(crate) fn stored(&self, ring: &Ring) -> Stored {
         if self.has_left() {
-            return Held {
+            return Stored {
                 matched: self.end - self.start,
                 coalesced: 0,
                 lost: 0,
@@ -434,7 +434,7 @@ impl Cursor {
         }
         let at = ring.position(self.next);
         let (queued, bytes) = ring.unread(at);
-        Held {
+        Stored {
             matched: ring.tail() - self.start,
             coalesced: 0,
             lost: at - self.next,

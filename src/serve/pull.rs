@@ -35,7 +35,7 @@ pub(crate) struct Lease {
     #[allow(dead_code, reason = "held for its drop")]
     pub(crate) slot: Option<Slot>,
     /// When it ends by itself, if it does (besides its slot being taken).
-    pub(crate) ends: Option<Ending>,
+    pub(crate) ends: Option<Deadline>,
     /// Its keys, held against the service's demand hooks.
     #[cfg(any_transport)]
     pub(crate) demand: Option<super::demand::Hold>,
@@ -50,7 +50,7 @@ pub(crate) struct Lease {
 /// lifetime, whichever comes first. Small, since every held stream
 /// carries one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ending {
+pub(crate) struct Deadline {
     pub(crate) at: Instant,
     /// [`CloseReason::Expired`] or [`CloseReason::Lifetime`].
     reason: CloseReason,
@@ -61,7 +61,7 @@ fn ended(reason: CloseReason, error: &StreamError) -> (CloseReason, Pulled) {
     (reason, Pulled::Failed(error.to_error_data()))
 }
 
-impl Ending {
+impl Deadline {
     /// The error the stream ends with.
     fn error(self) -> StreamError {
         match self.reason {
@@ -76,7 +76,7 @@ impl Lease {
     pub(crate) fn new(slot: Option<Slot>, expires_at: Option<Instant>) -> Self {
         Self {
             slot,
-            ends: expires_at.map(|at| Ending {
+            ends: expires_at.map(|at| Deadline {
                 at,
                 reason: CloseReason::Expired,
             }),
@@ -122,7 +122,7 @@ impl Lease {
     #[cfg(any_transport)]
     pub(crate) fn end_lifetime_at(&mut self, at: Instant) {
         if self.ends.is_none_or(|ends| at < ends.at) {
-            self.ends = Some(Ending {
+            self.ends = Some(Deadline {
                 at,
                 reason: CloseReason::Lifetime,
             });

@@ -37,11 +37,11 @@ use super::vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or vanishes, or a write fails.
-pub(in crate::http) fn write(socket: Socket, response: Response) -> Held {
+pub(in crate::http) fn write(socket: Socket, response: Response) -> HeldWrite {
     let (parts, body) = response.into_parts();
     let length = body.size_hint().exact();
     let framing = Framing::of(parts.status, length);
-    Held {
+    HeldWrite {
         socket,
         body,
         out: Some(Out::whole(head(&parts, framing, length))),
@@ -52,7 +52,7 @@ pub(in crate::http) fn write(socket: Socket, response: Response) -> Held {
 }
 
 /// The future [`write`] returns.
-pub(in crate::http) struct Held {
+pub(in crate::http) struct HeldWrite {
     socket: Socket,
     body: Body,
     /// What is being written: the head, or frames (the last chunk with
@@ -60,7 +60,7 @@ pub(in crate::http) struct Held {
     out: Option<Out>,
     framing: Framing,
     /// How the body ended; what is left to write is in `out`.
-    end: Option<End>,
+    end: Option<BodyEnd>,
     /// While the socket takes none of `out`: when it is given up. Made
     /// only then, so a stream whose writes go out keeps no timer.
     stall: Option<Pin<Box<Sleep>>>,
@@ -68,7 +68,7 @@ pub(in crate::http) struct Held {
 
 /// How a body ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
+enum BodyEnd {
     /// Its last frame came, and the last chunk is written after it.
     Complete,
     /// It failed: what came before is written, no last chunk, so the
@@ -76,7 +76,7 @@ enum End {
     Cut,
 }
 
-impl Future for Held {
+impl Future for HeldWrite {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
@@ -117,7 +117,7 @@ impl Future for Held {
     }
 }
 
-impl Held {
+impl HeldWrite {
     /// Whether the socket has taken no byte for the bound while bytes
     /// wait; `took` says whether it took some in this poll, which starts
     /// the bound again. Registers `cx` for the bound's end.
@@ -158,11 +158,11 @@ impl Held {
                     }
                 }
                 Poll::Ready(Some(Err(_))) => {
-                    self.end = Some(End::Cut);
+                    self.end = Some(BodyEnd::Cut);
                     break;
                 }
                 Poll::Ready(None) => {
-                    self.end = Some(End::Complete);
+                    self.end = Some(BodyEnd::Complete);
                     if self.framing == Framing::Chunked {
                         batch.push(Out::whole(Bytes::from_static(b"0\r\n\r\n")));
                     }
@@ -441,7 +441,7 @@ mod tests {
 
     /// A held response over a loopback socket whose body gives `frames`,
     /// all ready at once; its head already written.
-    async fn held_with(frames: Vec<Bytes>) -> Held {
+    async fn held_with(frames: Vec<Bytes>) -> HeldWrite {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap())
             .await
@@ -454,7 +454,7 @@ mod tests {
         held
     }
 
-    async fn gathered(held: &mut Held) -> Vec<u8> {
+    async fn gathered(held: &mut HeldWrite) -> Vec<u8> {
         let out = std::future::poll_fn(|cx| held.gather(cx)).await.unwrap();
         [out.size.as_bytes(), &out.data[..], out.end].concat()
     }
@@ -467,7 +467,7 @@ mod tests {
             gathered(&mut held).await,
             b"1\r\na\r\n2\r\nbc\r\n3\r\ndef\r\n0\r\n\r\n"
         );
-        assert_eq!(held.end, Some(End::Complete));
+        assert_eq!(held.end, Some(BodyEnd::Complete));
     }
 
     #[tokio::test]
@@ -479,7 +479,7 @@ mod tests {
         assert_eq!(gathered(&mut held).await.len(), 2 * chunk);
         assert_eq!(held.end, None);
         assert_eq!(gathered(&mut held).await.len(), chunk + b"0\r\n\r\n".len());
-        assert_eq!(held.end, Some(End::Complete));
+        assert_eq!(held.end, Some(BodyEnd::Complete));
     }
 
     #[test]
@@ -491,7 +491,7 @@ mod tests {
 
     /// An endless body of 64 KiB frames held on a loopback socket whose
     /// client is returned.
-    async fn endless() -> (Held, TcpStream) {
+    async fn endless() -> (HeldWrite, TcpStream) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap())
             .await
