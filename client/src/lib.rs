@@ -181,21 +181,17 @@
 
 mod buffer;
 pub mod catalog;
-#[cfg(feature = "channel")]
-mod channel;
 mod connect;
 mod error;
 mod group;
-mod http;
 mod item;
 mod options;
 mod overlap;
 mod protocol;
 mod pump;
 mod request;
-mod source;
-mod stdio;
 mod subscription;
+mod transport;
 mod wire;
 
 pub use buffer::BufferStats;
@@ -205,8 +201,8 @@ pub use options::{
     BufferPolicy, Credentials, DEFAULT_ACK_TIMEOUT, DEFAULT_BUFFER_CAPACITY, DEFAULT_OVERLAP,
     Headers, Relisten, SubscribeOptions,
 };
-pub use stdio::StdioClient;
 pub use subscription::{FilterHandle, Subscription};
+pub use transport::stdio::StdioClient;
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

@@ -65,10 +65,7 @@ const CLIENT: Crate = Crate {
         ("pump", 5),
         ("subscription", 6),
         // The transports, and the in-process source.
-        ("channel", 7),
-        ("http", 7),
-        ("source", 7),
-        ("stdio", 7),
+        ("transport", 7),
         ("catalog", 8),
     ],
 };

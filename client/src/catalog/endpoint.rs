@@ -6,7 +6,7 @@ use std::fmt;
 use super::live::Catalog;
 use super::options::CatalogOptions;
 use crate::error::SubscribeError;
-use crate::stdio::StdioClient;
+use crate::transport::stdio::StdioClient;
 
 /// How to reach a server: its Streamable HTTP URL, or a stdio connection.
 #[derive(Clone)]

@@ -16,11 +16,11 @@ use super::options::CatalogOptions;
 use super::snapshot::Snapshot;
 use crate::connect::Connect;
 use crate::error::SubscribeError;
-use crate::http::Http;
 use crate::pump::retrying;
 use crate::request::Request;
-use crate::stdio::StdioClient;
 use crate::subscription::Subscription;
+use crate::transport::http::Http;
+use crate::transport::stdio::StdioClient;
 use mcp_subscriptions::Filter;
 
 /// The live catalog: a host's always-fresh view of one MCP server's tools,

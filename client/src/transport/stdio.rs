@@ -301,7 +301,7 @@ impl fmt::Debug for StdioClient {
 }
 
 /// One stream's inbox on a connection.
-pub(super) struct Inbox {
+pub(crate) struct Inbox {
     connection: Arc<Connection>,
     id: RequestId,
     key: String,

@@ -25,7 +25,7 @@ type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>
 
 /// One server's MCP endpoint: its listen streams and its other requests
 /// share the connection pool.
-pub(super) struct Http {
+pub(crate) struct Http {
     client: reqwest::Client,
     url: String,
     next_id: AtomicU64,
@@ -35,7 +35,7 @@ impl Http {
     /// The endpoint at `url`, refused at once unless it is `http://` (or,
     /// with the `tls` feature, `https://`, trusting the options' root
     /// certificates besides the system's).
-    pub(super) fn new(url: String, options: &SubscribeOptions) -> Result<Self, SubscribeError> {
+    pub(crate) fn new(url: String, options: &SubscribeOptions) -> Result<Self, SubscribeError> {
         check_scheme(&url, SCHEMES)?;
         Ok(Self {
             client: client(options)?,
@@ -234,7 +234,7 @@ impl Request for Http {
 }
 
 /// One stream's SSE answer.
-pub(super) struct Response(Events);
+pub(crate) struct Response(Events);
 
 impl Wire for Response {
     /// SSE comments and events without data (keep-alives) are skipped.
