@@ -152,13 +152,7 @@ async fn request(url: &str, method: &str, mut params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     // The header a request about a task names it in.
     let task = params["taskId"].as_str().map(|id| ("mcp-name", id));
-    let mut answer = post(url, &body, task.as_slice()).await;
-    // rmcp answers as an event stream of one message.
-    if answer.is_stream() {
-        answer.next().await.expect("an answer")
-    } else {
-        answer.json().await
-    }
+    post(url, &body, task.as_slice()).await.reply().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,12 +128,10 @@ impl HttpServer {
         }});
         let authorization = format!("Bearer {token}");
         let headers = [("authorization", authorization.as_str())];
-        let mut answer = super::http::post(&self.base, &request, &headers).await;
-        let reply = if answer.is_stream() {
-            answer.next().await.expect("a reply")
-        } else {
-            answer.json().await
-        };
+        let reply = super::http::post(&self.base, &request, &headers)
+            .await
+            .reply()
+            .await;
         reply["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_else(|| panic!("{tool} failed: {reply}"))

@@ -142,6 +142,16 @@ impl Answer {
     pub async fn json(self) -> Value {
         serde_json::from_slice(&self.response.bytes().await.unwrap()).unwrap()
     }
+
+    /// A request's reply, whether plain JSON or an event stream of one
+    /// message (as rmcp may answer).
+    pub async fn reply(mut self) -> Value {
+        if self.is_stream() {
+            self.next().await.expect("a reply")
+        } else {
+            self.json().await
+        }
+    }
 }
 
 /// A listen request's body: `notifications`, and a `_meta` that declares
