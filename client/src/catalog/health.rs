@@ -40,16 +40,17 @@ impl fmt::Display for Health {
         let lists = self
             .lists
             .iter()
-            .map(|(kind, health)| (format!("{kind:?}").to_lowercase(), health));
+            .filter(|(_, health)| health.is_stale())
+            .map(|(kind, _)| format!("{kind:?}").to_lowercase());
         let contents = self
             .contents
             .iter()
-            .map(|(uri, health)| (uri.clone(), health));
-        let stale: Vec<String> = std::iter::once(("discovery".to_owned(), &self.discovery))
+            .filter(|(_, health)| health.is_stale())
+            .map(|(uri, _)| uri.clone());
+        let stale: Vec<String> = (self.discovery.is_stale().then(|| "discovery".to_owned()))
+            .into_iter()
             .chain(lists)
             .chain(contents)
-            .filter(|(_, health)| health.is_stale())
-            .map(|(part, _)| part)
             .collect();
         if !stale.is_empty() {
             write!(f, "; stale: {}", stale.join(", "))?;
@@ -128,5 +129,38 @@ impl FetchHealth {
     /// fetch failed, and the last good one is what is kept.
     pub fn is_stale(&self) -> bool {
         self.last_error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_health_is_one_line_naming_its_stale_parts() {
+        let stale = FetchHealth {
+            last_error: Some(SubscribeError::Invalid("broken page".into())),
+            ..FetchHealth::default()
+        };
+        let mut health = Health {
+            listen: ListenState::Relistening {
+                attempt: 3,
+                reason: "cannot reach the server".into(),
+            },
+            discovery: FetchHealth::default(),
+            lists: BTreeMap::from([
+                (CatalogKind::Tools, stale.clone()),
+                (CatalogKind::Prompts, FetchHealth::default()),
+            ]),
+            contents: BTreeMap::from([("file:///a".to_owned(), stale)]),
+        };
+        assert_eq!(
+            health.to_string(),
+            "re-listening (attempt 3: cannot reach the server); stale: tools, file:///a"
+        );
+        health.listen = ListenState::Listening;
+        health.lists.clear();
+        health.contents.clear();
+        assert_eq!(health.to_string(), "listening");
     }
 }
