@@ -1,14 +1,12 @@
 //! What a source learns about the stream being opened: who asks, over what,
 //! and with which per-stream options.
 
-use std::num::NonZeroUsize;
-
 use rmcp::model::{ClientCapabilities, Implementation, RequestId};
 use serde_json::{Map, Value};
 
 use crate::audience::{Label, Membership, Principal};
 use crate::error::ListenParamsError;
-use crate::overflow::Overflow;
+use crate::queue::Settings;
 
 /// The `_meta` key of the protocol version a request was made under.
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -81,16 +79,8 @@ pub struct OpenContext {
     /// `extensions`.
     #[cfg(any(feature = "http", feature = "channel"))]
     pub http: Option<http::request::Parts>,
-    /// This stream's queue capacity, overriding the source's default.
-    pub capacity: Option<NonZeroUsize>,
-    /// This stream's overflow policy, overriding the source's default.
-    pub overflow: Option<Overflow>,
-    /// Whether this stream's queue coalesces duplicate signals, overriding
-    /// the source's default.
-    pub coalesce: Option<bool>,
-    /// The most bytes this stream's queue holds, overriding the source's
-    /// default.
-    pub max_queued_bytes: Option<usize>,
+    /// This stream's queue settings, overriding the source's default.
+    pub queue: Option<Settings>,
 }
 
 impl OpenContext {
@@ -140,33 +130,9 @@ impl OpenContext {
         self
     }
 
-    /// Overrides the queue capacity for this stream.
-    ///
-    /// # Panics
-    ///
-    /// When `capacity` is zero.
-    pub fn with_capacity(mut self, capacity: usize) -> Self {
-        let capacity =
-            NonZeroUsize::new(capacity).expect("a listener's capacity must be at least 1");
-        self.capacity = Some(capacity);
-        self
-    }
-
-    /// Overrides the overflow policy for this stream.
-    pub fn with_overflow(mut self, overflow: Overflow) -> Self {
-        self.overflow = Some(overflow);
-        self
-    }
-
-    /// Overrides the most bytes this stream's queue holds.
-    pub fn with_max_queued_bytes(mut self, max_queued_bytes: usize) -> Self {
-        self.max_queued_bytes = Some(max_queued_bytes);
-        self
-    }
-
-    /// Overrides whether this stream's queue coalesces duplicate signals.
-    pub fn with_coalesce(mut self, coalesce: bool) -> Self {
-        self.coalesce = Some(coalesce);
+    /// Overrides the source's queue settings for this stream.
+    pub fn with_queue(mut self, settings: Settings) -> Self {
+        self.queue = Some(settings);
         self
     }
 

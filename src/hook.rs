@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// An application callback, shared.
-pub struct Hook<F: ?Sized>(pub Arc<F>);
+pub(crate) struct Hook<F: ?Sized>(pub(crate) Arc<F>);
 
 impl<F: ?Sized> Clone for Hook<F> {
     fn clone(&self) -> Self {

@@ -35,6 +35,8 @@ mod hook;
 mod overflow;
 mod sync;
 mod wire;
+// The bounded queue under every listener, and the client's buffer.
+pub mod queue;
 // The interface a stream is served from (and what it learns about the
 // request), and the hub that implements it.
 mod context;
@@ -62,6 +64,7 @@ mod transport;
 mod session;
 
 pub use audience::Audience;
+pub use backoff::Backoff;
 pub use context::{OpenContext, TransportKind};
 pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
@@ -73,20 +76,10 @@ pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardo
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
+pub use sync::block_on_timeout;
 #[cfg(any_transport)]
 pub use transport::{Drained, Streams};
 pub use wire::{Message, SubscriptionId};
-
-/// What this workspace's client and gateway crates use of the engine's
-/// insides: not part of the public API, and changed without notice.
-#[doc(hidden)]
-pub mod __private {
-    pub use crate::backoff::Backoff;
-    pub use crate::hook::Hook;
-    pub use crate::hub::bounded::{Bounded, Pushed, Queued};
-    pub use crate::hub::reader::{Reader, Settings, Waiter};
-    pub use crate::sync::block_on_timeout;
-}
 
 /// The README's examples, compiled as doctests.
 #[cfg(all(doctest, feature = "http"))]

@@ -1,11 +1,11 @@
 //! The bounded buffer between a subscription's transport and its reader:
 //! the only state the pump task and the reader share.
 //!
-//! It is the hub's own bounded queue (`hub/bounded.rs`) and reader
-//! (`hub/reader.rs`), holding the client's items: the events, and the
-//! markers of a re-listen and a resync in their place among them. Under
-//! [`BufferPolicy::Wait`] the pump waits for room before it reads, so the
-//! queue itself is never full; the other policies are the hub's.
+//! It is the engine's public [`Queue`], holding the client's items: the
+//! events, and the markers of a re-listen and a resync in their place among
+//! them, ended by the client's [`End`]. Under [`BufferPolicy::Wait`](crate::BufferPolicy::Wait) the
+//! pump waits for room before it reads, so the queue itself is never full;
+//! the other policies are the queue's own.
 
 use std::task::{Context, Poll};
 
@@ -14,12 +14,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::item::{End, Item};
-use crate::options::{BufferPolicy, SubscribeOptions};
-use mcp_subscriptions::__private::{Bounded, Pushed, Queued};
-use mcp_subscriptions::__private::{Reader, Settings, Waiter};
+use crate::options::SubscribeOptions;
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::Overflow;
+use mcp_subscriptions::queue::{Popped, Pushed, Queue, Queued, Wakeup};
 
 /// Where every event the transport delivered is now, for one subscription.
 /// `received = delivered + dropped + coalesced + buffered + discarded`.
@@ -30,8 +28,8 @@ pub struct BufferStats {
     pub received: u64,
     /// Events handed to the reader.
     pub delivered: u64,
-    /// Events evicted ([`BufferPolicy::DropOldest`]) or lost to an overflow
-    /// ([`BufferPolicy::Disconnect`]).
+    /// Events evicted ([`BufferPolicy::DropOldest`](crate::BufferPolicy::DropOldest))
+    /// or lost to an overflow ([`BufferPolicy::Disconnect`](crate::BufferPolicy::Disconnect)).
     pub dropped: u64,
     /// Duplicates of a pending idempotent signal, absorbed.
     pub coalesced: u64,
@@ -48,12 +46,7 @@ pub struct BufferStats {
 }
 
 struct State {
-    /// The buffer's counts, lag and the reader's waker.
-    reader: Reader,
-    items: Bounded<Item>,
-    end: Option<End>,
-    /// The end was handed to the reader: nothing more comes.
-    finished: bool,
+    items: Queue<Item, End>,
     granted: Filter,
     resyncs: u64,
     duplicates: u64,
@@ -62,11 +55,12 @@ struct State {
 /// What the pump and the reader share.
 pub(super) struct Shared {
     state: Mutex<State>,
-    capacity: usize,
-    policy: BufferPolicy,
-    /// Woken when the reader takes an item: a pump waiting for room
-    /// ([`BufferPolicy::Wait`]) reads on.
-    room: Notify,
+    /// The bound the pump keeps by waiting ([`BufferPolicy::Wait`](crate::BufferPolicy::Wait)):
+    /// how many events, and how many bytes.
+    room: Option<(usize, usize)>,
+    /// Woken when the reader takes an item: a pump waiting for room reads
+    /// on.
+    made_room: Notify,
     /// Cancelled by the reader (cancel or drop); the pump ends the stream.
     pub(super) cancel: CancellationToken,
 }
@@ -86,35 +80,31 @@ impl Queued for Item {
     }
 }
 
+/// Wakes the reader, if it waits, once the buffer's lock is released, so
+/// that it does not wake only to block on it.
+fn wake(wakeup: Option<Wakeup>) {
+    wakeup.into_iter().for_each(Wakeup::wake);
+}
+
 impl Shared {
     pub(super) fn new(options: &SubscribeOptions, granted: Filter) -> Self {
-        let capacity = options.capacity.get();
-        let settings = Settings {
-            // Under `Wait` the pump keeps the bound by waiting for room.
-            capacity: match options.policy {
-                BufferPolicy::Wait => usize::MAX,
-                _ => capacity,
-            },
-            max_bytes: usize::MAX,
-            overflow: match options.policy {
-                BufferPolicy::Disconnect => Overflow::Disconnect,
-                _ => Overflow::DropOldest,
-            },
-            coalesce: options.coalesce,
+        let buffer = options.buffer;
+        let (settings, room) = if options.wait_for_room {
+            // The pump keeps the bound by waiting for room.
+            let unbounded = buffer.with_capacity(usize::MAX).with_max_bytes(usize::MAX);
+            (unbounded, Some((buffer.capacity(), buffer.max_bytes())))
+        } else {
+            (buffer, None)
         };
         Self {
             state: Mutex::new(State {
-                reader: Reader::default(),
-                items: Bounded::alone(settings),
-                end: None,
-                finished: false,
+                items: Queue::new(settings),
                 granted,
                 resyncs: 0,
                 duplicates: 0,
             }),
-            capacity,
-            policy: options.policy,
-            room: Notify::new(),
+            room,
+            made_room: Notify::new(),
             cancel: CancellationToken::new(),
         }
     }
@@ -125,14 +115,14 @@ impl Shared {
 
     pub(super) fn stats(&self) -> BufferStats {
         let state = self.state.lock();
-        let (reader, items) = (&state.reader, &state.items);
+        let counts = state.items.counts();
         BufferStats {
-            received: items.matched(),
-            delivered: reader.delivered,
-            dropped: reader.dropped,
-            coalesced: items.coalesced(),
-            buffered: items.len() as u64,
-            discarded: reader.discarded,
+            received: counts.matched,
+            delivered: counts.delivered,
+            dropped: counts.dropped,
+            coalesced: counts.coalesced,
+            buffered: counts.queued,
+            discarded: counts.discarded,
             resyncs: state.resyncs,
             duplicates: state.duplicates,
         }
@@ -149,16 +139,19 @@ impl Shared {
     }
 
     fn is_full(&self) -> bool {
-        self.policy == BufferPolicy::Wait && self.state.lock().items.len() >= self.capacity
+        self.room.is_some_and(|(events, bytes)| {
+            let state = self.state.lock();
+            state.items.len() >= events || state.items.bytes() >= bytes
+        })
     }
 
-    /// Waits until the buffer has room (only [`BufferPolicy::Wait`] ever
-    /// waits).
+    /// Waits until the buffer has room (only [`BufferPolicy::Wait`](crate::BufferPolicy::Wait)
+    /// ever waits).
     pub(super) async fn room(&self) {
         loop {
             // Registered before the check, so a read between the check and
             // the wait still wakes us.
-            let notified = self.room.notified();
+            let notified = self.made_room.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
             if !self.is_full() {
@@ -171,31 +164,22 @@ impl Shared {
     /// Buffers `event` under the policy; the events lost when the policy
     /// disconnected the subscription.
     pub(super) fn push_event(&self, event: Event) -> Result<(), u64> {
-        let (outcome, waiter) = {
+        let (outcome, wakeup) = {
             let mut state = self.state.lock();
-            let State {
-                reader, items, end, ..
-            } = &mut *state;
-            match items.push(reader, &event) {
-                Pushed::Coalesced | Pushed::NotOpen => return Ok(()),
-                Pushed::Disconnected => {
-                    let dropped = reader.dropped;
-                    *end = Some(End::Overflowed { dropped });
-                    (Err(dropped), reader.waiter.take())
-                }
-                Pushed::Queued | Pushed::DroppedOldest => (Ok(()), reader.waiter.take()),
-            }
+            let outcome = match state.items.push(&event) {
+                Pushed::Disconnected => Err(state.items.counts().dropped),
+                _ => Ok(()),
+            };
+            (outcome, state.items.wakeup())
         };
-        // Woken after the lock is released, so the reader does not wake
-        // only to block on it.
-        waiter.into_iter().for_each(Waiter::wake);
+        wake(wakeup);
         outcome
     }
 
     /// Buffers a marker after what is buffered: a re-listen replaces a
     /// re-listen still unread, and a resync takes its grant.
     pub(super) fn push_marker(&self, item: Item) {
-        let waiter = {
+        let wakeup = {
             let mut state = self.state.lock();
             if let Item::Resynced(granted) = &item {
                 state.granted = granted.clone();
@@ -205,84 +189,58 @@ impl Shared {
             state.items.push_marker(item, |last| {
                 relistening && matches!(last, Item::Relistening(_))
             });
-            state.reader.waiter.take()
+            state.items.wakeup()
         };
-        waiter.into_iter().for_each(Waiter::wake);
+        wake(wakeup);
     }
 
     /// Events the source lost before they reached the buffer.
     pub(super) fn add_lag(&self, lost: u64) {
-        let waiter = {
+        let wakeup = {
             let mut state = self.state.lock();
-            state.reader.lag += lost;
-            state.reader.waiter.take()
+            state.items.add_lag(lost);
+            state.items.wakeup()
         };
-        waiter.into_iter().for_each(Waiter::wake);
+        wake(wakeup);
     }
 
-    /// Ends the subscription with `end` after what is buffered, or at once,
-    /// discarding it, when cancelled. The first end stays.
+    /// Ends the subscription with `end` after what is buffered (the first
+    /// end stays), or at once, discarding it, when cancelled.
     pub(super) fn finish(&self, end: End) {
-        let waiter = {
+        let wakeup = {
             let mut state = self.state.lock();
-            let mut waiter = None;
-            if state.end.is_none() {
-                if end == End::Cancelled {
-                    let discarded = state.items.clear() as u64;
-                    waiter = state.reader.end(discarded);
-                }
-                state.end = Some(end);
+            if end == End::Cancelled {
+                state.items.close(end)
+            } else {
+                state.items.finish(end)
             }
-            waiter.or_else(|| state.reader.waiter.take())
         };
-        waiter.into_iter().for_each(Waiter::wake);
+        wake(wakeup);
     }
 
     pub(super) fn pop(&self, cx: Option<&Context<'_>>) -> Poll<Option<Item>> {
-        let item = {
+        let popped = {
             let mut state = self.state.lock();
-            let State {
-                reader,
-                items,
-                end,
-                finished,
-                ..
-            } = &mut *state;
-            if *finished {
-                return Poll::Ready(None);
-            }
-            if reader.lag > 0 {
-                Some(Item::Lagged(std::mem::take(&mut reader.lag)))
-            } else if let Some(item) = items.pop(reader) {
-                if item.event().is_some() {
-                    reader.delivered += 1;
-                }
-                Some(item)
-            } else if let Some(end) = end.clone() {
-                *finished = true;
-                Some(Item::End(end))
-            } else {
-                if let Some(cx) = cx {
-                    match &reader.waiter {
-                        Some(Waiter::Task(waker)) if waker.will_wake(cx.waker()) => {}
-                        _ => reader.waiter = Some(Waiter::Task(cx.waker().clone())),
-                    }
-                }
-                None
+            match cx {
+                Some(cx) => state.items.poll_pop(cx),
+                None => state.items.pop().map_or(Poll::Pending, Poll::Ready),
             }
         };
-        match item {
-            Some(item) => {
-                // Room was made: a pump waiting under `Wait` reads on.
-                self.room.notify_one();
-                Poll::Ready(Some(item))
-            }
-            None => Poll::Pending,
-        }
+        let item = match popped {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Popped::Item(item)) => item,
+            Poll::Ready(Popped::Lagged(lost)) => Item::Lagged(lost),
+            Poll::Ready(Popped::End(end)) => Item::End(end),
+            Poll::Ready(Popped::Overflowed { dropped }) => Item::End(End::Overflowed { dropped }),
+            Poll::Ready(_) => return Poll::Ready(None),
+        };
+        // Room was made: a pump waiting under `Wait` reads on.
+        self.made_room.notify_one();
+        Poll::Ready(Some(item))
     }
 
     pub(super) fn is_finished(&self) -> bool {
-        self.state.lock().finished
+        self.state.lock().items.is_closed()
     }
 }
 
@@ -292,6 +250,7 @@ mod tests {
 
     use super::*;
     use crate::item::Relistening;
+    use crate::options::BufferPolicy;
 
     fn next(shared: &Shared) -> Option<Item> {
         match shared.pop(None) {

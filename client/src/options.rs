@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +10,9 @@ use std::time::Duration;
 use rmcp::model::{ClientCapabilities, Implementation};
 
 use crate::item::{End, Relistening};
-use mcp_subscriptions::__private::Backoff;
-use mcp_subscriptions::__private::Hook;
+use mcp_subscriptions::Backoff;
 use mcp_subscriptions::Overflow;
+use mcp_subscriptions::queue::Settings;
 
 /// The default buffer capacity: events held between the transport and the
 /// reader.
@@ -43,6 +42,18 @@ pub enum BufferPolicy {
     /// Keep reading; end the subscription with
     /// [`End::Overflowed`](crate::End::Overflowed), discarding what it held.
     Disconnect,
+}
+
+impl BufferPolicy {
+    /// The buffer's overflow policy of the same name; `None` for
+    /// [`Wait`](Self::Wait), which never overflows.
+    fn overflow(self) -> Option<Overflow> {
+        match self {
+            Self::Wait => None,
+            Self::DropOldest => Some(Overflow::DropOldest),
+            Self::Disconnect => Some(Overflow::Disconnect),
+        }
+    }
 }
 
 impl From<Overflow> for BufferPolicy {
@@ -200,13 +211,16 @@ impl fmt::Debug for Credentials {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SubscribeOptions {
-    /// Events buffered between the transport and the reader, at least 1.
-    pub capacity: NonZeroUsize,
-    /// What a full buffer does.
-    pub policy: BufferPolicy,
-    /// Whether a duplicate of a pending idempotent signal (a list changed,
-    /// one URI updated) is absorbed instead of buffered again.
-    pub coalesce: bool,
+    /// The buffer between the transport and the reader: the most events
+    /// and rendered bytes it holds, whether a duplicate of a pending
+    /// idempotent signal (a list changed, one URI updated) is absorbed
+    /// instead of buffered again, and, unless [`wait_for_room`](Self::wait_for_room),
+    /// what a full buffer does (default: [`DEFAULT_BUFFER_CAPACITY`] events).
+    pub buffer: Settings,
+    /// Whether a full buffer stops the reading of the transport until the
+    /// reader makes room ([`BufferPolicy::Wait`], the default) rather than
+    /// apply the buffer's overflow policy.
+    pub wait_for_room: bool,
     /// How long the server has to acknowledge, connecting included.
     pub ack_timeout: Duration,
     /// Listen again after an abrupt end, and try a first open that failed
@@ -251,14 +265,20 @@ pub struct SubscribeOptions {
 }
 
 /// What [`SubscribeOptions::with_on_retry`] calls.
-pub(crate) type OnRetry = Hook<dyn Fn(&Relistening) + Send + Sync>;
+#[derive(Clone)]
+pub(crate) struct OnRetry(pub(crate) Arc<dyn Fn(&Relistening) + Send + Sync>);
+
+impl fmt::Debug for OnRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnRetry(..)")
+    }
+}
 
 impl Default for SubscribeOptions {
     fn default() -> Self {
         Self {
-            capacity: NonZeroUsize::new(DEFAULT_BUFFER_CAPACITY).expect("non-zero"),
-            policy: BufferPolicy::default(),
-            coalesce: false,
+            buffer: Settings::new(DEFAULT_BUFFER_CAPACITY),
+            wait_for_room: true,
             ack_timeout: DEFAULT_ACK_TIMEOUT,
             relisten: None,
             client_info: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
@@ -278,27 +298,48 @@ impl Default for SubscribeOptions {
 }
 
 impl SubscribeOptions {
+    /// Sets the buffer's bounds and policy: a full buffer applies its
+    /// overflow policy ([`with_policy(BufferPolicy::Wait)`](Self::with_policy)
+    /// after this waits for room instead).
+    pub fn with_buffer(mut self, buffer: Settings) -> Self {
+        self.buffer = buffer;
+        self.wait_for_room = false;
+        self
+    }
+
     /// Buffers at most `capacity` events.
     ///
     /// # Panics
     ///
     /// When `capacity` is zero.
     pub fn with_capacity(mut self, capacity: usize) -> Self {
-        self.capacity =
-            NonZeroUsize::new(capacity).expect("a buffer's capacity must be at least 1");
+        self.buffer = self.buffer.with_capacity(capacity);
         self
     }
 
     /// Sets what a full buffer does.
     pub fn with_policy(mut self, policy: impl Into<BufferPolicy>) -> Self {
-        self.policy = policy.into();
+        let policy = policy.into();
+        self.wait_for_room = policy == BufferPolicy::Wait;
+        if let Some(overflow) = policy.overflow() {
+            self.buffer = self.buffer.with_overflow(overflow);
+        }
         self
     }
 
     /// Absorbs duplicates of pending idempotent signals.
     pub fn with_coalesce(mut self, coalesce: bool) -> Self {
-        self.coalesce = coalesce;
+        self.buffer = self.buffer.with_coalesce(coalesce);
         self
+    }
+
+    /// What a full buffer does.
+    pub fn policy(&self) -> BufferPolicy {
+        if self.wait_for_room {
+            BufferPolicy::Wait
+        } else {
+            self.buffer.overflow().into()
+        }
     }
 
     /// Gives the server `timeout` to acknowledge.
@@ -336,7 +377,7 @@ impl SubscribeOptions {
     /// [`Item::Relistening`](crate::Item::Relistening). Without a hook a
     /// first open that keeps failing is silent until it gives up.
     pub fn with_on_retry(mut self, hook: impl Fn(&Relistening) + Send + Sync + 'static) -> Self {
-        self.on_retry = Some(Hook(Arc::new(hook)));
+        self.on_retry = Some(OnRetry(Arc::new(hook)));
         self
     }
 

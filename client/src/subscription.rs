@@ -162,11 +162,9 @@ impl Subscription {
         std::thread::Builder::new()
             .name("mcp-subscription".into())
             .spawn(move || {
-                while let Some(item) = mcp_subscriptions::__private::block_on_timeout(
-                    self.next(),
-                    std::time::Duration::MAX,
-                )
-                .flatten()
+                while let Some(item) =
+                    mcp_subscriptions::block_on_timeout(self.next(), std::time::Duration::MAX)
+                        .flatten()
                 {
                     if sender.send(item).is_err() {
                         break;

@@ -147,7 +147,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use mcp_subscriptions::__private::block_on_timeout;
+    use mcp_subscriptions::block_on_timeout;
     use mcp_subscriptions::error::StreamError;
 
     /// Messages given in advance, then a closed transport.

@@ -48,7 +48,7 @@ use crate::members::Members;
 use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
 use crate::watch::{self, Watch};
-use mcp_subscriptions::__private::Backoff;
+use mcp_subscriptions::Backoff;
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::{Event, EventKind, tasks};
 use mcp_subscriptions_client::catalog::{Catalog, CatalogSet, ListenState, Namespace};

@@ -8,18 +8,19 @@ use crate::audience::Audience;
 use crate::filter::Capabilities;
 use crate::hook::Hook;
 use crate::overflow::Overflow;
+use crate::queue::Settings;
 
 /// Builds a [`Hub`] with options; [`Hub::new`] takes every default.
 ///
 /// ```
+/// use mcp_subscriptions::queue::Settings;
 /// use mcp_subscriptions::{Hub, Overflow};
 ///
 /// let hub = Hub::builder()
-///     .capacity(64)
-///     .overflow(Overflow::Disconnect)
+///     .queue(Settings::new(64).with_overflow(Overflow::Disconnect))
 ///     .max_listeners(100)
 ///     .build();
-/// assert_eq!(hub.capacity(), 64);
+/// assert_eq!(hub.queue().capacity(), 64);
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -28,6 +29,15 @@ pub struct HubBuilder {
 }
 
 impl HubBuilder {
+    /// Each listener's queue: its bounds and policy, unless it asks for its
+    /// own (default [`Settings::default`]). [`capacity`](Self::capacity),
+    /// [`overflow`](Self::overflow), [`coalesce`](Self::coalesce) and
+    /// [`max_queued_bytes`](Self::max_queued_bytes) set one of them.
+    pub fn queue(mut self, settings: Settings) -> Self {
+        self.config.queue = settings;
+        self
+    }
+
     /// Each listener's queue capacity, unless it asks for its own
     /// (default [`DEFAULT_CAPACITY`](crate::hub::DEFAULT_CAPACITY)). Queues grow on demand up to it.
     ///
@@ -35,15 +45,14 @@ impl HubBuilder {
     ///
     /// When `capacity` is zero.
     pub fn capacity(mut self, capacity: usize) -> Self {
-        assert!(capacity > 0, "a listener's capacity must be at least 1");
-        self.config.capacity = capacity;
+        self.config.queue = self.config.queue.with_capacity(capacity);
         self
     }
 
     /// Each listener's overflow policy, unless it asks for its own (default
     /// [`Overflow::DropOldest`]).
     pub fn overflow(mut self, overflow: Overflow) -> Self {
-        self.config.overflow = overflow;
+        self.config.queue = self.config.queue.with_overflow(overflow);
         self
     }
 
@@ -79,7 +88,7 @@ impl HubBuilder {
     /// where few listeners are alike, or where a reader may fall far behind
     /// and must not lose a distinct signal to a run of duplicates.
     pub fn coalesce(mut self, coalesce: bool) -> Self {
-        self.config.coalesce = coalesce;
+        self.config.queue = self.config.queue.with_coalesce(coalesce);
         self
     }
 
@@ -90,7 +99,7 @@ impl HubBuilder {
     /// a full queue does; an event larger than the bound is still queued,
     /// alone.
     pub fn max_queued_bytes(mut self, max_queued_bytes: usize) -> Self {
-        self.config.max_queued_bytes = max_queued_bytes;
+        self.config.queue = self.config.queue.with_max_bytes(max_queued_bytes);
         self
     }
 

@@ -45,7 +45,7 @@
 //! and if the publisher's direct wake-ups fell on such readers, nobody
 //! would pass the rest on (a loom model found it).
 
-use super::reader::Waiter;
+use crate::queue::reader::Waiter;
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 
 /// The most readers of a chain a push wakes itself. One in the loom

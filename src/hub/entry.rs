@@ -4,7 +4,7 @@
 use super::id::ListenerId;
 use super::inbox::Inbox;
 use super::index::Target;
-use super::queue::Queue;
+use super::own_queue::OwnQueue;
 use super::stats::ListenerStats;
 use crate::audience::Membership;
 use crate::filter::Filter;
@@ -26,7 +26,7 @@ pub(crate) struct Entry {
 impl Entry {
     /// The same listener with its events in `queue`, its own, as a seat
     /// moved out of its lane leaves it (`filter` unless it changed).
-    pub(crate) fn in_queue(&self, filter: Filter, queue: Arc<Queue>) -> Self {
+    pub(crate) fn in_queue(&self, filter: Filter, queue: Arc<OwnQueue>) -> Self {
         Self {
             id: self.id,
             filter,
@@ -39,7 +39,7 @@ impl Entry {
     /// Its own queue as a publish's target; `None` while it sits in a lane.
     pub(crate) fn target(&self) -> Option<Target> {
         match &self.inbox {
-            Inbox::Own(queue) => Some(Target::Queue(queue.clone())),
+            Inbox::Own(queue) => Some(Target::Own(queue.clone())),
             Inbox::Seat(..) => None,
         }
     }

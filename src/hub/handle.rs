@@ -2,7 +2,6 @@
 //! the counters.
 
 use std::fmt;
-use std::num::NonZeroUsize;
 use std::task::Waker;
 
 use super::config::Config;
@@ -13,9 +12,8 @@ use super::id::ListenerId;
 use super::interest::InterestWatch;
 use super::lane::LaneKey;
 use super::listener::Listener;
+use super::own_queue::OwnQueue;
 use super::publish::PublishReport;
-use super::queue::Queue;
-use super::reader::Settings;
 use super::shared::Shared;
 use super::stats::{HubStats, ListenerStats};
 use crate::audience::Audience;
@@ -23,7 +21,7 @@ use crate::context::OpenContext;
 use crate::error::OpenError;
 use crate::event::Event;
 use crate::filter::{Capabilities, Filter};
-use crate::overflow::Overflow;
+use crate::queue::Settings;
 use crate::source::{Opened, Source};
 use crate::sync::{Arc, Ordering};
 
@@ -39,13 +37,13 @@ use crate::sync::{Arc, Ordering};
 /// [`Hub::publish`] takes an [`Event`] (already rendered to JSON once), reads
 /// the routing index for the listeners whose granted filter matches it, and
 /// pushes it into each one's bounded queue under that listener's
-/// [`Overflow`] policy, waking the reader only if it is waiting. The cost is
+/// [`Overflow`](crate::Overflow) policy, waking the reader only if it is waiting. The cost is
 /// proportional to the listeners that match, not to all listeners.
 ///
 /// # Listeners alike share a lane
 ///
 /// Listeners granted the same filter, with the same capacity and byte bound,
-/// [`Overflow::DropOldest`] and no [coalescing](crate::hub::HubBuilder::coalesce)
+/// [`Overflow::DropOldest`](crate::Overflow::DropOldest) and no [coalescing](crate::hub::HubBuilder::coalesce)
 /// (the defaults), would each hold the same events in the same order. From
 /// the second of them on, they share one ring of those events instead, each
 /// reading from its own position, as `tokio::sync::broadcast` receivers do:
@@ -135,7 +133,7 @@ pub struct Hub {
 
 impl Hub {
     /// A hub with every default: capacity [`DEFAULT_CAPACITY`](crate::hub::DEFAULT_CAPACITY) per listener,
-    /// [`Overflow::DropOldest`], at most [`DEFAULT_MAX_LISTENERS`](crate::hub::DEFAULT_MAX_LISTENERS) listeners
+    /// [`Overflow::DropOldest`](crate::Overflow::DropOldest), at most [`DEFAULT_MAX_LISTENERS`](crate::hub::DEFAULT_MAX_LISTENERS) listeners
     /// and [`DEFAULT_MAX_URIS`](crate::hub::DEFAULT_MAX_URIS) URIs each, and every
     /// core capability advertised.
     pub fn new() -> Self {
@@ -177,12 +175,7 @@ impl Hub {
     ) -> Result<Listener, OpenError> {
         let config = &self.shared.config;
         let filter = config.grant(requested)?;
-        let settings = Settings {
-            capacity: context.capacity.map_or(config.capacity, NonZeroUsize::get),
-            max_bytes: context.max_queued_bytes.unwrap_or(config.max_queued_bytes),
-            overflow: context.overflow.unwrap_or(config.overflow),
-            coalesce: context.coalesce.unwrap_or(config.coalesce),
-        };
+        let settings = context.queue.unwrap_or(config.queue);
         let membership = context.membership();
         let lane = LaneKey::of(&filter, &membership, settings, self.shared.budget.is_some());
         let mut registry = self.shared.registry.write();
@@ -195,7 +188,7 @@ impl Hub {
             });
         }
         let id = ListenerId(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
-        let queue = || Queue::new(id, settings, self.shared.budget.clone());
+        let queue = || OwnQueue::new(id, settings, self.shared.budget.clone());
         let (inbox, unpaired) = registry.place(lane, &filter, &membership, queue);
         let entry = Arc::new(Entry {
             id,
@@ -349,26 +342,9 @@ impl Hub {
         self.shared.registry.read().completed
     }
 
-    /// Each listener's queue capacity, unless it asked for its own.
-    pub fn capacity(&self) -> usize {
-        self.shared.config.capacity
-    }
-
-    /// Each listener's overflow policy, unless it asked for its own.
-    pub fn overflow(&self) -> Overflow {
-        self.shared.config.overflow
-    }
-
-    /// Whether queues coalesce duplicate signals, unless a listener asked
-    /// otherwise.
-    pub fn coalesce(&self) -> bool {
-        self.shared.config.coalesce
-    }
-
-    /// The most bytes each listener's queue holds, unless it asked for its
-    /// own.
-    pub fn max_queued_bytes(&self) -> usize {
-        self.shared.config.max_queued_bytes
+    /// Each listener's queue settings, unless it asked for its own.
+    pub fn queue(&self) -> Settings {
+        self.shared.config.queue
     }
 
     /// The most bytes all listeners' queues hold together, when bounded.

@@ -7,14 +7,14 @@
 //! [`Inbox::moved`]) reads the queue directly from then on.
 
 use super::lane::{Lane, Seat};
-use super::queue::Queue;
-use super::reader::{Snapshot, Waiter};
+use super::own_queue::OwnQueue;
+use crate::queue::reader::{Snapshot, Waiter};
 use crate::source::Next;
 use crate::sync::Arc;
 
 #[derive(Debug)]
 pub(crate) enum Inbox {
-    Own(Arc<Queue>),
+    Own(Arc<OwnQueue>),
     /// A lane, and the member's seat in it.
     Seat(Arc<Lane>, Seat),
 }
@@ -23,7 +23,7 @@ impl Inbox {
     /// Takes the next item, or, when there is none yet, lets `register`
     /// install a waiter (see [`Reader::pop_or_register`]).
     ///
-    /// [`Reader::pop_or_register`]: super::reader::Reader::pop_or_register
+    /// [`Reader::pop_or_register`]: crate::queue::reader::Reader::pop_or_register
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
@@ -37,7 +37,7 @@ impl Inbox {
 
     /// The queue a seat moved out to, if it did.
     #[inline]
-    pub(crate) fn moved(&self) -> Option<Arc<Queue>> {
+    pub(crate) fn moved(&self) -> Option<Arc<OwnQueue>> {
         match self {
             Self::Seat(lane, seat) if lane.has_moved_out() => lane.moved(seat),
             _ => None,

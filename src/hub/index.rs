@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use super::lane::Lane;
-use super::queue::Queue;
+use super::own_queue::OwnQueue;
 use crate::event::EventKind;
 use crate::filter::Filter;
 use crate::sync::Arc;
@@ -21,7 +21,7 @@ use crate::sync::Arc;
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
     /// A listener's own queue.
-    Queue(Arc<Queue>),
+    Own(Arc<OwnQueue>),
     Lane(Arc<Lane>),
 }
 
@@ -32,7 +32,7 @@ pub(crate) type TargetId = usize;
 impl Target {
     pub(crate) fn id(&self) -> TargetId {
         match self {
-            Self::Queue(queue) => Arc::as_ptr(queue) as usize,
+            Self::Own(queue) => Arc::as_ptr(queue) as usize,
             Self::Lane(lane) => Arc::as_ptr(lane) as usize,
         }
     }
@@ -208,21 +208,23 @@ mod tests {
     use crate::event::{ListKind, Selector};
     use crate::filter::Filter;
     use crate::hub::id::ListenerId;
-    use crate::hub::reader::Settings;
-    use crate::overflow::Overflow;
+    use crate::queue::Settings;
 
     /// Listener `id`'s queue, and the filter it is routed by.
-    fn entry(id: u64, filter: Filter) -> (Arc<Queue>, Filter) {
-        let settings = Settings::new(1, Overflow::DropOldest, false);
-        (Arc::new(Queue::new(ListenerId(id), settings, None)), filter)
+    fn entry(id: u64, filter: Filter) -> (Arc<OwnQueue>, Filter) {
+        let settings = Settings::new(1);
+        (
+            Arc::new(OwnQueue::new(ListenerId(id), settings, None)),
+            filter,
+        )
     }
 
-    fn insert(index: &mut Index, (queue, filter): &(Arc<Queue>, Filter)) {
-        index.insert(&Target::Queue(queue.clone()), filter);
+    fn insert(index: &mut Index, (queue, filter): &(Arc<OwnQueue>, Filter)) {
+        index.insert(&Target::Own(queue.clone()), filter);
     }
 
-    fn remove(index: &mut Index, (queue, filter): &(Arc<Queue>, Filter)) {
-        index.remove(&Target::Queue(queue.clone()), filter);
+    fn remove(index: &mut Index, (queue, filter): &(Arc<OwnQueue>, Filter)) {
+        index.remove(&Target::Own(queue.clone()), filter);
     }
 
     fn matches(index: &Index, kind: &EventKind) -> Vec<u64> {
@@ -231,7 +233,7 @@ mod tests {
             .into_iter()
             .flatten()
             .map(|target| match target {
-                Target::Queue(queue) => queue.id().0,
+                Target::Own(queue) => queue.id().0,
                 Target::Lane(_) => panic!("the test indexes queues only"),
             })
             .collect();

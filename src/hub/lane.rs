@@ -4,7 +4,7 @@
 //! (drop-oldest, no coalescing, one capacity and one byte bound, no
 //! hub-wide byte budget) would each hold the same events in the same order.
 //! A lane holds them once, in a [`Ring`], and each member, a seat, keeps
-//! its [`Reader`] and its position in the ring. A publish into a lane is
+//! its reader and its position in the ring. A publish into a lane is
 //! one push, however many members it has, and a member's reader finds for
 //! itself what eviction cost it, as `broadcast` receivers do. The ring
 //! counts, per event, the members yet to read it, so a publish still
@@ -52,16 +52,18 @@
 
 use std::collections::VecDeque;
 
-use super::bounded::Pushed;
 use super::chain::Chain;
+use super::end::{ListenerEnd, ListenerReader};
 use super::id::ListenerId;
-use super::queue::Queue;
-use super::reader::{Reader, Settings, Snapshot, Waiter};
+use super::own_queue::OwnQueue;
 use super::ring::{Bounds, Cursor, InRing, Ring};
 use crate::audience::Membership;
 use crate::event::{Event, ListKind};
 use crate::filter::Filter;
 use crate::overflow::Overflow;
+use crate::queue::Pushed;
+use crate::queue::Settings;
+use crate::queue::reader::{Snapshot, Waiter};
 use crate::source::Next;
 use crate::sync::{Arc, AtomicBool, Mutex, MutexGuard, Ordering};
 
@@ -186,14 +188,14 @@ fn held(place: &mut Option<Place>) -> &mut Place {
 enum Place {
     Member(Member),
     /// Moved out to a queue of its own (see the module docs).
-    Moved(Arc<Queue>),
+    Moved(Arc<OwnQueue>),
 }
 
 /// A member: its reader and its place in the ring. Its reader keeps no
 /// waiter: the lane's waiting list does.
 #[derive(Debug)]
 struct Member {
-    reader: Reader,
+    reader: ListenerReader,
     cursor: Cursor,
     listing: Listing,
 }
@@ -241,7 +243,7 @@ impl Lane {
             block: state.blocks[index / SEATS_PER_BLOCK].clone(),
         };
         *seat.place() = Some(Place::Member(Member {
-            reader: Reader::default(),
+            reader: ListenerReader::default(),
             cursor: Cursor::at(at),
             listing: Listing::default(),
         }));
@@ -292,7 +294,7 @@ impl Lane {
         tally[Pushed::DroppedOldest as usize] += lost;
     }
 
-    /// As [`Reader::pop_or_register`], for the member at `seat` (read on
+    /// As `Reader::pop_or_register`, for the member at `seat` (read on
     /// its queue if it moved out). An event is taken under the seat's lock
     /// alone, so members read side by side; only a member that finds
     /// nothing takes the lane's lock, to register where the next push
@@ -363,21 +365,23 @@ impl Lane {
         let state = &mut *state;
         // The member's reader keeps no waiter: the one it registers goes
         // to the lane's list, once per round however often it registers.
-        reader.pop_or_register(&mut storage, |_| {
-            if let Some(listed) = state.listed(listing) {
-                return register(listed);
-            }
-            let mut waiter = None;
-            register(&mut waiter);
-            if waiter.is_some() {
-                *listing = Listing {
-                    round: state.round,
-                    at: u32::try_from(state.waiting.len())
-                        .expect("a round lists each member at most once"),
-                };
-                state.waiting.push(waiter);
-            }
-        })
+        reader
+            .pop_or_register(&mut storage, |_| {
+                if let Some(listed) = state.listed(listing) {
+                    return register(listed);
+                }
+                let mut waiter = None;
+                register(&mut waiter);
+                if waiter.is_some() {
+                    *listing = Listing {
+                        round: state.round,
+                        at: u32::try_from(state.waiting.len())
+                            .expect("a round lists each member at most once"),
+                    };
+                    state.waiting.push(waiter);
+                }
+            })
+            .map(Next::from)
     }
 
     /// Passes on every wake-up the lane's chain holds: its member leaves
@@ -395,7 +399,7 @@ impl Lane {
     }
 
     /// The queue the member at `seat` moved out to, if it did.
-    pub(crate) fn moved(&self, seat: &Seat) -> Option<Arc<Queue>> {
+    pub(crate) fn moved(&self, seat: &Seat) -> Option<Arc<OwnQueue>> {
         match held(&mut seat.place()) {
             Place::Moved(queue) => Some(queue.clone()),
             Place::Member(_) => None,
@@ -408,45 +412,45 @@ impl Lane {
         self.with_member(
             seat,
             |member, _, state| drop(state.take_listed(member)),
-            Queue::forget_waiter,
+            OwnQueue::forget_waiter,
         );
         self.chain.pass_on_all();
     }
 
-    /// As [`Reader::complete`], with the waiter the member listed.
+    /// As [`OwnQueue::complete`], with the waiter the member listed.
     pub(crate) fn complete(&self, seat: &Seat) -> Option<Waiter> {
         self.with_member(
             seat,
             |member, _, state| {
                 // Only an open member registers, and only it needs waking.
-                member.reader.complete();
+                member.reader.finish(ListenerEnd::Complete);
                 state.take_listed(member)
             },
-            Queue::complete,
+            OwnQueue::complete,
         )
     }
 
-    /// As [`Queue::stop`]: the member leaves, and what it had yet to read
+    /// As [`OwnQueue::stop`]: the member leaves, and what it had yet to read
     /// is discarded. It reads no more, so it passes on every wake-up the
     /// lane's chain holds.
     pub(crate) fn stop(&self, seat: &Seat) -> Option<Waiter> {
         let waiter = self.leave(
             seat,
-            |reader, discarded| drop(reader.end(discarded)),
-            Queue::stop,
+            |reader, discarded| drop(reader.close(discarded)),
+            OwnQueue::stop,
         );
         self.chain.pass_on_all();
         waiter
     }
 
-    /// As [`Queue::revoke`]: the member leaves, discarding what it had yet
+    /// As [`OwnQueue::revoke`]: the member leaves, discarding what it had yet
     /// to read, and its reader is told it was revoked (reading that, it
     /// passes the chain on as any take does).
     pub(crate) fn revoke(&self, seat: &Seat) -> Option<Waiter> {
         self.leave(
             seat,
-            |reader, discarded| drop(reader.revoke(discarded)),
-            Queue::revoke,
+            |reader, discarded| drop(reader.close_with(ListenerEnd::Revoked, discarded)),
+            OwnQueue::revoke,
         )
     }
 
@@ -456,8 +460,8 @@ impl Lane {
     fn leave(
         &self,
         seat: &Seat,
-        end: impl FnOnce(&mut Reader, u64),
-        on_moved: impl FnOnce(&Queue) -> Option<Waiter>,
+        end: impl FnOnce(&mut ListenerReader, u64),
+        on_moved: impl FnOnce(&OwnQueue) -> Option<Waiter>,
     ) -> Option<Waiter> {
         self.with_member(
             seat,
@@ -472,7 +476,7 @@ impl Lane {
         )
     }
 
-    /// As [`Queue::snapshot`]; under the lane's lock, so that no push moves
+    /// As [`OwnQueue::snapshot`]; under the lane's lock, so that no push moves
     /// the ring between the counts it reads.
     pub(crate) fn snapshot(&self, seat: &Seat) -> Snapshot {
         self.with_member(
@@ -482,13 +486,13 @@ impl Lane {
                     .reader
                     .snapshot(member.cursor.stored(ring), self.settings)
             },
-            Queue::snapshot,
+            OwnQueue::snapshot,
         )
     }
 
     /// Moves the member at `seat`, listener `id`'s, out of the lane into a
     /// queue of its own (see the module docs), and returns that queue.
-    pub(crate) fn move_out(&self, seat: &Seat, id: ListenerId) -> Arc<Queue> {
+    pub(crate) fn move_out(&self, seat: &Seat, id: ListenerId) -> Arc<OwnQueue> {
         let mut state = self.state.lock();
         let mut place = seat.place();
         let place = held(&mut place);
@@ -510,7 +514,7 @@ impl Lane {
         }
         let matched = cursor.stored(&self.ring).matched;
         let reader = std::mem::take(reader);
-        let queue = Arc::new(Queue::handed_over(
+        let queue = Arc::new(OwnQueue::handed_over(
             id,
             self.settings,
             reader,
@@ -541,7 +545,7 @@ impl Lane {
         &self,
         seat: &Seat,
         on_member: impl FnOnce(&mut Member, &Ring, &mut State) -> T,
-        on_moved: impl FnOnce(&Queue) -> T,
+        on_moved: impl FnOnce(&OwnQueue) -> T,
     ) -> T {
         let mut state = self.state.lock();
         match held(&mut seat.place()) {
@@ -568,7 +572,7 @@ impl State {
 }
 
 impl Member {
-    /// As [`Reader::pop_or_register`] with nothing to register: reading
+    /// As `Reader::pop_or_register` with nothing to register: reading
     /// the ring at its cursor.
     #[inline(always)]
     fn pop(&mut self, ring: &Ring) -> Option<Next> {
@@ -576,7 +580,9 @@ impl Member {
             cursor: &mut self.cursor,
             ring,
         };
-        self.reader.pop_or_register(&mut storage, |_| {})
+        self.reader
+            .pop_or_register(&mut storage, |_| {})
+            .map(Next::from)
     }
 }
 

@@ -11,12 +11,12 @@ use futures_core::Stream;
 
 use super::entry::Entry;
 use super::id::ListenerId;
-use super::queue::Queue;
-use super::reader::Waiter;
+use super::own_queue::OwnQueue;
 use super::shared::Shared;
 use super::stats::{ListenerStats, Retirement};
 use crate::error::{OpenError, StreamError};
 use crate::filter::Filter;
+use crate::queue::reader::Waiter;
 use crate::source::{CloseReason, Next, SourceHandle};
 use crate::sync::{Arc, park_until};
 
@@ -181,7 +181,7 @@ impl Listener {
     /// Reads `queue`, where its seat moved, from now on; the old entry,
     /// dropped, frees the seat.
     #[cold]
-    fn follow(&mut self, queue: Arc<Queue>) {
+    fn follow(&mut self, queue: Arc<OwnQueue>) {
         self.entry.inbox.pass_on_all();
         self.entry = Arc::new(self.entry.in_queue(self.entry.filter.clone(), queue));
     }

@@ -9,16 +9,18 @@ mod loom_model_queue {
 
     use crate::event::Event;
     use crate::hub::id::ListenerId;
-    use crate::hub::queue::Queue;
-    use crate::hub::reader::{Settings, Waiter};
+    use crate::hub::own_queue::OwnQueue;
     use crate::overflow::Overflow;
+    use crate::queue::reader::{Settings, Waiter};
     use crate::source::Next;
     use crate::sync::Arc;
 
-    fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> Queue {
-        Queue::new(
+    fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> OwnQueue {
+        OwnQueue::new(
             ListenerId(0),
-            Settings::new(capacity, overflow, coalesce),
+            Settings::new(capacity)
+                .with_overflow(overflow)
+                .with_coalesce(coalesce),
             None,
         )
     }
@@ -51,7 +53,7 @@ mod loom_model_queue {
                 })
             };
             let mut seen = Vec::new();
-            let mut drain = |queue: &Queue| {
+            let mut drain = |queue: &OwnQueue| {
                 while let Some(next) = queue.pop_or_register(|_| {}) {
                     match next {
                         Next::Event(event) => seen.push(event.to_plain_json()),
@@ -172,16 +174,16 @@ mod lane_support {
 
     use crate::event::Event;
     use crate::filter::Filter;
-    use crate::hub::bounded::Pushed;
     use crate::hub::lane::{Lane, LaneKey};
-    use crate::hub::reader::{Settings, Waiter};
     use crate::overflow::Overflow;
+    use crate::queue::Pushed;
+    use crate::queue::reader::{Settings, Waiter};
     use crate::sync::Arc;
 
     /// A lane of `capacity`, dropping its oldest.
     pub(super) fn lane(capacity: usize) -> Arc<Lane> {
         let filter = Filter::new().with_resource("a");
-        let settings = Settings::new(capacity, Overflow::DropOldest, false);
+        let settings = Settings::new(capacity);
         let key = LaneKey::of(&filter, &Default::default(), settings, false).unwrap();
         Arc::new(Lane::new(&key))
     }
@@ -212,7 +214,7 @@ mod loom_model_lane {
 
     use crate::event::Event;
     use crate::hub::loom::lane_support::{lane, publisher};
-    use crate::hub::reader::Waiter;
+    use crate::queue::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 
@@ -307,7 +309,7 @@ mod loom_model_chain {
     use crate::hub::id::ListenerId;
     use crate::hub::lane::{Lane, Seat};
     use crate::hub::loom::lane_support::{lane, publish};
-    use crate::hub::reader::Waiter;
+    use crate::queue::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 
@@ -402,7 +404,7 @@ mod loom_model_leaving {
     use loom::thread;
 
     use crate::hub::loom::lane_support::{lane, publisher};
-    use crate::hub::reader::Waiter;
+    use crate::queue::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 

@@ -44,13 +44,12 @@
 //! of shared writes over the fan-out's regimes is in `census`, compiled
 //! only under `--cfg mcp_subscriptions_census`.
 
-pub(crate) mod bounded;
-mod budget;
 mod builder;
 #[cfg(all(test, mcp_subscriptions_census))]
 mod census;
 mod chain;
 mod config;
+mod end;
 mod entry;
 mod forward;
 mod handle;
@@ -62,21 +61,20 @@ mod lane;
 mod listener;
 #[cfg(all(test, mcp_subscriptions_loom))]
 mod loom;
+mod own_queue;
 mod publish;
-mod queue;
-pub(crate) mod reader;
 mod registry;
 mod ring;
 mod routes;
 mod shared;
 mod stats;
-mod succession;
 
 pub use crate::counts::Counts;
 pub use crate::filter::DEFAULT_MAX_URIS;
 pub use crate::filter::InterestKey;
+pub use crate::queue::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES};
 pub use builder::HubBuilder;
-pub use config::{DEFAULT_CAPACITY, DEFAULT_MAX_LISTENERS, DEFAULT_MAX_QUEUED_BYTES};
+pub use config::DEFAULT_MAX_LISTENERS;
 #[cfg(any_relay)]
 pub(crate) use forward::Forward;
 pub use handle::Hub;

@@ -10,13 +10,13 @@ use std::cell::Cell;
 use std::ops::Deref;
 use std::task::Waker;
 
-use super::bounded::Pushed;
 use super::index::Target;
-use super::reader::Waiter;
 use super::registry::Registry;
 use super::shared::Shared;
 use super::stats::Retirement;
 use crate::event::{Event, EventKind};
+use crate::queue::Pushed;
+use crate::queue::reader::Waiter;
 use crate::sync::Ordering;
 
 /// The outcome of one [`Hub::publish`](crate::Hub::publish), counted in
@@ -66,7 +66,7 @@ impl Shared {
             // closing and completing (all brief) exclude them.
             let registry = self.registry_for(&event, &routed);
             let mut push = |target: &Target| match target {
-                Target::Queue(queue) => {
+                Target::Own(queue) => {
                     let (pushed, waiter) = queue.push(&event);
                     tally[pushed as usize] += 1;
                     if waiter.is_some() {

@@ -16,14 +16,14 @@ use super::inbox::Inbox;
 use super::index::Target;
 use super::interest::Interest;
 use super::lane::{Lane, LaneKey};
-use super::queue::Queue;
-use super::reader::Waiter;
+use super::own_queue::OwnQueue;
 use super::routes::Routes;
 use super::stats::{ClosedCounts, Retired, Retirement};
 use crate::audience::{Audience, Member, Membership};
 use crate::counts::Counts;
 use crate::event::EventKind;
 use crate::filter::Filter;
+use crate::queue::reader::Waiter;
 use crate::sync::Arc;
 
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ impl Registry {
         lane: Option<LaneKey>,
         filter: &Filter,
         membership: &Membership,
-        queue: impl FnOnce() -> Queue,
+        queue: impl FnOnce() -> OwnQueue,
     ) -> (Inbox, Option<u64>) {
         let own = |unpaired| (Inbox::Own(Arc::new(queue())), unpaired);
         let Some(key) = lane.filter(|_| !self.lanes_closed) else {
@@ -102,7 +102,7 @@ impl Registry {
     pub(crate) fn admit(&mut self, entry: Arc<Entry>) {
         if let Inbox::Own(queue) = &entry.inbox {
             self.routes.insert(
-                &Target::Queue(queue.clone()),
+                &Target::Own(queue.clone()),
                 &entry.filter,
                 &entry.membership,
             );
@@ -124,7 +124,7 @@ impl Registry {
         let entry = self.entries.remove(&id)?;
         match &entry.inbox {
             Inbox::Own(queue) => self.routes.remove(
-                &Target::Queue(queue.clone()),
+                &Target::Own(queue.clone()),
                 &entry.filter,
                 &entry.membership,
             ),
@@ -167,7 +167,7 @@ impl Registry {
     /// once it is retired.
     pub(crate) fn refilter(&mut self, id: ListenerId, filter: Filter) -> Option<Arc<Entry>> {
         let (entry, queue) = self.unroute(id)?;
-        let target = Target::Queue(queue.clone());
+        let target = Target::Own(queue.clone());
         self.routes.insert(&target, &filter, &entry.membership);
         // Admitted before the old is retired: a key in both stays watched.
         self.interest.admit(&filter);
@@ -188,7 +188,7 @@ impl Registry {
             return;
         }
         if let Some((entry, queue)) = self.unroute(id) {
-            let target = Target::Queue(queue.clone());
+            let target = Target::Own(queue.clone());
             self.routes
                 .insert(&target, &entry.filter, &entry.membership);
             let alone = entry.in_queue(entry.filter.clone(), queue);
@@ -198,11 +198,11 @@ impl Registry {
 
     /// Takes listener `id` out of the routes (and its lane, moving it out
     /// to a queue of its own): its entry, and that queue, to route anew.
-    fn unroute(&mut self, id: ListenerId) -> Option<(Arc<Entry>, Arc<Queue>)> {
+    fn unroute(&mut self, id: ListenerId) -> Option<(Arc<Entry>, Arc<OwnQueue>)> {
         let entry = self.entries.get(&id)?.clone();
         let queue = match &entry.inbox {
             Inbox::Own(queue) => {
-                let target = Target::Queue(queue.clone());
+                let target = Target::Own(queue.clone());
                 self.routes
                     .remove(&target, &entry.filter, &entry.membership);
                 queue.clone()
@@ -335,7 +335,7 @@ impl Registry {
             }
             let queue = lane.move_out(seat, entry.id);
             self.routes
-                .insert(&Target::Queue(queue.clone()), filter, membership);
+                .insert(&Target::Own(queue.clone()), filter, membership);
             // The listener keeps the old entry (and with it the seat) until
             // it finds the seat moved; the registry's is the queue's.
             *entry = Arc::new(entry.in_queue(entry.filter.clone(), queue));

@@ -52,8 +52,8 @@
 //! where it joined and left, from which its counts follow. Read through
 //! [`InRing`], the cursor is the member's [`Storage`] for its reader.
 
-use super::reader::{Reader, Storage, Stored};
 use crate::event::Event;
+use crate::queue::reader::{Reader, Storage, Stored};
 use crate::sync::{AtomicU64, Mutex, OnceLock, Ordering};
 
 /// Slots allocated together (a kibibyte); a fixed size, so that finding a
@@ -346,13 +346,14 @@ pub(crate) struct InRing<'a> {
 
 impl Storage for InRing<'_> {
     #[inline(always)]
-    fn take(&mut self, reader: &mut Reader) -> Option<Event> {
+    fn take<E>(&mut self, reader: &mut Reader<E>) -> Option<Event> {
         if self.cursor.has_left() {
             return None;
         }
         match self.ring.read(self.cursor.next) {
             Read::Event(event, depth) => {
                 reader.max_depth = reader.max_depth.max(depth);
+                reader.delivered += 1;
                 self.cursor.next += 1;
                 Some(event)
             }
@@ -386,12 +387,12 @@ impl Cursor {
 
     /// Moves on past what eviction took from it, counting it as dropped
     /// and owed to the reader as lag.
-    pub(crate) fn catch_up(&mut self, ring: &Ring, reader: &mut Reader) {
+    pub(crate) fn catch_up<E>(&mut self, ring: &Ring, reader: &mut Reader<E>) {
         self.lost_up_to(ring.position(self.next), reader);
     }
 
     #[cold]
-    fn lost_up_to(&mut self, at: u64, reader: &mut Reader) {
+    fn lost_up_to<E>(&mut self, at: u64, reader: &mut Reader<E>) {
         let lost = at.saturating_sub(self.next);
         reader.dropped += lost;
         reader.lag += lost;
@@ -402,14 +403,19 @@ impl Cursor {
     /// reads, except when the byte bound evicts, so noting it at each read,
     /// before such an eviction, on leaving and in each snapshot finds the
     /// deepest it has been.
-    pub(crate) fn note_depth(&self, ring: &Ring, reader: &mut Reader) {
+    pub(crate) fn note_depth<E>(&self, ring: &Ring, reader: &mut Reader<E>) {
         if !self.has_left() {
             reader.max_depth = reader.max_depth.max(ring.depth(self.next));
         }
     }
 
     /// Leaves the ring, if it has not yet; how many events it had not read.
-    pub(crate) fn leave(&mut self, ring: &Ring, bounds: &mut Bounds, reader: &mut Reader) -> u64 {
+    pub(crate) fn leave<E>(
+        &mut self,
+        ring: &Ring,
+        bounds: &mut Bounds,
+        reader: &mut Reader<E>,
+    ) -> u64 {
         if self.has_left() {
             return 0;
         }

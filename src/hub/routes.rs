@@ -90,21 +90,20 @@ mod tests {
     use crate::audience::Audience;
     use crate::event::ListKind;
     use crate::hub::id::ListenerId;
-    use crate::hub::queue::Queue;
-    use crate::hub::reader::Settings;
-    use crate::overflow::Overflow;
+    use crate::hub::own_queue::OwnQueue;
+    use crate::queue::Settings;
     use crate::sync::Arc;
 
     fn target(id: u64) -> Target {
-        let settings = Settings::new(1, Overflow::DropOldest, false);
-        Target::Queue(Arc::new(Queue::new(ListenerId(id), settings, None)))
+        let settings = Settings::new(1);
+        Target::Own(Arc::new(OwnQueue::new(ListenerId(id), settings, None)))
     }
 
     fn ids(targets: &[Target]) -> Vec<u64> {
         let mut ids: Vec<u64> = targets
             .iter()
             .map(|target| match target {
-                Target::Queue(queue) => queue.id().0,
+                Target::Own(queue) => queue.id().0,
                 Target::Lane(_) => panic!("the test routes queues only"),
             })
             .collect();

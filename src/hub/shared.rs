@@ -1,13 +1,13 @@
 //! What every handle and listener of one hub share.
 
-use super::budget::Budget;
 use super::config::Config;
 use super::forward::Door;
 use super::id::ListenerId;
-use super::reader::Waiter;
 use super::registry::Registry;
 use super::stats::{Retired, Retirement};
 use crate::audience::Audience;
+use crate::queue::budget::Budget;
+use crate::queue::reader::Waiter;
 use crate::sync::{Arc, AtomicU64, AtomicUsize, RwLock};
 
 pub(crate) struct Shared {

@@ -21,8 +21,8 @@ use super::stats::{Counters, RelayStats, bump};
 use crate::audience::Audience;
 use crate::backoff::random_u64;
 use crate::event::Event;
-use crate::hub::bounded::Pushed;
 use crate::hub::{Forward, Hub};
+use crate::queue::Pushed;
 
 /// Closes the relay, and detaches it from its hub, when the last handle
 /// goes.

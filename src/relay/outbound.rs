@@ -10,7 +10,7 @@
 //! [succession](crate::Succession)), and a newer one takes a pending older
 //! one's place.
 //!
-//! It is the hub's own bounded queue (`hub/bounded.rs`) under drop-oldest
+//! It is a [`Queue`](crate::queue::Queue) under drop-oldest
 //! with coalescing, with no reader waiting on it: the relay's task takes
 //! what is queued when the broker is ready.
 //!
@@ -20,34 +20,24 @@
 //! sent ahead of it, so an event published after a revocation never
 //! reaches another replica before it.
 
-use std::collections::VecDeque;
-
 use crate::audience::Audience;
 use crate::event::Event;
-use crate::hub::bounded::{Bounded, Pushed};
-use crate::hub::reader::{Reader, Settings, Storage};
-use crate::overflow::Overflow;
+use crate::queue::{Popped, Pushed, Queue, Settings};
 
 #[derive(Debug)]
 pub(crate) struct Outbound {
-    /// Kept for the storage's bookkeeping; the relay counts from what each
-    /// push did.
-    reader: Reader,
-    events: Bounded,
+    /// The relay counts from what each push did, not from its counts.
+    events: Queue,
     revocations: Vec<Audience>,
 }
 
 impl Outbound {
     pub(crate) fn new(capacity: usize) -> Self {
-        let settings = Settings {
-            capacity: capacity.max(1),
-            max_bytes: usize::MAX,
-            overflow: Overflow::DropOldest,
-            coalesce: true,
-        };
+        let settings = Settings::new(capacity.max(1))
+            .with_max_bytes(usize::MAX)
+            .with_coalesce(true);
         Self {
-            reader: Reader::default(),
-            events: Bounded::new(settings, None, VecDeque::new(), 0),
+            events: Queue::new(settings),
             revocations: Vec::new(),
         }
     }
@@ -69,13 +59,20 @@ impl Outbound {
     /// [`Pushed::Coalesced`] (drop-oldest never disconnects, and the queue
     /// never closes).
     pub(crate) fn push(&mut self, event: Event) -> Pushed {
-        self.events.push(&mut self.reader, &event)
+        self.events.push(&event)
     }
 
     fn pop(&mut self) -> Option<Event> {
-        // Drops are counted in the relay's stats; the broker is owed no lag.
-        self.reader.lag = 0;
-        self.events.take(&mut self.reader)
+        loop {
+            match self.events.pop()? {
+                Popped::Item(event) => return Some(event),
+                // Drops are counted in the relay's stats; the broker is owed
+                // no lag.
+                Popped::Lagged(_) => {}
+                // It never ends.
+                _ => return None,
+            }
+        }
     }
 
     /// Every queued revocation, and the oldest `max` events (all of them

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::hub::ListenerStats;
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, ListKind, Listener, Next,
     OpenContext, Overflow, Selector, hub::PublishReport,
@@ -258,10 +259,12 @@ fn run(ops: Vec<Op>) {
                 } else {
                     Overflow::DropOldest
                 };
-                let context = OpenContext::default()
-                    .with_capacity(capacity)
-                    .with_overflow(policy)
-                    .with_coalesce(coalesce);
+                let context = OpenContext::default().with_queue(
+                    Settings::default()
+                        .with_capacity(capacity)
+                        .with_overflow(policy)
+                        .with_coalesce(coalesce),
+                );
                 match hub.listen_with(&filter(&keys, everything), &context) {
                     Ok(listener) => {
                         assert!(!completed);

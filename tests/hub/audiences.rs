@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use mcp_subscriptions::error::StreamError;
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{
     Audience, Event, Filter, Hub, Listener, Next, OpenContext, Overflow, Succession,
     audience::{Label, Principal},
@@ -125,7 +126,8 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     context = context.with_label(Label::new(LABELS[l]));
                 }
                 if own_queue {
-                    context = context.with_overflow(Overflow::Disconnect);
+                    context =
+                        context.with_queue(Settings::default().with_overflow(Overflow::Disconnect));
                 }
                 let listener = hub.listen_with(&filter, &context).unwrap();
                 listeners.push(Modelled {
@@ -319,8 +321,11 @@ fn a_revocation_of_many_streams_ends_every_one_of_them_and_no_other() {
     // queues of their own (a listener that coalesces has its own).
     let mut alice: Vec<_> = (0..700)
         .map(|i| {
-            hub.listen_with(&tools, &of("alice").with_coalesce(i % 2 == 0))
-                .unwrap()
+            hub.listen_with(
+                &tools,
+                &of("alice").with_queue(Settings::default().with_coalesce(i % 2 == 0)),
+            )
+            .unwrap()
         })
         .collect();
     let mut bob = hub.listen_with(&tools, &of("bob")).unwrap();

@@ -2,6 +2,7 @@
 //! resource updates holds at most its byte bound, and a hub-wide bound
 //! holds across listeners; everything stays accounted for.
 
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{Event, Filter, Hub, OpenContext, Overflow};
 use serde_json::json;
 
@@ -49,7 +50,7 @@ fn a_listener_may_ask_for_its_own_byte_bound() {
     let small = hub
         .listen_with(
             &Filter::new().with_resource("file:///big"),
-            &OpenContext::default().with_max_queued_bytes(3 * KB_100),
+            &OpenContext::default().with_queue(Settings::default().with_max_bytes(3 * KB_100)),
         )
         .unwrap();
     let default = hub

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{Event, EventKind, Filter, Hub, ListKind, Next, OpenContext};
 
 const CAPACITY: usize = 2_000;
@@ -45,9 +46,11 @@ fn a_coalescing_listener_drops_nothing_and_gets_every_signal_after_its_last_publ
             .with_resources_list_changed(),
         |f, i| f.with_resource(format!("file:///{i}")),
     );
-    let context = OpenContext::default()
-        .with_capacity(CAPACITY)
-        .with_coalesce(true);
+    let context = OpenContext::default().with_queue(
+        Settings::default()
+            .with_capacity(CAPACITY)
+            .with_coalesce(true),
+    );
     let mut listener = hub.listen_with(&filter, &context).unwrap();
 
     // Publishes so far; read by the reader before each pull, written by

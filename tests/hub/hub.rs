@@ -9,6 +9,7 @@ use futures_core::Stream;
 use mcp_subscriptions::error::ListenParamsError;
 use mcp_subscriptions::error::OpenError;
 use mcp_subscriptions::error::StreamError;
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, Filter, Hub, Next, OpenContext, Overflow,
 };
@@ -141,9 +142,11 @@ fn disconnect_ends_with_the_overflow_error_and_frees_the_slot() {
 #[test]
 fn per_listener_overrides_win_over_hub_defaults() {
     let hub = Hub::builder().capacity(100).build();
-    let context = OpenContext::default()
-        .with_capacity(1)
-        .with_overflow(Overflow::Disconnect);
+    let context = OpenContext::default().with_queue(
+        Settings::default()
+            .with_capacity(1)
+            .with_overflow(Overflow::Disconnect),
+    );
     let mut strict = hub
         .listen_with(&Filter::new().with_prompts_list_changed(), &context)
         .unwrap();
@@ -156,7 +159,7 @@ fn per_listener_overrides_win_over_hub_defaults() {
     assert!(matches!(strict.try_next(), Some(Next::Failed(_))));
     assert_eq!(drain(&mut lenient).len(), 2);
     assert_eq!(
-        (hub.capacity(), hub.overflow()),
+        (hub.queue().capacity(), hub.queue().overflow()),
         (100, Overflow::DropOldest)
     );
 }
@@ -723,7 +726,8 @@ fn a_disconnecting_listener_beside_listeners_alike_fails_alone() {
     let mut strict = hub
         .listen_with(
             &filter,
-            &OpenContext::default().with_overflow(Overflow::Disconnect),
+            &OpenContext::default()
+                .with_queue(Settings::default().with_overflow(Overflow::Disconnect)),
         )
         .unwrap();
     hub.notify_tools_list_changed();

@@ -34,6 +34,7 @@ const ENGINE_LAYERS: &[(&str, u8)] = &[
     ("holds", 0),
     ("hook", 0),
     ("overflow", 0),
+    ("queue", 0),
     ("sync", 0),
     ("wire", 0),
     ("context", 1),

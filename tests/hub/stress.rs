@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mcp_subscriptions::error::StreamError;
 use mcp_subscriptions::hub::ListenerStats;
+use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{
     Capabilities, CloseReason, Event, EventKind, Extension, Filter, Hub, Next, OpenContext,
     Overflow, Selector,
@@ -92,10 +93,14 @@ fn every_matched_event_is_accounted_for_and_order_is_kept() {
                 Filter::new().with_extension("publisher", json!(keys))
             };
             let context = match role {
-                Role::Lossy => OpenContext::default().with_capacity(64),
-                Role::Strict => OpenContext::default()
-                    .with_capacity(64)
-                    .with_overflow(Overflow::Disconnect),
+                Role::Lossy => {
+                    OpenContext::default().with_queue(Settings::default().with_capacity(64))
+                }
+                Role::Strict => OpenContext::default().with_queue(
+                    Settings::default()
+                        .with_capacity(64)
+                        .with_overflow(Overflow::Disconnect),
+                ),
                 _ => OpenContext::default(),
             };
             let hub = hub.clone();

@@ -37,6 +37,7 @@ use crate::broker::{Broker, Kind};
 use crate::replicas::{self, options, settled};
 use crate::scoped::{EVERYTHING, Key, Scope, URIS, event, random_key, random_scope, uri};
 use crate::waiting::until;
+use mcp_subscriptions::queue::Settings;
 
 const SEED: u64 = 2026;
 const EVENTS: usize = 800;
@@ -88,7 +89,7 @@ impl Spec {
     }
 
     fn context(&self) -> OpenContext {
-        let context = OpenContext::default().with_coalesce(false);
+        let context = OpenContext::default().with_queue(Settings::default().with_coalesce(false));
         let context = match self.principal {
             Some(p) => context.with_principal(Principal::new(p)),
             None => context,
@@ -468,7 +469,10 @@ async fn a_signal_for_everyone_is_not_absorbed_by_a_pending_one_for_no_one(kind:
     let tools = Filter::new().with_tools_list_changed();
     let mut on_b = replicas[1]
         .hub
-        .listen_with(&tools, &OpenContext::default().with_coalesce(false))
+        .listen_with(
+            &tools,
+            &OpenContext::default().with_queue(Settings::default().with_coalesce(false)),
+        )
         .unwrap();
 
     let a = &replicas[0];

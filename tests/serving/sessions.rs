@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
 use crate::support::http::{listen, post};
+use mcp_subscriptions::queue::Settings;
 
 struct Server(ServerCapabilities);
 
@@ -272,7 +273,7 @@ async fn a_session_that_stops_reading_is_bounded_by_its_policy_and_then_resynced
     let mut beside = hub
         .listen_with(
             &Filter::new().with_resource("file:///a"),
-            &OpenContext::default().with_capacity(1_000),
+            &OpenContext::default().with_queue(Settings::default().with_capacity(1_000)),
         )
         .unwrap();
     for _ in 0..200 {

@@ -188,7 +188,7 @@ impl Catalog {
     /// Parks the calling thread; do not call it on an async runtime's
     /// thread.
     pub fn wait_blocking(&self, after: u64, timeout: Duration) -> Option<Arc<Snapshot>> {
-        mcp_subscriptions::__private::block_on_timeout(self.changed(after), timeout)
+        mcp_subscriptions::block_on_timeout(self.changed(after), timeout)
     }
 
     /// The changes from now on, as typed diffs.

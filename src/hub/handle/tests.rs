@@ -1,5 +1,7 @@
 use super::*;
+use crate::Overflow;
 use crate::event::{EventKind, ListKind};
+use crate::queue::Settings;
 use crate::source::Next;
 
 /// How many pushes a publish of `kind` makes: one per target the
@@ -25,15 +27,16 @@ fn listeners_alike_are_reached_with_one_push_and_the_others_each_with_their_own(
     let alike: Vec<_> = (0..100).map(|_| hub.listen(&tools).unwrap()).collect();
     assert_eq!(targets(&hub, &kind), 3);
     // Settings a lane cannot keep mean a queue of one's own.
-    let strict = OpenContext::default().with_overflow(Overflow::Disconnect);
-    let coalescing = OpenContext::default().with_coalesce(true);
+    let strict =
+        OpenContext::default().with_queue(Settings::default().with_overflow(Overflow::Disconnect));
+    let coalescing = OpenContext::default().with_queue(Settings::default().with_coalesce(true));
     let _own = [
         hub.listen_with(&tools, &strict).unwrap(),
         hub.listen_with(&tools, &coalescing).unwrap(),
     ];
     assert_eq!(targets(&hub, &kind), 5);
     // Another capacity is another lane, opened by its second listener.
-    let small = OpenContext::default().with_capacity(8);
+    let small = OpenContext::default().with_queue(Settings::default().with_capacity(8));
     let _other = [
         hub.listen_with(&tools, &small).unwrap(),
         hub.listen_with(&tools, &small).unwrap(),

@@ -10,7 +10,7 @@ fn lane(capacity: usize) -> Lane {
         &LaneKey::of(
             &filter,
             &Membership::default(),
-            Settings::new(capacity, Overflow::DropOldest, false),
+            Settings::new(capacity),
             false,
         )
         .unwrap(),
@@ -46,7 +46,9 @@ fn only_settings_and_routing_that_a_lane_can_keep_make_a_key() {
         LaneKey::of(
             filter,
             &Membership::default(),
-            Settings::new(8, overflow, coalesce),
+            Settings::new(8)
+                .with_overflow(overflow)
+                .with_coalesce(coalesce),
             budgeted,
         )
     };
@@ -177,7 +179,7 @@ fn a_member_moved_out_goes_on_with_its_own_queue_from_where_it_was() {
     for queue in [&behind_queue, &current_queue] {
         assert_eq!(queue.push(&status(2)).0, Pushed::Queued);
     }
-    let pop = |queue: &Queue| queue.pop_or_register(|_| {});
+    let pop = |queue: &OwnQueue| queue.pop_or_register(|_| {});
     assert_eq!(pop(&behind_queue), Some(Next::Lagged(2)));
     assert_eq!(uri(pop(&behind_queue)), update(2).to_plain_json());
     assert_eq!(uri(pop(&behind_queue)), status(2).to_plain_json());

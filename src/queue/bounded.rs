@@ -8,9 +8,9 @@
 //! `matched = delivered + dropped + coalesced + queued + discarded`. The
 //! counts are kept in the [`Reader`] pushed beside the events.
 //!
-//! The same queue is the relay's outbound queue, and the client's buffer,
-//! which keeps markers (a re-listen, a resync) in their place among the
-//! events: a marker takes no room and is never dropped or coalesced.
+//! It keeps markers (the client's re-listen and resync) in their place
+//! among the events: a marker takes no room and is never dropped or
+//! coalesced.
 //!
 //! # Coalescing
 //!
@@ -26,7 +26,8 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::budget::Budget;
-use super::reader::{Reader, Settings, Storage};
+use super::reader::{Reader, Storage};
+use super::settings::Settings;
 use super::succession::{Admission, Successions};
 use crate::event::{Event, Succession};
 use crate::overflow::Overflow;
@@ -34,6 +35,7 @@ use crate::sync::Arc;
 
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Pushed {
     /// Queued; nothing lost.
     Queued,
@@ -44,7 +46,7 @@ pub enum Pushed {
     /// The queue was full under [`Overflow::Disconnect`]: everything it held
     /// and this event were dropped, and the listener failed.
     Disconnected,
-    /// The listener no longer takes events (completing, failed or closed).
+    /// The reader no longer takes events (finishing, failed or closed).
     NotOpen,
 }
 
@@ -75,8 +77,9 @@ impl Hash for Pending {
     }
 }
 
-/// What a bounded queue holds: events, and (in the client's buffer)
-/// markers between them.
+/// What a [`Queue`](super::Queue) holds: events, and, if its owner has
+/// any, markers between them (the client's buffer marks a re-listen and a
+/// resync in their place among the events).
 pub trait Queued: From<Event> {
     /// The event, if this is one rather than a marker.
     fn event(&self) -> Option<&Event>;
@@ -92,7 +95,7 @@ impl Queued for Event {
 /// Every publish to the listener reads and writes this, so it is kept
 /// small; what only some queues need is boxed.
 #[derive(Debug)]
-pub struct Bounded<T = Event> {
+pub(crate) struct Bounded<T = Event> {
     /// Grows on demand up to `capacity` events, so an idle listener holds
     /// no buffer.
     queued: VecDeque<T>,
@@ -121,19 +124,28 @@ struct Rare {
     budget: Option<Arc<Budget>>,
 }
 
-impl Storage for Bounded {
+impl<T: Queued> Storage<T> for Bounded<T> {
+    /// Takes the next event or marker off for the reader; `None` when
+    /// there is none, or while the reader is owed lag.
     #[inline(always)]
-    fn take(&mut self, reader: &mut Reader) -> Option<Event> {
-        self.pop(reader)
+    fn take<E>(&mut self, reader: &mut Reader<E>) -> Option<T> {
+        // Lag is owed from the push that evicted; it goes first.
+        if reader.lag > 0 {
+            return None;
+        }
+        let entry = self.queued.pop_front()?;
+        match entry.event() {
+            Some(event) => {
+                self.left(event, true);
+                reader.delivered += 1;
+            }
+            None => self.markers -= 1,
+        }
+        Some(entry)
     }
 }
 
 impl<T: Queued> Bounded<T> {
-    /// An empty queue under no hub-wide budget (the client's buffer).
-    pub fn alone(settings: Settings) -> Self {
-        Self::new(settings, None, VecDeque::new(), 0)
-    }
-
     /// Holding `queued` events to begin with, of `matched` offered so far.
     pub(crate) fn new(
         settings: Settings,
@@ -160,30 +172,13 @@ impl<T: Queued> Bounded<T> {
     }
 
     /// The events queued (markers aside).
-    #[allow(clippy::len_without_is_empty)] // read only as a count
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.queued.len() - self.markers
-    }
-
-    /// Takes the next event or marker off for the reader; `None` when
-    /// there is none, or while the reader is owed lag.
-    #[inline(always)]
-    pub fn pop(&mut self, reader: &mut Reader) -> Option<T> {
-        // Lag is owed from the push that evicted; it goes first.
-        if reader.lag > 0 {
-            return None;
-        }
-        let entry = self.queued.pop_front()?;
-        match entry.event() {
-            Some(event) => self.left(event, true),
-            None => self.markers -= 1,
-        }
-        Some(entry)
     }
 
     /// Queues a marker after what is queued; `supersedes` says whether it
     /// replaces the last entry, if that is a marker too.
-    pub fn push_marker(&mut self, marker: T, supersedes: impl FnOnce(&T) -> bool) {
+    pub(crate) fn push_marker(&mut self, marker: T, supersedes: impl FnOnce(&T) -> bool) {
         debug_assert!(marker.event().is_none(), "a marker is no event");
         match self.queued.back() {
             Some(last) if last.event().is_none() && supersedes(last) => {
@@ -195,13 +190,13 @@ impl<T: Queued> Bounded<T> {
     }
 
     /// Every event offered to it.
-    pub fn matched(&self) -> u64 {
+    pub(crate) fn matched(&self) -> u64 {
         self.matched
     }
 
     /// The events absorbed by a pending one (a duplicate signal, or a
     /// superseded version).
-    pub fn coalesced(&self) -> u64 {
+    pub(crate) fn coalesced(&self) -> u64 {
         self.coalesced
     }
 
@@ -216,7 +211,7 @@ impl<T: Queued> Bounded<T> {
 
     /// Offers `event`: queued, coalesced, or left to the overflow policy.
     #[inline(always)]
-    pub fn push(&mut self, reader: &mut Reader, event: &Event) -> Pushed {
+    pub(crate) fn push<E>(&mut self, reader: &mut Reader<E>, event: &Event) -> Pushed {
         if !reader.is_open() {
             return Pushed::NotOpen;
         }
@@ -298,7 +293,7 @@ impl<T: Queued> Bounded<T> {
     /// event larger than a byte bound is still queued, alone, rather than
     /// never.
     #[cold]
-    fn make_room(&mut self, reader: &mut Reader, len: usize, adding: bool) -> Option<bool> {
+    fn make_room<E>(&mut self, reader: &mut Reader<E>, len: usize, adding: bool) -> Option<bool> {
         let mut evicted = false;
         while self.len() > 0 && !self.fits(len, adding) {
             match self.settings.overflow {
@@ -334,7 +329,7 @@ impl<T: Queued> Bounded<T> {
 
     /// Empties the queue, markers too (its bytes given back); how many
     /// events it held.
-    pub fn clear(&mut self) -> usize {
+    pub(crate) fn clear(&mut self) -> usize {
         let held = self.len();
         self.give_bytes(self.bytes);
         self.queued = VecDeque::new();

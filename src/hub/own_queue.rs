@@ -1,5 +1,5 @@
 //! One listener's own bounded queue: the only state a publisher and that
-//! listener's reader share, its [`Reader`] and its [`Bounded`] events.
+//! listener's reader share, a [`Queue`] under one lock.
 //!
 //! Everything here happens under one short lock per listener, never held
 //! across an `.await` or a wake-up: a publisher pushes and takes the reader's
@@ -9,36 +9,31 @@
 
 use std::collections::VecDeque;
 
-use super::bounded::{Bounded, Pushed};
-use super::budget::Budget;
+use super::end::{ListenerEnd, ListenerReader};
 use super::id::ListenerId;
-use super::reader::{Reader, Settings, Snapshot, Stored, Waiter};
 use crate::event::Event;
+use crate::queue::budget::Budget;
+use crate::queue::reader::{Snapshot, Waiter};
+use crate::queue::{Bounded, Pushed, Queue, Settings};
 use crate::source::Next;
 use crate::sync::{Arc, Mutex};
 
-/// Every publish to this listener reads and writes this state, so it is kept
-/// small: fewer cache lines to move between the publisher's core and the
-/// reader's. What only some queues need is boxed.
 #[derive(Debug)]
-struct State {
-    reader: Reader,
-    events: Bounded,
-}
-
-#[derive(Debug)]
-pub(crate) struct Queue {
+pub(crate) struct OwnQueue {
     /// Whose queue it is, for the publish that disconnects it.
     id: ListenerId,
-    state: Mutex<State>,
+    /// Every publish to this listener reads and writes it, so it is kept
+    /// small: fewer cache lines to move between the publisher's core and
+    /// the reader's.
+    state: Mutex<Queue<Event, ListenerEnd>>,
 }
 
-impl Queue {
+impl OwnQueue {
     /// An empty queue with `settings`, counting against the hub-wide
     /// `budget` when there is one.
     pub(crate) fn new(id: ListenerId, settings: Settings, budget: Option<Arc<Budget>>) -> Self {
         let events = Bounded::new(settings, budget, VecDeque::new(), 0);
-        Self::with(id, Reader::default(), events)
+        Self::with(id, ListenerReader::default(), events)
     }
 
     /// A queue that goes on from where a lane's seat was when it moved out
@@ -47,17 +42,17 @@ impl Queue {
     pub(crate) fn handed_over(
         id: ListenerId,
         settings: Settings,
-        reader: Reader,
+        reader: ListenerReader,
         unread: VecDeque<Event>,
         matched: u64,
     ) -> Self {
         Self::with(id, reader, Bounded::new(settings, None, unread, matched))
     }
 
-    fn with(id: ListenerId, reader: Reader, events: Bounded) -> Self {
+    fn with(id: ListenerId, reader: ListenerReader, events: Bounded) -> Self {
         Self {
             id,
-            state: Mutex::new(State { reader, events }),
+            state: Mutex::new(Queue::with(reader, events)),
         }
     }
 
@@ -72,65 +67,53 @@ impl Queue {
     /// not find the hub locked (it may drop a task that owns a listener).
     #[inline(always)]
     pub(crate) fn push(&self, event: &Event) -> (Pushed, Option<Waiter>) {
-        let mut state = self.state.lock();
-        let State { reader, events } = &mut *state;
-        let pushed = events.push(reader, event);
+        let mut queue = self.state.lock();
+        let pushed = queue.push(event);
         // Only a reader parked on an empty queue registered a waiter; taking
         // it here means a busy reader is never woken needlessly. Nothing new
         // to read after a refusal or an absorbed duplicate.
         let waiter = match pushed {
             Pushed::NotOpen | Pushed::Coalesced => None,
-            _ => reader.waiter.take(),
+            _ => queue.reader().waiter.take(),
         };
         (pushed, waiter)
     }
 
-    /// As [`Reader::pop_or_register`].
+    /// As [`Queue::pop`], letting `register` install a waiter when there is
+    /// nothing yet (see `Reader::pop_or_register`).
     #[inline(always)]
     pub(crate) fn pop_or_register(
         &self,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        let mut state = self.state.lock();
-        let State { reader, events } = &mut *state;
-        reader.pop_or_register(events, register)
+        self.state.lock().pop_or_register(register).map(Next::from)
     }
 
     /// Removes a waiter that gave up (a dropped future, a timed-out wait).
     pub(crate) fn forget_waiter(&self) {
-        self.state.lock().reader.waiter = None;
+        self.state.lock().reader().waiter = None;
     }
 
-    /// As [`Reader::complete`].
+    /// Stops taking events: the reader drains them, then gets
+    /// [`Next::Complete`]. Returns the waiter to wake.
     pub(crate) fn complete(&self) -> Option<Waiter> {
-        self.state.lock().reader.complete()
+        self.state.lock().reader().finish(ListenerEnd::Complete)
     }
 
     /// Ends the queue, discarding what it holds. Idempotent. Returns the
     /// waiter to wake, as [`push`](Self::push) does.
     pub(crate) fn stop(&self) -> Option<Waiter> {
-        let mut state = self.state.lock();
-        let discarded = state.events.clear() as u64;
-        state.reader.end(discarded)
+        self.state.lock().stop()
     }
 
     /// As [`stop`](Self::stop), but the reader is told it was revoked.
     pub(crate) fn revoke(&self) -> Option<Waiter> {
-        let mut state = self.state.lock();
-        let discarded = state.events.clear() as u64;
-        state.reader.revoke(discarded)
+        let wakeup = self.state.lock().close(ListenerEnd::Revoked);
+        wakeup.map(|wakeup| wakeup.0)
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
-        let state = self.state.lock();
-        let stored = Stored {
-            matched: state.events.matched(),
-            coalesced: state.events.coalesced(),
-            lost: 0,
-            queued: state.events.len() as u64,
-            bytes: state.events.bytes(),
-        };
-        state.reader.snapshot(stored, state.events.settings())
+        self.state.lock().snapshot()
     }
 }
 
@@ -142,21 +125,22 @@ mod tests {
     use crate::event::Succession;
     use crate::overflow::Overflow;
 
-    fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> Queue {
-        Queue::new(
+    fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> OwnQueue {
+        OwnQueue::new(
             ListenerId(0),
-            Settings::new(capacity, overflow, coalesce),
+            Settings::new(capacity)
+                .with_overflow(overflow)
+                .with_coalesce(coalesce),
             None,
         )
     }
 
     /// A queue of 100 events at most, bounded to `max_bytes`.
-    fn bounded(overflow: Overflow, max_bytes: usize, budget: Option<Arc<Budget>>) -> Queue {
-        let settings = Settings {
-            max_bytes,
-            ..Settings::new(100, overflow, false)
-        };
-        Queue::new(ListenerId(0), settings, budget)
+    fn bounded(overflow: Overflow, max_bytes: usize, budget: Option<Arc<Budget>>) -> OwnQueue {
+        let settings = Settings::new(100)
+            .with_overflow(overflow)
+            .with_max_bytes(max_bytes);
+        OwnQueue::new(ListenerId(0), settings, budget)
     }
 
     fn uri(next: Option<Next>) -> String {
@@ -169,7 +153,7 @@ mod tests {
         }
     }
 
-    fn pop(queue: &Queue) -> Option<Next> {
+    fn pop(queue: &OwnQueue) -> Option<Next> {
         queue.pop_or_register(|_| {})
     }
 
@@ -390,7 +374,7 @@ mod tests {
         assert!(registered);
         let (_, waiter) = queue.push(&Event::tools_list_changed());
         assert!(matches!(waiter, Some(Waiter::Task(_))));
-        assert!(queue.state.lock().reader.waiter.is_none());
+        assert!(queue.state.lock().reader().waiter.is_none());
         let next = queue.pop_or_register(|_| panic!("must not register when an event is ready"));
         assert!(matches!(next, Some(Next::Event(_))));
     }
