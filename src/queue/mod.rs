@@ -2,7 +2,7 @@
 //! relay's outbound queue and the client's buffer are each one of these.
 //!
 //! A [`Queue`] holds events up to its [`Settings`] (a count, a byte bound,
-//! an [`Overflow`] policy, coalescing), and its reader's state: the lag it
+//! an [`Overflow`](crate::Overflow) policy, coalescing), and its reader's state: the lag it
 //! is owed, how it ends, whom to wake, and where every event went. Its
 //! invariants are kept inside it:
 //!
@@ -47,6 +47,7 @@
 
 mod bounded;
 pub(crate) mod budget;
+mod popped;
 pub(crate) mod reader;
 mod settings;
 mod succession;
@@ -58,36 +59,12 @@ use std::task::{Context, Poll};
 
 pub(crate) use bounded::Bounded;
 pub use bounded::{Pushed, Queued};
+pub use popped::Popped;
 use reader::{Reader, Snapshot, Stored, Waiter};
 pub use settings::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES, Settings};
 
 use crate::counts::Counts;
 use crate::event::Event;
-#[cfg(doc)]
-use crate::overflow::Overflow;
-
-/// What a pop hands out, in this order: lag, items, the end, then
-/// `Closed` for good.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Popped<T = Event, E = ()> {
-    /// This many events were lost (evicted under
-    /// [`Overflow::DropOldest`], or [noted](Queue::add_lag) as lost before
-    /// they reached the queue) since the last item.
-    Lagged(u64),
-    /// The next event or marker.
-    Item(T),
-    /// The queue overflowed under [`Overflow::Disconnect`]: everything it
-    /// held and the event that did not fit were dropped.
-    Overflowed {
-        /// The events lost.
-        dropped: u64,
-    },
-    /// The owner ended the queue with this.
-    End(E),
-    /// The queue has ended and said how: nothing more comes.
-    Closed,
-}
 
 /// A reader to wake, taken from a queue under its owner's lock and woken
 /// after it is released (waking runs the executor's code, which must not

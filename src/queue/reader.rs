@@ -11,7 +11,7 @@
 use std::task::Waker;
 use std::thread::Thread;
 
-use super::Popped;
+use super::popped::Popped;
 use super::settings::Settings;
 use crate::counts::Counts;
 use crate::event::Event;

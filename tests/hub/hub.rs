@@ -726,8 +726,7 @@ fn a_disconnecting_listener_beside_listeners_alike_fails_alone() {
     let mut strict = hub
         .listen_with(
             &filter,
-            &OpenContext::default()
-                .with_queue(Settings::default().with_overflow(Overflow::Disconnect)),
+            &OpenContext::default().with_queue(hub.queue().with_overflow(Overflow::Disconnect)),
         )
         .unwrap();
     hub.notify_tools_list_changed();

@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use mcp_subscriptions::queue::Settings;
 use mcp_subscriptions::{CloseReason, Filter, Hub, ListenService, Overflow};
 use rmcp::model::RequestId;
 use serde_json::json;
@@ -64,7 +63,8 @@ fn smoke_every_lifecycle_step_is_an_event_and_deliveries_are_not() {
         let strict = hub
             .listen_with(
                 &Filter::new().with_tools_list_changed(),
-                &mcp_subscriptions::OpenContext::default().with_queue(Settings::default().with_overflow(Overflow::Disconnect)),
+                &mcp_subscriptions::OpenContext::default()
+                    .with_queue(hub.queue().with_overflow(Overflow::Disconnect)),
             )
             .unwrap();
         for _ in 0..3 {

@@ -37,7 +37,6 @@ use crate::broker::{Broker, Kind};
 use crate::replicas::{self, options, settled};
 use crate::scoped::{EVERYTHING, Key, Scope, URIS, event, random_key, random_scope, uri};
 use crate::waiting::until;
-use mcp_subscriptions::queue::Settings;
 
 const SEED: u64 = 2026;
 const EVENTS: usize = 800;
@@ -89,7 +88,7 @@ impl Spec {
     }
 
     fn context(&self) -> OpenContext {
-        let context = OpenContext::default().with_queue(Settings::default().with_coalesce(false));
+        let context = OpenContext::default();
         let context = match self.principal {
             Some(p) => context.with_principal(Principal::new(p)),
             None => context,
@@ -467,13 +466,7 @@ async fn a_signal_for_everyone_is_not_absorbed_by_a_pending_one_for_no_one(kind:
     let broker = Broker::start(kind);
     let replicas = two_replicas(&broker, "absorbed").await;
     let tools = Filter::new().with_tools_list_changed();
-    let mut on_b = replicas[1]
-        .hub
-        .listen_with(
-            &tools,
-            &OpenContext::default().with_queue(Settings::default().with_coalesce(false)),
-        )
-        .unwrap();
+    let mut on_b = replicas[1].hub.listen(&tools).unwrap();
 
     let a = &replicas[0];
     a.hub

@@ -1,0 +1,28 @@
+//! What a queue hands its reader, in order.
+
+use crate::event::Event;
+#[cfg(doc)]
+use crate::overflow::Overflow;
+
+/// What a pop hands out, in this order: lag, items, the end, then
+/// `Closed` for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Popped<T = Event, E = ()> {
+    /// This many events were lost (evicted under
+    /// [`Overflow::DropOldest`], or [noted](Queue::add_lag) as lost before
+    /// they reached the queue) since the last item.
+    Lagged(u64),
+    /// The next event or marker.
+    Item(T),
+    /// The queue overflowed under [`Overflow::Disconnect`]: everything it
+    /// held and the event that did not fit were dropped.
+    Overflowed {
+        /// The events lost.
+        dropped: u64,
+    },
+    /// The owner ended the queue with this.
+    End(E),
+    /// The queue has ended and said how: nothing more comes.
+    Closed,
+}
