@@ -333,15 +333,6 @@ impl SubscribeOptions {
         self
     }
 
-    /// What a full buffer does.
-    pub fn policy(&self) -> BufferPolicy {
-        if self.wait_for_room {
-            BufferPolicy::Wait
-        } else {
-            self.buffer.overflow().into()
-        }
-    }
-
     /// Gives the server `timeout` to acknowledge.
     pub fn with_ack_timeout(mut self, timeout: Duration) -> Self {
         self.ack_timeout = timeout;

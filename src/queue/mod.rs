@@ -177,11 +177,6 @@ impl<T: Queued, E> Queue<T, E> {
         self.items.clear() as u64
     }
 
-    /// Whether it still takes events.
-    pub fn is_open(&self) -> bool {
-        self.reader.is_open()
-    }
-
     /// Whether its reader was told how it ended: every pop returns
     /// [`Popped::Closed`].
     pub fn is_closed(&self) -> bool {

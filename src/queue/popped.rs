@@ -10,7 +10,7 @@ use crate::overflow::Overflow;
 #[non_exhaustive]
 pub enum Popped<T = Event, E = ()> {
     /// This many events were lost (evicted under
-    /// [`Overflow::DropOldest`], or [noted](Queue::add_lag) as lost before
+    /// [`Overflow::DropOldest`], or [noted](super::Queue::add_lag) as lost before
     /// they reached the queue) since the last item.
     Lagged(u64),
     /// The next event or marker.

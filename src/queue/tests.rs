@@ -62,7 +62,7 @@ fn disconnect_drops_everything_once_and_the_first_end_stays() {
     assert_eq!(queue.push(&updated(0)), Pushed::Queued);
     assert_eq!(queue.push(&updated(1)), Pushed::Queued);
     assert_eq!(queue.push(&updated(2)), Pushed::Disconnected);
-    assert!(!queue.is_open());
+    assert_eq!(queue.push(&updated(3)), Pushed::NotOpen);
     assert!(queue.finish("later").is_none());
     assert_eq!(queue.pop(), Some(Popped::Overflowed { dropped: 3 }));
     assert_eq!(queue.pop(), Some(Popped::Closed));
@@ -253,7 +253,7 @@ proptest! {
                         ends += 1;
                     }
                     Some(Popped::Closed) => prop_assert!(queue.is_closed()),
-                    None => prop_assert!(queue.is_open() && queue.is_empty()),
+                    None => prop_assert!(!queue.is_closed() && queue.is_empty()),
                 },
             }
             let counts = queue.counts();
