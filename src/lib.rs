@@ -25,15 +25,13 @@
 //
 // The wire and the vocabulary: no transport, no runtime.
 pub mod audience;
-mod backoff;
-mod counts;
 pub mod error;
 mod event;
 mod filter;
-mod holds;
-mod hook;
-mod overflow;
 mod sync;
+// What several layers use: one backoff, one callback wrapper, one
+// bookkeeping of who holds a key.
+mod util;
 mod wire;
 // The bounded queue under every listener, and the client's buffer.
 pub mod queue;
@@ -44,41 +42,37 @@ pub mod hub;
 mod source;
 // The transport-agnostic driver of one stream.
 mod serve;
-// Transports, each behind its feature, and what they share.
-#[cfg(feature = "channel")]
-pub mod channel;
-#[cfg(feature = "http")]
-pub mod http;
-#[cfg(feature = "stdio")]
-pub mod stdio;
 // Extensions, each behind its feature.
 #[cfg(any_relay)]
 pub mod relay;
 #[cfg(feature = "tasks")]
 pub mod tasks;
+// The transports, each behind its feature, and what they share.
 #[cfg(any_transport)]
 mod transport;
-// The older revisions' sessions, beside the transports that carry them
-// (above what they share).
-#[cfg(any(feature = "stdio", feature = "http"))]
-mod session;
+#[cfg(feature = "channel")]
+pub use transport::channel;
+#[cfg(feature = "http")]
+pub use transport::http;
+#[cfg(feature = "stdio")]
+pub use transport::stdio;
 
 pub use audience::Audience;
-pub use backoff::Backoff;
 pub use context::{OpenContext, TransportKind};
 pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, Listener};
-pub use overflow::Overflow;
+pub use queue::Overflow;
 #[cfg(any_transport)]
 pub use serve::Demand;
 pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardown};
-#[cfg(any(feature = "stdio", feature = "http"))]
-pub use session::WithSubscriptions;
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 pub use sync::block_on_timeout;
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub use transport::session::WithSubscriptions;
 #[cfg(any_transport)]
-pub use transport::{Drained, Streams};
+pub use transport::streams::{Drained, Streams};
+pub use util::backoff::Backoff;
 pub use wire::{Message, SubscriptionId};
 
 /// The README's examples, compiled as doctests.

@@ -6,9 +6,9 @@ use super::config::Config;
 use super::handle::Hub;
 use crate::audience::Audience;
 use crate::filter::Capabilities;
-use crate::hook::Hook;
-use crate::overflow::Overflow;
+use crate::queue::Overflow;
 use crate::queue::Settings;
+use crate::util::hook::Hook;
 
 /// Builds a [`Hub`] with options; [`Hub::new`] takes every default.
 ///

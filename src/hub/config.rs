@@ -3,8 +3,8 @@
 use crate::audience::Audience;
 use crate::error::{ListenParamsError, OpenError};
 use crate::filter::{Capabilities, DEFAULT_MAX_URIS, Filter};
-use crate::hook::Hook;
 use crate::queue::Settings;
+use crate::util::hook::Hook;
 
 /// How many listeners a hub serves at once unless configured otherwise.
 ///

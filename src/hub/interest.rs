@@ -42,8 +42,8 @@ use std::task::{Context, Poll, Waker};
 
 use super::entry::Entry;
 use crate::filter::{Filter, InterestKey};
-use crate::holds::{Arrival, Holds, Leaving};
 use crate::sync::{Arc, Mutex};
+use crate::util::holds::{Arrival, Holds, Leaving};
 
 /// A change in the set of watched keys.
 #[derive(Debug, Clone, PartialEq, Eq)]

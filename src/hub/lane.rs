@@ -60,7 +60,7 @@ use super::ring::{Bounds, Cursor, InRing, Ring};
 use crate::audience::Membership;
 use crate::event::{Event, ListKind};
 use crate::filter::Filter;
-use crate::overflow::Overflow;
+use crate::queue::Overflow;
 use crate::queue::Pushed;
 use crate::queue::Settings;
 use crate::queue::reader::{Snapshot, Waiter};

@@ -10,7 +10,7 @@ mod loom_model_queue {
     use crate::event::Event;
     use crate::hub::id::ListenerId;
     use crate::hub::own_queue::OwnQueue;
-    use crate::overflow::Overflow;
+    use crate::queue::Overflow;
     use crate::queue::reader::{Settings, Waiter};
     use crate::source::Next;
     use crate::sync::Arc;
@@ -175,7 +175,7 @@ mod lane_support {
     use crate::event::Event;
     use crate::filter::Filter;
     use crate::hub::lane::{Lane, LaneKey};
-    use crate::overflow::Overflow;
+    use crate::queue::Overflow;
     use crate::queue::Pushed;
     use crate::queue::reader::{Settings, Waiter};
     use crate::sync::Arc;

@@ -69,9 +69,9 @@ mod routes;
 mod shared;
 mod stats;
 
-pub use crate::counts::Counts;
 pub use crate::filter::DEFAULT_MAX_URIS;
 pub use crate::filter::InterestKey;
+pub use crate::queue::Counts;
 pub use crate::queue::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES};
 pub use builder::HubBuilder;
 pub use config::DEFAULT_MAX_LISTENERS;

@@ -120,10 +120,10 @@ impl OwnQueue {
 #[cfg(all(test, not(mcp_subscriptions_loom)))]
 mod tests {
     use super::*;
-    use crate::counts::Counts;
     use crate::error::StreamError;
     use crate::event::Succession;
-    use crate::overflow::Overflow;
+    use crate::queue::Counts;
+    use crate::queue::Overflow;
 
     fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> OwnQueue {
         OwnQueue::new(

@@ -20,9 +20,9 @@ use super::own_queue::OwnQueue;
 use super::routes::Routes;
 use super::stats::{ClosedCounts, Retired, Retirement};
 use crate::audience::{Audience, Member, Membership};
-use crate::counts::Counts;
 use crate::event::EventKind;
 use crate::filter::Filter;
+use crate::queue::Counts;
 use crate::queue::reader::Waiter;
 use crate::sync::Arc;
 

@@ -1,9 +1,9 @@
 //! What the hub delivered, dropped and still holds.
 
 use super::id::ListenerId;
-use crate::counts::Counts;
 use crate::filter::Filter;
-use crate::overflow::Overflow;
+use crate::queue::Counts;
+use crate::queue::Overflow;
 use crate::source::CloseReason;
 
 /// Why a listener left the registry.

@@ -26,11 +26,11 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::budget::Budget;
+use super::overflow::Overflow;
 use super::reader::{Reader, Storage};
 use super::settings::Settings;
 use super::succession::{Admission, Successions};
 use crate::event::{Event, Succession};
-use crate::overflow::Overflow;
 use crate::sync::Arc;
 
 /// What a push did.

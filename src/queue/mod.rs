@@ -47,6 +47,8 @@
 
 mod bounded;
 pub(crate) mod budget;
+mod counts;
+mod overflow;
 mod popped;
 pub(crate) mod reader;
 mod settings;
@@ -59,11 +61,12 @@ use std::task::{Context, Poll};
 
 pub(crate) use bounded::Bounded;
 pub use bounded::{Pushed, Queued};
+pub use counts::Counts;
+pub use overflow::Overflow;
 pub use popped::Popped;
 use reader::{Reader, Snapshot, Stored, Waiter};
 pub use settings::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES, Settings};
 
-use crate::counts::Counts;
 use crate::event::Event;
 
 /// A reader to wake, taken from a queue under its owner's lock and woken

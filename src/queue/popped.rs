@@ -1,8 +1,8 @@
 //! What a queue hands its reader, in order.
 
-use crate::event::Event;
 #[cfg(doc)]
-use crate::overflow::Overflow;
+use super::overflow::Overflow;
+use crate::event::Event;
 
 /// What a pop hands out, in this order: lag, items, the end, then
 /// `Closed` for good.

@@ -11,9 +11,9 @@
 use std::task::Waker;
 use std::thread::Thread;
 
+use super::counts::Counts;
 use super::popped::Popped;
 use super::settings::Settings;
-use crate::counts::Counts;
 use crate::event::Event;
 
 /// Whom to wake when there is something new to read.

@@ -1,7 +1,7 @@
 //! A queue's bounds and policy, the one struct the hub, a stream's context
 //! and the client's buffer all take.
 
-use crate::overflow::Overflow;
+use super::overflow::Overflow;
 
 /// A queue's capacity unless configured otherwise.
 ///

@@ -4,8 +4,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use proptest::prelude::*;
 
+use super::overflow::Overflow;
 use super::*;
-use crate::overflow::Overflow;
 
 /// A marker among the events, as the client's buffer keeps them.
 #[derive(Debug, Clone, PartialEq)]

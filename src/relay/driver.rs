@@ -25,9 +25,9 @@ use super::shared::Inner;
 use super::stats::{add, bump};
 use super::subscriptions::Subscriptions;
 use crate::audience::Audience;
-use crate::backoff::{Backoff, random_below};
 use crate::event::Event;
 use crate::hub::{Forward, InterestChange, InterestKey, InterestWatch};
+use crate::util::backoff::{Backoff, random_below};
 
 /// How often the task looks at its clocks (heartbeats, grace periods,
 /// resyncs, silent origins).

@@ -19,10 +19,10 @@ use super::outbound::Outbound;
 use super::shared::Inner;
 use super::stats::{Counters, RelayStats, bump};
 use crate::audience::Audience;
-use crate::backoff::random_u64;
 use crate::event::Event;
 use crate::hub::{Forward, Hub};
 use crate::queue::Pushed;
+use crate::util::backoff::random_u64;
 
 /// Closes the relay, and detaches it from its hub, when the last handle
 /// goes.

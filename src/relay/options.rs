@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::Event;
-use crate::hook::Hook;
+use crate::util::hook::Hook;
 
 /// A relay's options; [`Default`] suits most deployments.
 #[derive(Debug, Clone)]

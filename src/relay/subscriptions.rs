@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use super::channels::Channels;
-use crate::holds::{Arrival, Holds, Leaving};
 use crate::hub::{InterestChange, InterestKey};
+use crate::util::holds::{Arrival, Holds, Leaving};
 
 pub(super) struct Subscriptions {
     channels: Channels,

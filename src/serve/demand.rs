@@ -48,7 +48,7 @@ use tokio::sync::watch;
 
 use crate::audience::Principal;
 use crate::filter::InterestKey;
-use crate::holds::{Holds, Leaving};
+use crate::util::holds::{Holds, Leaving};
 
 /// What an attach settles to: `Ok`, or the error that refuses the listens
 /// waiting for it.

@@ -460,7 +460,7 @@ impl<S: Source + 'static> ListenService<S> {
             let tenth = lifetime / 10;
             lease.end_lifetime_at(
                 std::time::Instant::now() + lifetime - tenth
-                    + crate::backoff::random_below(tenth * 2),
+                    + crate::util::backoff::random_below(tenth * 2),
             );
         }
         Ok((grant.filter().clone(), lease))

@@ -1,7 +1,13 @@
-//! What the transports share: the handle on the streams they serve, the
-//! Host/Origin guard of the HTTP-based ones, and a peek at JSON-RPC
-//! requests. The transports themselves (`stdio`, `http`, `channel`) sit
-//! above this module and never import one another.
+//! The transports, each behind its feature, and what they share.
+//!
+//! Each transport is a folder here (`stdio/`, `http/`, `channel/`, and
+//! `session/`, the older revisions' sessions on the stdio and HTTP
+//! transports); the crate root re-exports the public ones. What they share
+//! sits beside them in files of its own: the handle on the streams they
+//! serve (`streams.rs`), the Host/Origin guard of the HTTP-based ones
+//! (`hosts.rs`), and a peek at JSON-RPC requests (`incoming.rs`,
+//! `request.rs`). The transports import what they share, never one
+//! another, and nothing here imports a transport.
 //!
 //! rmcp answers `subscriptions/listen` itself only after sending the
 //! acknowledgement, cannot refuse a request with `-32602` or `-32603`
@@ -16,13 +22,14 @@ pub(crate) mod hosts;
 pub(crate) mod incoming;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub(crate) mod request;
-mod streams;
+pub(crate) mod streams;
 
-/// Marks a request the HTTP transport hands to an rmcp service that serves
-/// statelessly: there no older revision's session outlives its request,
-/// so none is promised notifications on it.
+#[cfg(feature = "channel")]
+pub mod channel;
 #[cfg(feature = "http")]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stateless;
-
-pub use streams::{Drained, Streams};
+pub mod http;
+// The older revisions' sessions, beside the transports that carry them.
+#[cfg(any(feature = "stdio", feature = "http"))]
+pub(crate) mod session;
+#[cfg(feature = "stdio")]
+pub mod stdio;

@@ -4,6 +4,13 @@
 use rmcp::model::RequestId;
 use serde_json::Value;
 
+/// Marks a request the HTTP transport hands to an rmcp service that serves
+/// statelessly: there no older revision's session outlives its request,
+/// so none is promised notifications on it.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stateless;
+
 /// The id of a request for `method`, or `None` for any other message.
 pub(crate) fn request_id<'a>(message: &'a Value, method: &str) -> Option<&'a Value> {
     (message.get("method")?.as_str()? == method)

@@ -138,7 +138,7 @@ mod tests {
         hub.notify_tools_list_changed();
         hub.notify_tools_list_changed();
         let frame = channel.next_frame().await.unwrap();
-        assert_eq!(frame[0], crate::channel::ERROR_TAG);
+        assert_eq!(frame[0], crate::transport::channel::ERROR_TAG);
         let Ok(Frame::Error(error)) = Frame::decode(&frame) else {
             panic!()
         };

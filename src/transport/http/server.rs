@@ -22,7 +22,7 @@ use super::connections::{
 use super::socket::stop::{Stop, Watch};
 use super::socket::vanished;
 use super::socket::{self, BUFFER, First, Listener, Rewind, Socket, Spare};
-use crate::transport::{Drained, Streams};
+use crate::transport::streams::{Drained, Streams};
 
 /// How long accepting pauses after an error it cannot help (out of open
 /// files, it turns a connection away instead: see `socket`), so that a

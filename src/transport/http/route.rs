@@ -30,9 +30,9 @@ use crate::audience::Principal;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
-use crate::transport::Stateless;
 use crate::transport::hosts::{AllowedHosts, forbidden};
 use crate::transport::incoming::{classify, reply_id};
+use crate::transport::request::Stateless;
 use crate::transport::request::{listen_request, request_id};
 
 /// The largest request body read, as rmcp's own limit.

@@ -12,7 +12,7 @@ use super::waiting::{Closed, Fate, Tracked};
 /// Polls a connection's future, `inner`, and ends it early, with why, when
 /// its ticket says so. `inner` is polled first, so what it can finish now
 /// is finished even if its deadline just passed.
-pub(in crate::http) struct Watchdog<F> {
+pub(in crate::transport::http) struct Watchdog<F> {
     inner: F,
     tracked: Tracked,
     /// Made at the first deadline, then reset as the deadline moves.
@@ -20,7 +20,7 @@ pub(in crate::http) struct Watchdog<F> {
 }
 
 impl<F> Watchdog<F> {
-    pub(in crate::http) fn new(tracked: Tracked, inner: F) -> Self {
+    pub(in crate::transport::http) fn new(tracked: Tracked, inner: F) -> Self {
         Self {
             inner,
             tracked,
@@ -29,7 +29,7 @@ impl<F> Watchdog<F> {
     }
 
     /// The connection's hold on its ticket, to watch another future with.
-    pub(in crate::http) fn into_tracked(self) -> Tracked {
+    pub(in crate::transport::http) fn into_tracked(self) -> Tracked {
         self.tracked
     }
 }

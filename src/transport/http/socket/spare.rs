@@ -17,10 +17,10 @@ use std::io;
 
 use super::listener::Listener;
 
-pub(in crate::http) struct Spare(Option<File>);
+pub(in crate::transport::http) struct Spare(Option<File>);
 
 impl Spare {
-    pub(in crate::http) fn open() -> Self {
+    pub(in crate::transport::http) fn open() -> Self {
         Self(open())
     }
 
@@ -28,7 +28,11 @@ impl Spare {
     /// is out of open files, lets the spare go, turns away one waiting
     /// connection with it, and takes the spare back. Returns whether a
     /// connection was turned away.
-    pub(in crate::http) fn turn_away(&mut self, listener: &Listener, err: &io::Error) -> bool {
+    pub(in crate::transport::http) fn turn_away(
+        &mut self,
+        listener: &Listener,
+        err: &io::Error,
+    ) -> bool {
         if !out_of_files(err) {
             return false;
         }

@@ -213,7 +213,7 @@ fn carries_sessions(context: &RequestContext<RoleServer>) -> bool {
     http_head(context).is_none_or(|parts| {
         parts
             .extensions
-            .get::<crate::transport::Stateless>()
+            .get::<crate::transport::request::Stateless>()
             .is_none()
     })
 }

@@ -13,8 +13,8 @@ use tracing::Instrument;
 use crate::context::{OpenContext, TransportKind};
 use crate::serve::ListenService;
 use crate::source::{CloseReason, Source};
-use crate::transport::Streams;
 use crate::transport::hosts::{AllowedHosts, forbidden};
+use crate::transport::streams::Streams;
 
 /// The notification-channel endpoint: a `GET` upgraded to a WebSocket that
 /// carries every notification the source produces, one binary message per

@@ -11,14 +11,14 @@ use super::vanished;
 use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-pub(in crate::http) struct Rewind {
+pub(in crate::transport::http) struct Rewind {
     /// Read already, not yet given back; empty (and freed) once it is.
     read: Bytes,
     socket: Socket,
 }
 
 impl Rewind {
-    pub(in crate::http) fn new(read: Bytes, socket: Socket) -> Self {
+    pub(in crate::transport::http) fn new(read: Bytes, socket: Socket) -> Self {
         Self { read, socket }
     }
 }

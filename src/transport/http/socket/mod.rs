@@ -54,8 +54,8 @@ mod held;
 mod listener;
 mod rewind;
 mod spare;
-pub(in crate::http) mod stop;
-pub(in crate::http) mod vanished;
+pub(in crate::transport::http) mod stop;
+pub(in crate::transport::http) mod vanished;
 
 use axum::Router;
 use axum::body::Body;
@@ -63,20 +63,23 @@ use axum::extract::Request;
 use axum::response::Response;
 use tower_service::Service;
 
-pub(in crate::http) use first::{BUFFER, First, read as read_first};
+pub(in crate::transport::http) use first::{BUFFER, First, read as read_first};
 #[doc(hidden)]
 pub use first::{Classified, classify};
-pub(in crate::http) use held::write as write_held;
+pub(in crate::transport::http) use held::write as write_held;
 pub use listener::Listener;
-pub(in crate::http) use listener::Socket;
-pub(in crate::http) use rewind::Rewind;
-pub(in crate::http) use spare::Spare;
+pub(in crate::transport::http) use listener::Socket;
+pub(in crate::transport::http) use rewind::Rewind;
+pub(in crate::transport::http) use spare::Spare;
 
 /// Answers a request that holds a stream with `router`; its response is
 /// then written on the socket with [`write_held`] until it ends or the
 /// client leaves. Two steps, not one future: a held stream's task keeps
 /// room only for the writing.
-pub(in crate::http) async fn answer(mut router: Router, request: Box<Request<Body>>) -> Response {
+pub(in crate::transport::http) async fn answer(
+    mut router: Router,
+    request: Box<Request<Body>>,
+) -> Response {
     match router.call(*request).await {
         Ok(response) => response,
         Err(never) => match never {},

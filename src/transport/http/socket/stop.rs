@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 /// Tells every [`Watch`] to stop and wakes its task.
 #[derive(Default)]
-pub(in crate::http) struct Stop {
+pub(in crate::transport::http) struct Stop {
     shared: Arc<Shared>,
 }
 
@@ -32,7 +32,7 @@ struct Slots {
 }
 
 impl Stop {
-    pub(in crate::http) fn watch(&self) -> Watch {
+    pub(in crate::transport::http) fn watch(&self) -> Watch {
         Watch {
             shared: Arc::clone(&self.shared),
             slot: None,
@@ -41,7 +41,7 @@ impl Stop {
     }
 
     /// Stops every watch, those made later included.
-    pub(in crate::http) fn stop(&self) {
+    pub(in crate::transport::http) fn stop(&self) {
         self.shared.stopped.store(true, Ordering::SeqCst);
         let wakers: Vec<Waker> = {
             let mut slots = self.shared.wakers.lock();
@@ -56,7 +56,7 @@ impl Stop {
 /// Its waker is registered on the first poll only: a watch belongs to the
 /// root future of a spawned task, and any waker of a tokio task wakes that
 /// task.
-pub(in crate::http) struct Watch {
+pub(in crate::transport::http) struct Watch {
     shared: Arc<Shared>,
     slot: Option<usize>,
     told: bool,
@@ -64,7 +64,7 @@ pub(in crate::http) struct Watch {
 
 impl Watch {
     /// True once, on the first poll after the stop.
-    pub(in crate::http) fn stopped_now(&mut self, cx: &Context<'_>) -> bool {
+    pub(in crate::transport::http) fn stopped_now(&mut self, cx: &Context<'_>) -> bool {
         if self.told {
             return false;
         }

@@ -31,9 +31,9 @@ use crate::context::{OpenContext, TransportKind};
 use crate::serve::{ListenService, ListenStream};
 use crate::source::{CloseReason, Source, SourceHandle};
 use crate::sync::Mutex;
-use crate::transport::Streams;
 use crate::transport::incoming::reply_id;
 use crate::transport::request::listen_request;
+use crate::transport::streams::Streams;
 use crate::wire::response::{error_reply, error_response};
 use crate::wire::{Message, request_id_json};
 

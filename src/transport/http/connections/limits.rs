@@ -5,13 +5,13 @@ use std::time::Duration;
 
 /// The deadlines and the bound every connection of a server keeps.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::http) struct Limits {
-    pub(in crate::http) request_deadline: Duration,
-    pub(in crate::http) idle_timeout: Duration,
-    pub(in crate::http) max_waiting: usize,
+pub(in crate::transport::http) struct Limits {
+    pub(in crate::transport::http) request_deadline: Duration,
+    pub(in crate::transport::http) idle_timeout: Duration,
+    pub(in crate::transport::http) max_waiting: usize,
     /// How long written data may stay unacknowledged (zero: the system's
     /// default).
-    pub(in crate::http) unacknowledged_timeout: Duration,
+    pub(in crate::transport::http) unacknowledged_timeout: Duration,
 }
 
 /// Where the open-file limit cannot be read (no `/proc`): a bound that a
@@ -24,7 +24,7 @@ const FALLBACK: usize = 10_000;
 ///
 /// Read from `/proc/self/limits`, since the crate forbids `unsafe` (and so
 /// `getrlimit`).
-pub(in crate::http) fn default_max_waiting() -> usize {
+pub(in crate::transport::http) fn default_max_waiting() -> usize {
     std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|limits| soft_open_files(&limits))

@@ -117,7 +117,7 @@ pub struct RateLimited {
 
 /// Which limit refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::http) enum Limit {
+pub(in crate::transport::http) enum Limit {
     ConnectionsPerAddress,
     ConnectionsPerPrincipal,
     ListensPerAddress,
@@ -137,7 +137,7 @@ impl Limit {
 
 /// A server's admission limits at work: their buckets, and its counters.
 #[derive(Debug)]
-pub(in crate::http) struct Admission {
+pub(in crate::transport::http) struct Admission {
     connections_per_address: Option<Buckets<IpAddr>>,
     connections_per_principal: Option<Buckets<Principal>>,
     listens_per_address: Option<Buckets<IpAddr>>,
@@ -148,7 +148,7 @@ pub(in crate::http) struct Admission {
 
 impl Admission {
     /// The limits at work; `None` when all are off.
-    pub(in crate::http) fn new(limits: AdmissionLimits) -> Option<Self> {
+    pub(in crate::transport::http) fn new(limits: AdmissionLimits) -> Option<Self> {
         if limits == AdmissionLimits::default() {
             return None;
         }
@@ -162,7 +162,7 @@ impl Admission {
     }
 
     /// The requests refused so far, by limit.
-    pub(in crate::http) fn rate_limited(&self) -> RateLimited {
+    pub(in crate::transport::http) fn rate_limited(&self) -> RateLimited {
         let refused = |limit: Limit| self.refused[limit as usize].load(Ordering::Relaxed);
         RateLimited {
             connections_per_address: refused(Limit::ConnectionsPerAddress),
@@ -174,7 +174,10 @@ impl Admission {
 
     /// A connection accepted from `address` (`None` over a Unix socket,
     /// where the limits per address do not apply).
-    pub(in crate::http) fn connection(&self, address: Option<IpAddr>) -> Result<(), Refused> {
+    pub(in crate::transport::http) fn connection(
+        &self,
+        address: Option<IpAddr>,
+    ) -> Result<(), Refused> {
         let Some(address) = address else {
             return Ok(());
         };
@@ -203,7 +206,7 @@ impl Admission {
 
 /// A request refused by a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::http) struct Refused {
+pub(in crate::transport::http) struct Refused {
     limit: Limit,
     retry_after: Duration,
 }
@@ -212,7 +215,7 @@ impl Refused {
     /// `429 Too Many Requests` with `Retry-After` and the JSON-RPC error,
     /// to the request whose id is `id`; a refused connection's says
     /// `connection: close`.
-    pub(in crate::http) fn response(&self, id: &Value) -> Response {
+    pub(in crate::transport::http) fn response(&self, id: &Value) -> Response {
         // Whole seconds, rounded up: a client that waits them finds a token.
         let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
         let secs = secs.max(1);
@@ -249,7 +252,7 @@ impl Refused {
 /// A connection's client as its requests carry it (in their extensions),
 /// for the limits counted per request.
 #[derive(Debug, Clone)]
-pub(in crate::http) struct Peer(Arc<PeerState>);
+pub(in crate::transport::http) struct Peer(Arc<PeerState>);
 
 #[derive(Debug)]
 struct PeerState {
@@ -262,7 +265,10 @@ struct PeerState {
 }
 
 impl Peer {
-    pub(in crate::http) fn new(address: Option<IpAddr>, admission: Arc<Admission>) -> Self {
+    pub(in crate::transport::http) fn new(
+        address: Option<IpAddr>,
+        admission: Arc<Admission>,
+    ) -> Self {
         Self(Arc::new(PeerState {
             address,
             admission,
@@ -272,7 +278,10 @@ impl Peer {
 
     /// A request to the endpoint, as `principal` (if known): its
     /// connection counts against the principal's limit at its first.
-    pub(in crate::http) fn request(&self, principal: Option<&Principal>) -> Result<(), Refused> {
+    pub(in crate::transport::http) fn request(
+        &self,
+        principal: Option<&Principal>,
+    ) -> Result<(), Refused> {
         let (Some(principal), true) = (principal, self.0.first.swap(false, Ordering::Relaxed))
         else {
             return Ok(());
@@ -286,7 +295,10 @@ impl Peer {
     }
 
     /// A listen request, as `principal` (if known).
-    pub(in crate::http) fn listen(&self, principal: Option<&Principal>) -> Result<(), Refused> {
+    pub(in crate::transport::http) fn listen(
+        &self,
+        principal: Option<&Principal>,
+    ) -> Result<(), Refused> {
         let admission = &self.0.admission;
         if let Some(address) = &self.0.address {
             admission.take(

@@ -31,7 +31,7 @@ pub use socket::Listener;
 /// crate alone (`fuzz/fuzz_targets/first_request.rs`); not part of the API.
 #[doc(hidden)]
 pub mod first_request {
-    pub use crate::http::socket::{Classified, classify};
+    pub use crate::transport::http::socket::{Classified, classify};
 }
 pub use signal::{DEFAULT_DEADLINE, shutdown_signal};
 pub use transport::{DEFAULT_KEEPALIVE, DEFAULT_PROTOCOL_VERSIONS, HttpTransport};

@@ -43,7 +43,7 @@ tokio::task_local! {
 
 /// Runs a connection's serving `future` reaping a client that may
 /// vanish, with `bound` (zero: none).
-pub(in crate::http) fn watched<F: Future>(
+pub(in crate::transport::http) fn watched<F: Future>(
     bound: Duration,
     future: F,
 ) -> impl Future<Output = F::Output> {
@@ -56,19 +56,19 @@ pub(in crate::http) fn watched<F: Future>(
 
 /// The connection's bound on a socket that takes no byte; `None` where it
 /// has none, or outside a watched connection.
-pub(in crate::http) fn bound_now() -> Option<Duration> {
+pub(in crate::transport::http) fn bound_now() -> Option<Duration> {
     REAPING.try_with(|reaping| reaping.bound).ok().flatten()
 }
 
 /// The connection's client is gone: it acknowledged nothing for the
 /// bound. Nothing outside a watched connection.
-pub(in crate::http) fn mark() {
+pub(in crate::transport::http) fn mark() {
     let _ = REAPING.try_with(|reaping| reaping.gone.set(true));
 }
 
 /// Marks the client gone when `err` says the kernel gave up on
 /// unacknowledged data.
-pub(in crate::http) fn note(err: &io::Error) {
+pub(in crate::transport::http) fn note(err: &io::Error) {
     if err.kind() == io::ErrorKind::TimedOut {
         mark();
     }
@@ -76,7 +76,7 @@ pub(in crate::http) fn note(err: &io::Error) {
 
 /// Whether the client of the connection being served or dropped on this
 /// thread vanished.
-pub(in crate::http) fn is_gone() -> bool {
+pub(in crate::transport::http) fn is_gone() -> bool {
     REAPING
         .try_with(|reaping| reaping.gone.get())
         .unwrap_or(false)
@@ -88,7 +88,7 @@ pub(in crate::http) fn is_gone() -> bool {
 /// keeps its receive window shut for that long (Linux 5.11 and later count
 /// zero-window probes against it). Where the option does not exist, or is
 /// refused, only the held stream's own bound applies.
-pub(in crate::http) fn bound(socket: &TcpStream, bound: Duration) {
+pub(in crate::transport::http) fn bound(socket: &TcpStream, bound: Duration) {
     if bound.is_zero() {
         return;
     }

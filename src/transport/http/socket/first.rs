@@ -29,7 +29,7 @@ use super::stop::Watch;
 
 /// The most a first request (head and body) may take to be served on the
 /// socket; hyper's buffer, so anything longer goes where it would anyway.
-pub(in crate::http) const BUFFER: usize = 8 * 1024;
+pub(in crate::transport::http) const BUFFER: usize = 8 * 1024;
 
 /// The first read's buffer: a listen request's head and body take a few
 /// hundred bytes. It grows, up to [`BUFFER`], for a longer one.
@@ -40,7 +40,7 @@ const FIRST_READ: usize = 1024;
 const MAX_HEADERS: usize = 32;
 
 /// What a connection's first request turned out to be.
-pub(in crate::http) enum First {
+pub(in crate::transport::http) enum First {
     /// It holds a stream: answer it on the socket (boxed, as it is
     /// large and brief).
     Held(Box<Request<Body>>),
@@ -52,7 +52,7 @@ pub(in crate::http) enum First {
 
 /// Reads `socket` until its first request is whole, or known not to be one
 /// this serves on the socket.
-pub(in crate::http) async fn read(socket: &Socket, stop: &mut Watch) -> First {
+pub(in crate::transport::http) async fn read(socket: &Socket, stop: &mut Watch) -> First {
     let mut buf = Vec::with_capacity(FIRST_READ);
     loop {
         if buf.len() == buf.capacity() {

@@ -86,7 +86,7 @@ impl Listener {
     }
 
     /// Accepts a connection, and the client's address where it has one.
-    pub(in crate::http) fn poll_accept(
+    pub(in crate::transport::http) fn poll_accept(
         &self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<(Socket, Option<IpAddr>)>> {
@@ -102,7 +102,7 @@ impl Listener {
     }
 
     /// Accepts a connection, and the client's address where it has one.
-    pub(in crate::http) async fn accept(&self) -> io::Result<(Socket, Option<IpAddr>)> {
+    pub(in crate::transport::http) async fn accept(&self) -> io::Result<(Socket, Option<IpAddr>)> {
         std::future::poll_fn(|cx| self.poll_accept(cx)).await
     }
 }
@@ -119,7 +119,7 @@ fn is_stale(path: &Path) -> bool {
 
 /// One accepted connection.
 #[derive(Debug)]
-pub(in crate::http) enum Socket {
+pub(in crate::transport::http) enum Socket {
     Tcp(TcpStream),
     #[cfg(unix)]
     Unix(UnixStream),
@@ -139,7 +139,7 @@ macro_rules! each {
 impl Socket {
     /// The TCP connection, for what only TCP has (no delay, the bound on
     /// unacknowledged data).
-    pub(in crate::http) fn tcp(&self) -> Option<&TcpStream> {
+    pub(in crate::transport::http) fn tcp(&self) -> Option<&TcpStream> {
         match self {
             Self::Tcp(socket) => Some(socket),
             #[cfg(unix)]
@@ -147,15 +147,21 @@ impl Socket {
         }
     }
 
-    pub(in crate::http) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(in crate::transport::http) fn poll_read_ready(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
         each!(self, socket => socket.poll_read_ready(cx))
     }
 
-    pub(in crate::http) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(in crate::transport::http) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         each!(self, socket => socket.try_read(buf))
     }
 
-    pub(in crate::http) fn try_read_buf(&self, buf: &mut impl BufMut) -> io::Result<usize> {
+    pub(in crate::transport::http) fn try_read_buf(
+        &self,
+        buf: &mut impl BufMut,
+    ) -> io::Result<usize> {
         each!(self, socket => socket.try_read_buf(buf))
     }
 }

@@ -16,13 +16,13 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tower_service::Service;
 
 use super::waiting::{Ticket, Tracked};
-use crate::http::admission::Peer;
+use crate::transport::http::admission::Peer;
 
 /// The router as hyper's service, moving `ticket` through its phases:
 /// reading until the request's body ends, answering until the response's
 /// body is written, then idle.
 #[derive(Clone)]
-pub(in crate::http) struct TrackedService {
+pub(in crate::transport::http) struct TrackedService {
     router: Router,
     ticket: Arc<Ticket>,
     /// The connection's client, in each request's extensions, where
@@ -32,7 +32,11 @@ pub(in crate::http) struct TrackedService {
 
 impl Tracked {
     /// The service hyper calls for the connection's requests.
-    pub(in crate::http) fn service(&self, router: Router, peer: Option<Peer>) -> TrackedService {
+    pub(in crate::transport::http) fn service(
+        &self,
+        router: Router,
+        peer: Option<Peer>,
+    ) -> TrackedService {
         TrackedService {
             router,
             ticket: Arc::clone(self.ticket()),
@@ -118,7 +122,7 @@ impl Drop for RequestBody {
 
 /// The router's answer on its way: its body, once it comes, is watched
 /// until it is written.
-pub(in crate::http) struct Answering {
+pub(in crate::transport::http) struct Answering {
     routed: <Router as Service<Request>>::Future,
     ticket: Option<Arc<Ticket>>,
 }
@@ -139,7 +143,7 @@ impl Future for Answering {
 
 /// A response's body: the connection is idle once hyper has written it
 /// (and dropped it).
-pub(in crate::http) struct Answer {
+pub(in crate::transport::http) struct Answer {
     body: Body,
     ticket: Option<Arc<Ticket>>,
 }

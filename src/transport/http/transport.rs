@@ -15,8 +15,8 @@ use tower_service::Service;
 use super::route::Route;
 use crate::serve::ListenService;
 use crate::source::Source;
-use crate::transport::Streams;
 use crate::transport::hosts::AllowedHosts;
+use crate::transport::streams::Streams;
 
 /// How often an idle stream sends a keep-alive comment unless configured
 /// otherwise.

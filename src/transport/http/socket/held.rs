@@ -37,7 +37,7 @@ use super::vanished;
 
 /// Writes `response` on `socket`, then closes it; returns early when the
 /// client leaves or vanishes, or a write fails.
-pub(in crate::http) fn write(socket: Socket, response: Response) -> HeldWrite {
+pub(in crate::transport::http) fn write(socket: Socket, response: Response) -> HeldWrite {
     let (parts, body) = response.into_parts();
     let length = body.size_hint().exact();
     let framing = Framing::of(parts.status, length);
@@ -52,7 +52,7 @@ pub(in crate::http) fn write(socket: Socket, response: Response) -> HeldWrite {
 }
 
 /// The future [`write`] returns.
-pub(in crate::http) struct HeldWrite {
+pub(in crate::transport::http) struct HeldWrite {
     socket: Socket,
     body: Body,
     /// What is being written: the head, or frames (the last chunk with

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::http::admission::RateLimited;
+use crate::transport::http::admission::RateLimited;
 
 /// A snapshot of a server's connections
 /// ([`Server::connections`](crate::http::Server::connections)).
@@ -75,7 +75,7 @@ impl ConnectionStats {
 
 /// A server's counters, kept across its runs and read by its clones.
 #[derive(Debug, Default)]
-pub(in crate::http) struct Counters {
+pub(in crate::transport::http) struct Counters {
     pub(super) open: AtomicU64,
     pub(super) waiting: AtomicU64,
     pub(super) accepted: AtomicU64,
@@ -87,7 +87,7 @@ pub(in crate::http) struct Counters {
 
 impl Counters {
     /// The counters now.
-    pub(in crate::http) fn snapshot(&self) -> ConnectionStats {
+    pub(in crate::transport::http) fn snapshot(&self) -> ConnectionStats {
         ConnectionStats {
             open: self.open.load(Ordering::Relaxed),
             waiting: self.waiting.load(Ordering::Relaxed),

@@ -15,7 +15,7 @@ use super::stats::Counters;
 
 /// A running server's connections: the waiting ones in the order they
 /// began to wait, its limits and its counters.
-pub(in crate::http) struct Connections {
+pub(in crate::transport::http) struct Connections {
     limits: Limits,
     /// Waiting connections by the order they began to wait (a sequence
     /// number): the first is the one to shed.
@@ -31,14 +31,14 @@ struct Waiting {
 
 /// Why the watchdog closed a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::http) enum Closed {
+pub(in crate::transport::http) enum Closed {
     RequestTimeout,
     IdleTimeout,
     Shed,
 }
 
 impl Connections {
-    pub(in crate::http) fn new(limits: Limits, counters: Arc<Counters>) -> Arc<Self> {
+    pub(in crate::transport::http) fn new(limits: Limits, counters: Arc<Counters>) -> Arc<Self> {
         Arc::new(Self {
             limits,
             waiting: Mutex::default(),
@@ -48,12 +48,12 @@ impl Connections {
 
     /// A connection just accepted: it is open, and reading its first
     /// request from now.
-    pub(in crate::http) fn accepted(self: &Arc<Self>) -> (Open, Tracked) {
+    pub(in crate::transport::http) fn accepted(self: &Arc<Self>) -> (Open, Tracked) {
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         (Open::new(self), Tracked::new(Ticket::reading(self)))
     }
 
-    pub(in crate::http) fn turned_away(&self) {
+    pub(in crate::transport::http) fn turned_away(&self) {
         self.counters.turned_away.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -110,7 +110,7 @@ impl Connections {
 
 /// A connection's place among its server's connections: counted open
 /// while it lives, held streams included.
-pub(in crate::http) struct Open(Arc<Connections>);
+pub(in crate::transport::http) struct Open(Arc<Connections>);
 
 impl Open {
     pub(super) fn new(connections: &Arc<Connections>) -> Self {
@@ -257,7 +257,7 @@ impl Ticket {
 }
 
 /// A connection's hold on its [`Ticket`]: it waits no more once dropped.
-pub(in crate::http) struct Tracked(Arc<Ticket>);
+pub(in crate::transport::http) struct Tracked(Arc<Ticket>);
 
 impl Tracked {
     pub(super) fn new(ticket: Arc<Ticket>) -> Self {
