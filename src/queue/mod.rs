@@ -2,7 +2,7 @@
 //! relay's outbound queue and the client's buffer are each one of these.
 //!
 //! A [`Queue`] holds events up to its [`Settings`] (a count, a byte bound,
-//! an [`Overflow`](crate::Overflow) policy, coalescing), and its reader's state: the lag it
+//! an [`Overflow`] policy, coalescing), and its reader's state: the lag it
 //! is owed, how it ends, whom to wake, and where every event went. Its
 //! invariants are kept inside it:
 //!

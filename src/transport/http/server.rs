@@ -231,7 +231,7 @@ impl Server {
     /// close once its response is done, and returns when all have.
     ///
     /// A listen stream ends only when its source does: complete the hub
-    /// (or cut the transport's [`Streams`](crate::transport::Streams)) when
+    /// (or cut the transport's [`Streams`](crate::Streams)) when
     /// `shutdown` resolves, or this waits for the streams too. Most servers
     /// want [`serve_until_drained`](Self::serve_until_drained), which does.
     pub async fn serve(
