@@ -141,7 +141,7 @@ impl Shared {
     fn is_full(&self) -> bool {
         self.room.is_some_and(|(events, bytes)| {
             let state = self.state.lock();
-            state.items.len() >= events || state.items.bytes() >= bytes
+            state.items.counts().queued >= events as u64 || state.items.bytes() >= bytes
         })
     }
 

@@ -186,16 +186,6 @@ impl<T: Queued, E> Queue<T, E> {
         matches!(self.reader.phase, reader::Phase::Ended)
     }
 
-    /// The events queued now (markers aside).
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    /// Whether no event is queued (markers aside).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The rendered size of the events queued.
     pub fn bytes(&self) -> usize {
         self.items.bytes()

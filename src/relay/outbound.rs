@@ -86,7 +86,7 @@ impl Outbound {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.events.len()
+        usize::try_from(self.events.counts().queued).expect("a queue's length fits")
     }
 }
 
