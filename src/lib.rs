@@ -63,9 +63,9 @@ pub use event::{Event, EventKind, ListKind, Selector, Succession};
 pub use filter::{Capabilities, Extension, Filter};
 pub use hub::{Hub, Listener};
 pub use queue::Overflow;
-#[cfg(any_transport)]
-pub use serve::Demand;
 pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardown};
+#[cfg(any_transport)]
+pub use serve::{Demand, Presence};
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 pub use sync::block_on_timeout;
 #[cfg(any(feature = "stdio", feature = "http"))]

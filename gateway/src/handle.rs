@@ -12,7 +12,7 @@ use rmcp::model::ErrorData;
 use crate::error::GatewayError;
 use crate::identity::UpstreamIdentity;
 use crate::scope::Scope;
-use crate::scopes::{Holder, ScopeHold, Scopes};
+use crate::scopes::Scopes;
 use crate::stats::UpstreamStats;
 use crate::upstream::Upstream;
 use crate::view::View;
@@ -109,7 +109,7 @@ impl GatewayBuilder {
             .hub
             .unwrap_or_else(|| Hub::builder().capabilities(everything()).build());
         let scopes = match self.identity {
-            Some(identity) => Scopes::per_caller(self.upstreams, identity, hub.clone(), grace),
+            Some(identity) => Scopes::per_caller(self.upstreams, identity, hub.clone()),
             None => {
                 let own = Scope::open(None, &self.upstreams, None);
                 // Those that are down go on joining; those refused for
@@ -119,16 +119,16 @@ impl GatewayBuilder {
                     return Err(GatewayError::Upstream { name, error });
                 }
                 own.serve(&hub);
-                Scopes::shared(own, self.upstreams, hub.clone(), grace)
+                Scopes::shared(own, self.upstreams, hub.clone())
             }
         };
-        Ok(Gateway {
-            inner: Arc::new(Inner {
-                hub,
-                scopes: Arc::new(scopes),
-                attached: Mutex::default(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            hub,
+            scopes,
+            attached: Mutex::default(),
+        });
+        let demand = inner.demand().with_grace(grace);
+        Ok(Gateway { inner, demand })
     }
 }
 /// What a gateway's hub advertises downstream: every list's changes,
@@ -156,14 +156,17 @@ fn everything() -> Capabilities {
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
+    /// The one demand of every service and view: its hooks hold `inner`,
+    /// which does not hold it.
+    demand: Demand,
 }
 
 /// What a key's attach holds until its detach: its scope, kept open.
-type Attached = HashMap<(Option<Principal>, Option<InterestKey>), (Arc<Scope>, Option<ScopeHold>)>;
+type Attached = HashMap<(Option<Principal>, Option<InterestKey>), Arc<Scope>>;
 
 struct Inner {
     hub: Hub,
-    scopes: Arc<Scopes>,
+    scopes: Scopes,
     attached: Mutex<Attached>,
 }
 
@@ -176,9 +179,21 @@ impl Inner {
         principal: Option<Principal>,
         key: Option<InterestKey>,
     ) -> Result<(), ErrorData> {
-        let (scope, hold) = self.scopes.hold(principal.as_ref(), Holder::Streams)?;
+        let scope = self.scopes.hold(principal.as_ref())?;
+        let attached = self.attach_in(&scope, key.as_ref()).await;
+        match attached {
+            Ok(()) => drop(self.attached.lock().insert((principal, key), scope)),
+            // A refused attach is never detached.
+            Err(_) => self.scopes.release(principal.as_ref()),
+        }
+        attached
+    }
+
+    /// Waits until `scope` is ready and, for a URI or a task, until its
+    /// upstream's listen covers it.
+    async fn attach_in(&self, scope: &Scope, key: Option<&InterestKey>) -> Result<(), ErrorData> {
         scope.ready().await;
-        if let Some(key) = &key {
+        if let Some(key) = key {
             let Some((link, watch)) = scope.watch(key) else {
                 let what = match key {
                     InterestKey::Resource(uri) => format!("{uri:?}"),
@@ -192,19 +207,42 @@ impl Inner {
             };
             link.attach(watch).await?;
         }
-        self.attached.lock().insert((principal, key), (scope, hold));
         Ok(())
     }
 
     /// Detaches what [`attach`](Self::attach) attached.
     fn detach(&self, principal: Option<Principal>, key: Option<InterestKey>) {
-        let Some((scope, hold)) = self.attached.lock().remove(&(principal, key.clone())) else {
+        let Some(scope) = self
+            .attached
+            .lock()
+            .remove(&(principal.clone(), key.clone()))
+        else {
             return;
         };
         if let Some((link, watch)) = key.as_ref().and_then(|key| scope.watch(key)) {
             link.detach(&watch);
         }
-        drop(hold);
+        drop(scope);
+        self.scopes.release(principal.as_ref());
+    }
+
+    /// Demand hooks that open, widen, narrow and close the upstream
+    /// listens (and, per caller, the callers' scopes), holding `self`.
+    fn demand(self: &Arc<Self>) -> Demand {
+        let (attaching, detaching) = (Arc::clone(self), Arc::clone(self));
+        if self.scopes.own().is_some() {
+            Demand::new(move |key: InterestKey| {
+                let inner = Arc::clone(&attaching);
+                async move { inner.attach(None, Some(key)).await }
+            })
+            .on_detach(move |key| detaching.detach(None, Some(key)))
+        } else {
+            Demand::per_principal(move |principal, key| {
+                let inner = Arc::clone(&attaching);
+                async move { inner.attach(principal, key).await }
+            })
+            .on_principal_detach(move |principal, key| detaching.detach(principal, key))
+        }
     }
 }
 
@@ -224,26 +262,16 @@ impl Gateway {
     /// The demand hooks that open, widen, narrow and close the upstream
     /// URI listens (and, per caller, the callers' scopes) as downstream
     /// listeners come and go: install them on the service that serves the
-    /// hub (or take [`listen_service`](Self::listen_service)).
+    /// hub (or take [`listen_service`](Self::listen_service)). Every call
+    /// gives a clone of the gateway's one demand, so the services it is
+    /// installed on and the [views](Self::view) keep one count of each
+    /// caller's presence, and a caller's scope lives one grace past the
+    /// last of them.
     ///
     /// The hooks hold the gateway: its tasks go on while a service serves
     /// them, even if every [`Gateway`] handle was dropped.
     pub fn demand(&self) -> Demand {
-        let (attaching, detaching) = (Arc::clone(&self.inner), Arc::clone(&self.inner));
-        let demand = if self.inner.scopes.own().is_some() {
-            Demand::new(move |key: InterestKey| {
-                let inner = Arc::clone(&attaching);
-                async move { inner.attach(None, Some(key)).await }
-            })
-            .on_detach(move |key| detaching.detach(None, Some(key)))
-        } else {
-            Demand::per_principal(move |principal, key| {
-                let inner = Arc::clone(&attaching);
-                async move { inner.attach(principal, key).await }
-            })
-            .on_principal_detach(move |principal, key| detaching.detach(principal, key))
-        };
-        demand.with_grace(self.inner.scopes.grace())
+        self.demand.clone()
     }
 
     /// A [`ListenService`] over the hub with the [demand](Self::demand)
@@ -265,9 +293,14 @@ impl Gateway {
     /// `-32600` for a caller without a principal at a
     /// [per caller](GatewayBuilder::per_caller) gateway.
     pub async fn view(&self, principal: Option<&Principal>) -> Result<View, ErrorData> {
-        let (scope, hold) = self.inner.scopes.hold(principal, Holder::Request)?;
+        // The caller's presence opens its scope, and keeps it a grace past
+        // the view, as its streams do.
+        let presence = self.demand.hold_presence(principal).await?;
+        let scope = (self.inner.scopes)
+            .find(principal)
+            .expect("a caller's presence holds its scope");
         scope.ready().await;
-        Ok(View::new(scope, hold))
+        Ok(View::new(scope, presence))
     }
 
     /// Each upstream's figures, in the order they were given, summed over

@@ -2,16 +2,15 @@
 //! its callers (by default each principal its own), opened by a caller's
 //! first stream or request and released a grace after its members' last.
 //!
-//! One grace, whoever held it last: a request's hold lingers the grace
-//! itself, while a stream's is given back by the demand hooks' detach,
-//! which comes a grace after the principal's last stream already, and so
-//! lingers no more.
+//! The grace is the demand hooks' alone: a caller's streams and requests
+//! all hold its presence in the gateway's one [`Demand`](mcp_subscriptions::Demand)
+//! (a request through [`Demand::hold_presence`](mcp_subscriptions::Demand::hold_presence)),
+//! whose attach and key attaches hold the scope here, and whose detaches,
+//! each a grace after its last holder, give it back. A scope goes with the
+//! last of them, at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::time::Instant;
 
 use mcp_subscriptions::Hub;
 use mcp_subscriptions::audience::Principal;
@@ -26,7 +25,6 @@ use crate::upstream::Upstream;
 pub(super) struct Scopes {
     pub(super) upstreams: Vec<Upstream>,
     hub: Hub,
-    grace: Duration,
     mode: Mode,
 }
 
@@ -40,46 +38,18 @@ enum Mode {
     },
 }
 
-/// A credential scope's scope and who holds it.
+/// A credential scope's scope, and how many attaches hold it.
 struct OpenScope {
     scope: Arc<Scope>,
     holders: usize,
-    /// Until when the holds given back keep it: the latest of their
-    /// releases and lingers.
-    kept_until: Instant,
-}
-
-/// One hold on a caller's scope, given back when dropped.
-pub(super) struct ScopeHold {
-    scopes: Arc<Scopes>,
-    /// Its credential scope's name.
-    name: String,
-    /// How long it keeps the scope once given back.
-    linger: Duration,
-}
-
-/// Who takes a hold on a scope, which says how long it lingers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Holder {
-    /// A request ([`Gateway::view`](crate::Gateway::view)): the grace.
-    Request,
-    /// The demand hooks' attach of a principal's streams, whose detach
-    /// already came a grace after the last of them: no more.
-    Streams,
 }
 
 impl Scopes {
     /// The gateway's own scope, `scope`, for every caller.
-    pub(super) fn shared(
-        scope: Arc<Scope>,
-        upstreams: Vec<Upstream>,
-        hub: Hub,
-        grace: Duration,
-    ) -> Self {
+    pub(super) fn shared(scope: Arc<Scope>, upstreams: Vec<Upstream>, hub: Hub) -> Self {
         Self {
             upstreams,
             hub,
-            grace,
             mode: Mode::Shared(scope),
         }
     }
@@ -89,12 +59,10 @@ impl Scopes {
         upstreams: Vec<Upstream>,
         identity: UpstreamIdentity,
         hub: Hub,
-        grace: Duration,
     ) -> Self {
         Self {
             upstreams,
             hub,
-            grace,
             mode: Mode::PerCaller {
                 identity,
                 callers: Mutex::default(),
@@ -110,26 +78,18 @@ impl Scopes {
         }
     }
 
-    /// How long a caller's scope outlives its last holder.
-    pub(super) fn grace(&self) -> Duration {
-        self.grace
-    }
-
     /// The scope `principal`'s requests and streams are served from (its
     /// credential scope's, `principal` one of its members), opened if it
-    /// was not, and held until the hold is dropped (and the grace has
-    /// passed). The shared scope needs no hold.
+    /// was not, with one more holder: an attach of the demand hooks, until
+    /// its detach [releases](Self::release) it. The shared scope needs no
+    /// holder.
     ///
     /// # Errors
     ///
     /// `-32600` for a caller without a principal at a per-caller gateway.
-    pub(super) fn hold(
-        self: &Arc<Self>,
-        principal: Option<&Principal>,
-        holder: Holder,
-    ) -> Result<(Arc<Scope>, Option<ScopeHold>), ErrorData> {
+    pub(super) fn hold(&self, principal: Option<&Principal>) -> Result<Arc<Scope>, ErrorData> {
         let (identity, callers) = match &self.mode {
-            Mode::Shared(scope) => return Ok((Arc::clone(scope), None)),
+            Mode::Shared(scope) => return Ok(Arc::clone(scope)),
             Mode::PerCaller { identity, callers } => (identity, callers),
         };
         let Some(principal) = principal else {
@@ -138,33 +98,34 @@ impl Scopes {
                 None,
             ));
         };
-        let name = identity.scope_of(principal);
         let mut callers = callers.lock();
-        let held = callers.entry(name.clone()).or_insert_with(|| {
-            let scope = Scope::open(
-                Some(principal.clone()),
-                &self.upstreams,
-                Some(identity.clone()),
-            );
-            scope.serve(&self.hub);
-            OpenScope {
-                scope,
-                holders: 0,
-                kept_until: Instant::now(),
-            }
-        });
+        let held = callers
+            .entry(identity.scope_of(principal))
+            .or_insert_with(|| {
+                let scope = Scope::open(
+                    Some(principal.clone()),
+                    &self.upstreams,
+                    Some(identity.clone()),
+                );
+                scope.serve(&self.hub);
+                OpenScope { scope, holders: 0 }
+            });
         held.holders += 1;
         held.scope.members.admit(principal);
-        let linger = match holder {
-            Holder::Request => self.grace,
-            Holder::Streams => Duration::ZERO,
-        };
-        let hold = ScopeHold {
-            scopes: Arc::clone(self),
-            name,
-            linger,
-        };
-        Ok((Arc::clone(&held.scope), Some(hold)))
+        Ok(Arc::clone(&held.scope))
+    }
+
+    /// The scope `principal` is served from, if it is open (the shared
+    /// one always is).
+    pub(super) fn find(&self, principal: Option<&Principal>) -> Option<Arc<Scope>> {
+        match (&self.mode, principal) {
+            (Mode::Shared(scope), _) => Some(Arc::clone(scope)),
+            (Mode::PerCaller { identity, callers }, Some(principal)) => callers
+                .lock()
+                .get(&identity.scope_of(principal))
+                .map(|held| Arc::clone(&held.scope)),
+            (Mode::PerCaller { .. }, None) => None,
+        }
     }
 
     /// Every scope open now.
@@ -179,55 +140,24 @@ impl Scopes {
         }
     }
 
-    /// A hold on scope `name` given back, to keep it `linger` longer: once
-    /// it has no holder and what kept it has lapsed, it is released.
-    fn release(self: &Arc<Self>, name: &str, linger: Duration) {
-        let Mode::PerCaller { callers, .. } = &self.mode else {
+    /// One holder of `principal`'s scope fewer: the last one closes it,
+    /// its tasks aborted.
+    pub(super) fn release(&self, principal: Option<&Principal>) {
+        let (Mode::PerCaller { identity, callers }, Some(principal)) = (&self.mode, principal)
+        else {
             return;
         };
-        {
-            let mut callers = callers.lock();
-            let Some(held) = callers.get_mut(name) else {
-                return;
-            };
-            held.holders -= 1;
-            held.kept_until = held.kept_until.max(Instant::now() + linger);
-            if held.holders > 0 {
-                return;
-            }
-        }
-        let (scopes, name) = (Arc::clone(self), name.to_owned());
-        let lapse = move || {
-            let Mode::PerCaller { callers, .. } = &scopes.mode else {
-                return;
-            };
-            let mut callers = callers.lock();
-            if callers
-                .get(&name)
-                .is_some_and(|held| held.holders == 0 && held.kept_until <= Instant::now())
-            {
-                // Dropped outside the lock: its tasks are aborted.
-                let gone = callers.remove(&name);
-                drop(callers);
-                drop(gone);
-            }
+        let mut callers = callers.lock();
+        let name = identity.scope_of(principal);
+        let Some(held) = callers.get_mut(&name) else {
+            return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) if !linger.is_zero() => {
-                runtime.spawn(async move {
-                    tokio::time::sleep(linger).await;
-                    lapse();
-                });
-            }
-            // Nothing to wait for, or dropped at shutdown outside any
-            // runtime: now rather than never.
-            _ => lapse(),
+        held.holders -= 1;
+        if held.holders == 0 {
+            // Dropped outside the lock.
+            let gone = callers.remove(&name);
+            drop(callers);
+            drop(gone);
         }
-    }
-}
-
-impl Drop for ScopeHold {
-    fn drop(&mut self) {
-        self.scopes.release(&self.name, self.linger);
     }
 }

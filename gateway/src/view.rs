@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcp_subscriptions::Presence;
 use mcp_subscriptions_client::catalog::{Catalog, CatalogKind, CatalogSet};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorData, GetPromptRequestParams,
@@ -13,7 +14,6 @@ use rmcp::model::{
 use crate::forward;
 use crate::lists;
 use crate::scope::Scope;
-use crate::scopes::ScopeHold;
 use crate::stats::CacheHint;
 
 /// One caller's view of a [`Gateway`](crate::Gateway)
@@ -22,12 +22,15 @@ use crate::stats::CacheHint;
 /// caller's scope open while it lives (and a grace after).
 pub struct View {
     scope: Arc<Scope>,
-    _hold: Option<ScopeHold>,
+    _presence: Presence,
 }
 
 impl View {
-    pub(super) fn new(scope: Arc<Scope>, hold: Option<ScopeHold>) -> Self {
-        Self { scope, _hold: hold }
+    pub(super) fn new(scope: Arc<Scope>, presence: Presence) -> Self {
+        Self {
+            scope,
+            _presence: presence,
+        }
     }
 
     /// The upstreams' tools, named downstream.

@@ -37,7 +37,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -94,8 +94,25 @@ type DemandKey = (Option<Principal>, Option<InterestKey>);
 /// stream attaches its *presence* (`None` as the key), held by every
 /// stream of that principal whatever it asks for, detached after the grace
 /// once its last stream has gone.
+///
+/// # One bookkeeping
+///
+/// A `Demand` and its clones keep one count of who holds each key: the
+/// streams of every service it is installed on, and the
+/// [presences](Self::hold_presence) held for work that is no stream. So a
+/// key is attached once however many services serve it, and detached a
+/// grace after its last holder of any kind. A builder method makes
+/// another demand, with a bookkeeping of its own.
 #[derive(Clone)]
 pub struct Demand {
+    hooks: Hooks,
+    /// Who holds each key, made on first use.
+    keys: Arc<OnceLock<Arc<Keys>>>,
+}
+
+/// What a [`Demand`] runs, and when.
+#[derive(Clone)]
+struct Hooks {
     attach: Arc<Attach>,
     detach: Arc<Detach>,
     grace: Duration,
@@ -117,7 +134,7 @@ impl Demand {
         A: Fn(InterestKey) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), ErrorData>> + Send + 'static,
     {
-        Self {
+        Self::with_hooks(Hooks {
             attach: Arc::new(move |_, key| match key {
                 Some(key) => attach(key).boxed(),
                 // Presences are held per principal only.
@@ -126,7 +143,7 @@ impl Demand {
             detach: Arc::new(|_, _| {}),
             grace: Self::DEFAULT_GRACE,
             per_principal: false,
-        }
+        })
     }
 
     /// Runs `attach` for each key that gains its first stream *of a
@@ -138,11 +155,18 @@ impl Demand {
         A: Fn(Option<Principal>, Option<InterestKey>) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), ErrorData>> + Send + 'static,
     {
-        Self {
+        Self::with_hooks(Hooks {
             attach: Arc::new(move |principal, key| attach(principal, key).boxed()),
             detach: Arc::new(|_, _| {}),
             grace: Self::DEFAULT_GRACE,
             per_principal: true,
+        })
+    }
+
+    fn with_hooks(hooks: Hooks) -> Self {
+        Self {
+            hooks,
+            keys: Arc::default(),
         }
     }
 
@@ -150,12 +174,12 @@ impl Demand {
     /// period (per principal hooks: for each principal's key, and not for
     /// presences; see [`on_principal_detach`](Self::on_principal_detach)).
     pub fn on_detach(mut self, detach: impl Fn(InterestKey) + Send + Sync + 'static) -> Self {
-        self.detach = Arc::new(move |_, key| {
+        self.hooks.detach = Arc::new(move |_, key| {
             if let Some(key) = key {
                 detach(key);
             }
         });
-        self
+        Self::with_hooks(self.hooks)
     }
 
     /// Runs `detach` once a principal's key, or its presence (`None` as
@@ -164,23 +188,56 @@ impl Demand {
         mut self,
         detach: impl Fn(Option<Principal>, Option<InterestKey>) + Send + Sync + 'static,
     ) -> Self {
-        self.detach = Arc::new(detach);
-        self
+        self.hooks.detach = Arc::new(detach);
+        Self::with_hooks(self.hooks)
     }
 
     /// How long a key stays attached after its last stream left (default
     /// [`Demand::DEFAULT_GRACE`]).
     pub fn with_grace(mut self, grace: Duration) -> Self {
-        self.grace = grace;
-        self
+        self.hooks.grace = grace;
+        Self::with_hooks(self.hooks)
+    }
+
+    /// Holds `principal`'s presence as a stream of it does, for work on
+    /// its behalf that is no stream (a request served with its
+    /// credentials, say): the presence's attach runs if nothing held it,
+    /// and this waits for it; dropping the [`Presence`] gives it back, and
+    /// the presence is detached a grace after its last holder, stream or
+    /// not. Only [per principal](Self::per_principal) hooks have
+    /// presences; with others this holds nothing and waits for nothing.
+    ///
+    /// # Errors
+    ///
+    /// The attach's error when it refuses (`-32603` when it panics).
+    pub async fn hold_presence(
+        &self,
+        principal: Option<&Principal>,
+    ) -> Result<Presence, ErrorData> {
+        let (hold, attach) = self.keys().hold(principal, []);
+        if let Some(attach) = attach {
+            attach.await?;
+        }
+        Ok(Presence(hold))
+    }
+
+    /// Who holds each key, for every service it is installed on.
+    pub(crate) fn keys(&self) -> Arc<Keys> {
+        Arc::clone(self.keys.get_or_init(|| Keys::new(self.hooks.clone())))
     }
 }
+
+/// A principal's presence held by [`Demand::hold_presence`], given back
+/// when dropped.
+#[derive(Debug)]
+#[must_use = "the presence is given back when this is dropped"]
+pub struct Presence(#[allow(dead_code, reason = "held for its drop")] Hold);
 
 impl std::fmt::Debug for Demand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Demand")
-            .field("grace", &self.grace)
-            .field("per_principal", &self.per_principal)
+            .field("grace", &self.hooks.grace)
+            .field("per_principal", &self.hooks.per_principal)
             .finish_non_exhaustive()
     }
 }
@@ -195,10 +252,10 @@ enum Phase {
     Detaching(Option<watch::Sender<Option<Outcome>>>),
 }
 
-/// The keys of one service's streams (held by the streams admitted or
-/// waiting), each in its phase, and the hooks.
+/// The keys of a demand's streams (held by the streams admitted or
+/// waiting) and presences, each in its phase, and the hooks.
 pub(crate) struct Keys {
-    hooks: Demand,
+    hooks: Hooks,
     keys: Mutex<Holds<DemandKey, Phase>>,
 }
 
@@ -220,7 +277,7 @@ pub(crate) struct Hold {
 }
 
 impl Keys {
-    pub(crate) fn new(hooks: Demand) -> Arc<Self> {
+    fn new(hooks: Hooks) -> Arc<Self> {
         Arc::new(Self {
             hooks,
             keys: Mutex::new(Holds::default()),

@@ -20,7 +20,7 @@ mod unknown;
 
 pub use authorize::{Authorize, Grant};
 #[cfg(any_transport)]
-pub use demand::Demand;
+pub use demand::{Demand, Presence};
 pub use limits::CapPolicy;
 pub use service::ListenService;
 pub use stream::ListenStream;

@@ -150,10 +150,11 @@ impl<S: Source + 'static> ListenService<S> {
     /// first stream of this service, before that stream's source is opened
     /// or anything is acknowledged, and after the last has gone (see
     /// [`Demand`](crate::Demand)). An attach that refuses answers each
-    /// request waiting for it with its error, and opens nothing.
+    /// request waiting for it with its error, and opens nothing. Clones of
+    /// one demand installed on several services keep one bookkeeping.
     #[cfg(any_transport)]
     pub fn with_demand(mut self, demand: super::demand::Demand) -> Self {
-        self.demand = Some(super::demand::Keys::new(demand));
+        self.demand = Some(demand.keys());
         self
     }
 

@@ -50,7 +50,7 @@ async fn a_stream_arriving_during_a_detach_waits_for_it_then_attaches_anew() {
         detaching.lock().push("detach returns");
     })
     .with_grace(Duration::from_millis(20));
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (held, wait) = keys.hold(None, [uri("file:///a")]);
     wait.unwrap().await.unwrap();
     drop(held);
@@ -69,7 +69,7 @@ async fn a_stream_arriving_during_a_detach_waits_for_it_then_attaches_anew() {
 #[tokio::test(start_paused = true)]
 async fn concurrent_first_holders_cause_one_attach_and_the_last_one_detach() {
     let (demand, attached, detached) = counting();
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (first, wait_first) = keys.hold(None, [uri("file:///a")]);
     let (second, wait_second) = keys.hold(None, [uri("file:///a")]);
     wait_first.unwrap().await.unwrap();
@@ -91,7 +91,7 @@ async fn concurrent_first_holders_cause_one_attach_and_the_last_one_detach() {
 #[tokio::test(start_paused = true)]
 async fn a_grace_from_an_earlier_idle_spell_never_cuts_a_later_one_short() {
     let (demand, _, detached) = counting();
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (hold, wait) = keys.hold(None, [uri("file:///a")]);
     wait.unwrap().await.unwrap();
     drop(hold); // a grace of 50 ms starts
@@ -113,7 +113,7 @@ async fn a_grace_from_an_earlier_idle_spell_never_cuts_a_later_one_short() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_or_panicking_attach_refuses_and_is_never_detached() {
     let (demand, attached, detached) = counting();
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (hold, wait) = keys.hold(None, [uri("file:///a"), uri("file:///refused")]);
     let refused = wait.unwrap().await.unwrap_err();
     assert_eq!(refused.message, "not here");
@@ -157,7 +157,7 @@ async fn per_principal_hooks_hold_each_principals_keys_and_presence_apart() {
             .push(format!("detach {}", name(&principal, &key)));
     })
     .with_grace(Duration::from_millis(50));
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
     let (a1, wait) = keys.hold(Some(&alice), [uri("file:///a")]);
     wait.unwrap().await.unwrap();
@@ -204,7 +204,7 @@ async fn per_principal_hooks_hold_each_principals_keys_and_presence_apart() {
 #[tokio::test(start_paused = true)]
 async fn shared_hooks_hold_a_key_once_for_every_principal() {
     let (demand, attached, detached) = counting();
-    let keys = Keys::new(demand);
+    let keys = demand.keys();
     let (a, wait) = keys.hold(Some(&Principal::new("alice")), [uri("file:///a")]);
     wait.unwrap().await.unwrap();
     let (b, wait) = keys.hold(Some(&Principal::new("bob")), [uri("file:///a")]);
@@ -213,4 +213,64 @@ async fn shared_hooks_hold_a_key_once_for_every_principal() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(attached.load(Ordering::SeqCst), 1);
     assert_eq!(detached.load(Ordering::SeqCst), 1);
+}
+
+/// Per principal hooks that log each presence's attach and detach.
+fn presences() -> (Demand, Arc<Mutex<Vec<String>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (attaching, detaching) = (log.clone(), log.clone());
+    let demand = Demand::per_principal(move |principal: Option<Principal>, key| {
+        let log = attaching.clone();
+        async move {
+            if key.is_none() {
+                let who = principal.map_or("nobody".into(), |p| p.as_str().to_owned());
+                log.lock().push(format!("attach {who}"));
+            }
+            Ok(())
+        }
+    })
+    .on_principal_detach(move |principal, key| {
+        if key.is_none() {
+            let who = principal.map_or("nobody".into(), |p| p.as_str().to_owned());
+            detaching.lock().push(format!("detach {who}"));
+        }
+    })
+    .with_grace(Duration::from_millis(50));
+    (demand, log)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_presence_held_apart_from_streams_shares_their_attach_and_one_grace() {
+    let (demand, log) = presences();
+    let alice = Principal::new("alice");
+    let request = demand.hold_presence(Some(&alice)).await.unwrap();
+    // A stream of alice's, on a service with a clone of the demand, finds
+    // her presence attached.
+    let keys = demand.clone().keys();
+    let (stream, wait) = keys.hold(Some(&alice), [uri("file:///a")]);
+    wait.expect("the URI attaches").await.unwrap();
+    drop(request);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*log.lock(), ["attach alice"], "the stream still holds it");
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(45)).await;
+    assert_eq!(log.lock().len(), 1, "within the grace");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(*log.lock(), ["attach alice", "detach alice"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_builder_method_makes_a_demand_of_its_own_and_hooks_not_per_principal_hold_no_presence() {
+    let (demand, log) = presences();
+    let other = demand.clone().with_grace(Duration::from_millis(10));
+    assert!(!Arc::ptr_eq(&demand.keys(), &other.keys()));
+    assert!(Arc::ptr_eq(&demand.keys(), &demand.clone().keys()));
+    let (plain, attached, _) = counting();
+    let nothing = plain.hold_presence(Some(&Principal::new("bob"))).await;
+    assert!(nothing.is_ok());
+    assert_eq!(
+        (attached.load(Ordering::SeqCst), plain.keys().held()),
+        (0, 0)
+    );
+    assert!(log.lock().is_empty());
 }
