@@ -7,7 +7,7 @@
 //! pump waits for room before it reads, so the queue itself is never full;
 //! the other policies are the queue's own.
 
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -17,7 +17,7 @@ use crate::item::{End, Item};
 use crate::options::SubscribeOptions;
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::queue::{Popped, Pushed, Queue, Queued, Wakeup};
+use mcp_subscriptions::queue::{Popped, Pushed, Queue, Queued};
 
 /// Where every event the transport delivered is now, for one subscription.
 /// `received = delivered + dropped + coalesced + buffered + discarded`.
@@ -82,8 +82,8 @@ impl Queued for Item {
 
 /// Wakes the reader, if it waits, once the buffer's lock is released, so
 /// that it does not wake only to block on it.
-fn wake(wakeup: Option<Wakeup>) {
-    wakeup.into_iter().for_each(Wakeup::wake);
+fn wake(wakeup: Option<Waker>) {
+    wakeup.into_iter().for_each(Waker::wake);
 }
 
 impl Shared {

@@ -11,17 +11,16 @@ mod loom_model_queue {
     use crate::hub::id::ListenerId;
     use crate::hub::own_queue::OwnQueue;
     use crate::queue::Overflow;
-    use crate::queue::reader::{Settings, Waiter};
+    use crate::queue::Settings;
+    use crate::queue::reader::Waiter;
     use crate::source::Next;
     use crate::sync::Arc;
 
     fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> OwnQueue {
-        OwnQueue::new(
-            ListenerId(0),
+        OwnQueue::of(
             Settings::new(capacity)
                 .with_overflow(overflow)
                 .with_coalesce(coalesce),
-            None,
         )
     }
 
@@ -177,7 +176,8 @@ mod lane_support {
     use crate::hub::lane::{Lane, LaneKey};
     use crate::queue::Overflow;
     use crate::queue::Pushed;
-    use crate::queue::reader::{Settings, Waiter};
+    use crate::queue::Settings;
+    use crate::queue::reader::Waiter;
     use crate::sync::Arc;
 
     /// A lane of `capacity`, dropping its oldest.

@@ -108,12 +108,19 @@ impl OwnQueue {
 
     /// As [`stop`](Self::stop), but the reader is told it was revoked.
     pub(crate) fn revoke(&self) -> Option<Waiter> {
-        let wakeup = self.state.lock().close(ListenerEnd::Revoked);
-        wakeup.map(|wakeup| wakeup.0)
+        self.state.lock().close_with(ListenerEnd::Revoked)
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
         self.state.lock().snapshot()
+    }
+}
+
+#[cfg(test)]
+impl OwnQueue {
+    /// Listener 0's, under no hub-wide budget.
+    pub(crate) fn of(settings: Settings) -> Self {
+        Self::new(ListenerId(0), settings, None)
     }
 }
 
@@ -126,12 +133,10 @@ mod tests {
     use crate::queue::Overflow;
 
     fn queue(capacity: usize, overflow: Overflow, coalesce: bool) -> OwnQueue {
-        OwnQueue::new(
-            ListenerId(0),
+        OwnQueue::of(
             Settings::new(capacity)
                 .with_overflow(overflow)
                 .with_coalesce(coalesce),
-            None,
         )
     }
 

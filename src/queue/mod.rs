@@ -22,8 +22,9 @@
 //! it.
 //!
 //! A queue takes no lock: share it behind your own, push and pop under it,
-//! and wake the reader (a [`Wakeup`], from [`Queue::wakeup`] after a push,
-//! or from the call that ended it) once the lock is released.
+//! and wake the reader (the [`Waker`](std::task::Waker) that
+//! [`Queue::wakeup`] gives after a push, or the call that ended it) once
+//! the lock is released.
 //!
 //! ```
 //! use mcp_subscriptions::queue::{Popped, Pushed, Queue, Settings};
@@ -57,7 +58,7 @@ mod succession;
 mod tests;
 
 use std::collections::VecDeque;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 pub(crate) use bounded::Bounded;
 pub use bounded::{Pushed, Queued};
@@ -68,20 +69,6 @@ use reader::{Reader, Snapshot, Stored, Waiter};
 pub use settings::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES, Settings};
 
 use crate::event::Event;
-
-/// A reader to wake, taken from a queue under its owner's lock and woken
-/// after it is released (waking runs the executor's code, which must not
-/// find the lock held).
-#[derive(Debug)]
-#[must_use = "a wake-up does nothing until `wake` is called"]
-pub struct Wakeup(pub(crate) Waiter);
-
-impl Wakeup {
-    /// Wakes the reader.
-    pub fn wake(self) {
-        self.0.wake();
-    }
-}
 
 /// A bounded queue of events (and its owner's markers, `T`) with its
 /// reader's state, ended by its owner with an `E`; see the [module
@@ -148,24 +135,30 @@ impl<T: Queued, E> Queue<T, E> {
     }
 
     /// The reader to wake, if one is waiting: take it after a push, a
-    /// marker, lag or an end, and wake it once no lock is held.
-    pub fn wakeup(&mut self) -> Option<Wakeup> {
-        self.reader.waiter.take().map(Wakeup)
+    /// marker or lag, and wake it once no lock is held (waking runs the
+    /// executor's code, which must not find the lock held).
+    pub fn wakeup(&mut self) -> Option<Waker> {
+        self.reader.waiter.take().map(Waiter::into_waker)
     }
 
     /// Stops taking events: the reader drains what is queued, then gets
     /// [`Popped::End`] with `end`. Only an open queue finishes: the first
     /// end stays (an overflow is one). Returns the reader to wake.
-    pub fn finish(&mut self, end: E) -> Option<Wakeup> {
-        self.reader.finish(end).map(Wakeup)
+    pub fn finish(&mut self, end: E) -> Option<Waker> {
+        self.reader.finish(end).map(Waiter::into_waker)
     }
 
     /// Ends the queue at once: what it holds is discarded (and counted so),
     /// and the reader gets [`Popped::End`] with `end` in the place of any
     /// end it has not yet been told. Returns the reader to wake.
-    pub fn close(&mut self, end: E) -> Option<Wakeup> {
+    pub fn close(&mut self, end: E) -> Option<Waker> {
+        self.close_with(end).map(Waiter::into_waker)
+    }
+
+    /// As [`close`](Self::close), with the waiter as the hub wakes it.
+    pub(crate) fn close_with(&mut self, end: E) -> Option<Waiter> {
         let discarded = self.discard();
-        self.reader.close_with(end, discarded).map(Wakeup)
+        self.reader.close_with(end, discarded)
     }
 
     /// Ends the queue at once, as [`close`](Self::close) does, with no end
@@ -191,11 +184,6 @@ impl<T: Queued, E> Queue<T, E> {
         self.items.bytes()
     }
 
-    /// Its bounds and policy.
-    pub fn settings(&self) -> Settings {
-        self.items.settings()
-    }
-
     /// Where every event pushed is now.
     pub fn counts(&self) -> Counts {
         self.reader.counts(&self.stored())
@@ -213,7 +201,7 @@ impl<T: Queued, E> Queue<T, E> {
 
     /// A copy of its state for the hub's statistics.
     pub(crate) fn snapshot(&self) -> Snapshot {
-        self.reader.snapshot(self.stored(), self.settings())
+        self.reader.snapshot(self.stored(), self.items.settings())
     }
 
     /// As [`pop`](Self::pop), letting `register` install a waiter of any

@@ -33,6 +33,14 @@ impl Waiter {
             Self::Thread(thread) => thread.unpark(),
         }
     }
+
+    /// As a waker, for an owner outside the crate.
+    pub(crate) fn into_waker(self) -> Waker {
+        match self {
+            Self::Task(waker) => waker,
+            Self::Thread(thread) => crate::sync::unparking(thread),
+        }
+    }
 }
 
 /// Where a reader is in its life: a byte, when its owner's ends are.

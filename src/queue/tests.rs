@@ -7,26 +7,24 @@ use proptest::prelude::*;
 use super::overflow::Overflow;
 use super::*;
 
-/// A marker among the events, as the client's buffer keeps them.
+/// An event, or (as the client's buffer keeps them) a numbered marker.
 #[derive(Debug, Clone, PartialEq)]
-enum Item {
-    Event(Event),
-    Marker(u32),
-}
+struct Item(Result<Event, u32>);
 
 impl From<Event> for Item {
     fn from(event: Event) -> Self {
-        Self::Event(event)
+        Self(Ok(event))
     }
 }
 
 impl Queued for Item {
     fn event(&self) -> Option<&Event> {
-        match self {
-            Self::Event(event) => Some(event),
-            Self::Marker(_) => None,
-        }
+        self.0.as_ref().ok()
     }
+}
+
+fn marker(n: u32) -> Item {
+    Item(Err(n))
 }
 
 fn updated(i: u32) -> Event {
@@ -91,18 +89,18 @@ fn close_discards_what_is_queued_and_its_end_replaces_an_unreported_one() {
 fn markers_keep_their_place_take_no_room_and_may_supersede_the_last() {
     let mut queue: Queue<Item> = Queue::new(Settings::new(1));
     queue.push(&updated(0));
-    queue.push_marker(Item::Marker(1), |_| false);
-    queue.push_marker(Item::Marker(2), |last| matches!(last, Item::Marker(_)));
+    queue.push_marker(marker(1), |_| false);
+    queue.push_marker(marker(2), |last| last.0.is_err());
     assert_eq!(queue.counts().queued, 1, "markers aside");
     // One event of room: the next evicts the first event, not a marker.
     assert_eq!(queue.push(&updated(1)), Pushed::DroppedOldest);
     assert_eq!(queue.pop(), Some(Popped::Lagged(1)));
-    assert_eq!(queue.pop(), Some(Popped::Item(Item::Marker(2))));
-    assert_eq!(queue.pop(), Some(Popped::Item(Item::Event(updated(1)))));
+    assert_eq!(queue.pop(), Some(Popped::Item(marker(2))));
+    assert_eq!(queue.pop(), Some(Popped::Item(updated(1).into())));
     assert_eq!(queue.pop(), None);
     assert_eq!(queue.counts().delivered, 1, "a marker is no delivery");
     queue.finish(());
-    queue.push_marker(Item::Marker(3), |_| false);
+    queue.push_marker(marker(3), |_| false);
     assert_eq!(
         queue.pop(),
         Some(Popped::End(())),
@@ -232,7 +230,7 @@ proptest! {
                         owed += queue.counts().dropped - dropped;
                     }
                 }
-                Step::Marker => queue.push_marker(Item::Marker(0), |_| false),
+                Step::Marker => queue.push_marker(marker(0), |_| false),
                 Step::Finish => drop(queue.finish(1)),
                 Step::Close => {
                     drop(queue.close(2));

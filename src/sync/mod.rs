@@ -13,7 +13,7 @@ pub(crate) mod census;
 mod park;
 
 pub use park::block_on_timeout;
-pub(crate) use park::park_until;
+pub(crate) use park::{park_until, unparking};
 
 #[cfg(not(mcp_subscriptions_loom))]
 mod imp {

@@ -26,18 +26,22 @@ pub(crate) fn park_until(deadline: Option<Instant>) -> bool {
     true
 }
 
-/// Polls `future` on this thread until it is ready or `timeout` passes.
-pub fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
+/// A waker that unparks `thread`.
+pub(crate) fn unparking(thread: Thread) -> Waker {
     struct Unpark(Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {
             self.0.unpark();
         }
     }
+    Waker::from(Arc::new(Unpark(thread)))
+}
 
+/// Polls `future` on this thread until it is ready or `timeout` passes.
+pub fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
     // A timeout too large to add (`Duration::MAX`) means no deadline.
     let deadline = Instant::now().checked_add(timeout);
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let waker = unparking(thread::current());
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     loop {
