@@ -1,8 +1,8 @@
 //! How the hub ends a listener, and what its reader is told.
 
 use crate::event::Event;
-use crate::queue::Popped;
 use crate::queue::reader::Reader;
+use crate::queue::{Handout, Popped};
 use crate::source::Next;
 
 /// How the hub ends a listener, besides an overflow and a close: a byte
@@ -18,6 +18,13 @@ pub(crate) enum ListenerEnd {
 
 /// A listener's reading end, in a lane's seat or its own queue.
 pub(crate) type ListenerReader = Reader<ListenerEnd>;
+
+impl Handout<Event, ListenerEnd> for Next {
+    #[inline(always)]
+    fn item(event: Event) -> Self {
+        Self::Event(event)
+    }
+}
 
 impl From<Popped<Event, ListenerEnd>> for Next {
     #[inline(always)]

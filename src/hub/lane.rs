@@ -365,23 +365,21 @@ impl Lane {
         let state = &mut *state;
         // The member's reader keeps no waiter: the one it registers goes
         // to the lane's list, once per round however often it registers.
-        reader
-            .pop_or_register(&mut storage, |_| {
-                if let Some(listed) = state.listed(listing) {
-                    return register(listed);
-                }
-                let mut waiter = None;
-                register(&mut waiter);
-                if waiter.is_some() {
-                    *listing = Listing {
-                        round: state.round,
-                        at: u32::try_from(state.waiting.len())
-                            .expect("a round lists each member at most once"),
-                    };
-                    state.waiting.push(waiter);
-                }
-            })
-            .map(Next::from)
+        reader.pop_or_register(&mut storage, |_| {
+            if let Some(listed) = state.listed(listing) {
+                return register(listed);
+            }
+            let mut waiter = None;
+            register(&mut waiter);
+            if waiter.is_some() {
+                *listing = Listing {
+                    round: state.round,
+                    at: u32::try_from(state.waiting.len())
+                        .expect("a round lists each member at most once"),
+                };
+                state.waiting.push(waiter);
+            }
+        })
     }
 
     /// Passes on every wake-up the lane's chain holds: its member leaves
@@ -580,9 +578,7 @@ impl Member {
             cursor: &mut self.cursor,
             ring,
         };
-        self.reader
-            .pop_or_register(&mut storage, |_| {})
-            .map(Next::from)
+        self.reader.pop_or_register(&mut storage, |_| {})
     }
 }
 

@@ -86,7 +86,7 @@ impl OwnQueue {
         &self,
         register: impl FnOnce(&mut Option<Waiter>),
     ) -> Option<Next> {
-        self.state.lock().pop_or_register(register).map(Next::from)
+        self.state.lock().pop_or_register(register)
     }
 
     /// Removes a waiter that gave up (a dropped future, a timed-out wait).

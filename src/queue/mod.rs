@@ -64,6 +64,7 @@ pub(crate) use bounded::Bounded;
 pub use bounded::{Pushed, Queued};
 pub use counts::Counts;
 pub use overflow::Overflow;
+pub(crate) use popped::Handout;
 pub use popped::Popped;
 use reader::{Reader, Snapshot, Stored, Waiter};
 pub use settings::{DEFAULT_CAPACITY, DEFAULT_MAX_QUEUED_BYTES, Settings};
@@ -207,10 +208,10 @@ impl<T: Queued, E> Queue<T, E> {
     /// As [`pop`](Self::pop), letting `register` install a waiter of any
     /// kind when there is nothing yet.
     #[inline(always)]
-    pub(crate) fn pop_or_register(
+    pub(crate) fn pop_or_register<O: Handout<T, E>>(
         &mut self,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Option<Popped<T, E>> {
+    ) -> Option<O> {
         self.reader.pop_or_register(&mut self.items, register)
     }
 

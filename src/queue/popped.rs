@@ -4,6 +4,20 @@
 use super::overflow::Overflow;
 use crate::event::Event;
 
+/// What a reader's pop is handed out as: the queue's own [`Popped`], or an
+/// owner's type made from it (the hub's `Next`), whose common case, an
+/// item, is built directly rather than converted on the hot path.
+pub(crate) trait Handout<T, E>: From<Popped<T, E>> {
+    fn item(item: T) -> Self;
+}
+
+impl<T, E> Handout<T, E> for Popped<T, E> {
+    #[inline(always)]
+    fn item(item: T) -> Self {
+        Self::Item(item)
+    }
+}
+
 /// What a pop hands out, in this order: lag, items, the end, then
 /// `Closed` for good.
 #[derive(Debug, Clone, PartialEq, Eq)]

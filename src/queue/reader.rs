@@ -12,7 +12,7 @@ use std::task::Waker;
 use std::thread::Thread;
 
 use super::counts::Counts;
-use super::popped::Popped;
+use super::popped::{Handout, Popped};
 use super::settings::Settings;
 use crate::event::Event;
 
@@ -148,19 +148,19 @@ impl<E> Reader<E> {
     /// so no push can slip in between the check and the registration) and
     /// returns `None`. The common case, an event and no lag, inline.
     #[inline(always)]
-    pub(crate) fn pop_or_register<T>(
+    pub(crate) fn pop_or_register<T, O: Handout<T, E>>(
         &mut self,
         storage: &mut impl Storage<T>,
         register: impl FnOnce(&mut Option<Waiter>),
-    ) -> Option<Popped<T, E>> {
+    ) -> Option<O> {
         if let Some(item) = storage.take(self) {
-            return Some(Popped::Item(item));
+            return Some(O::item(item));
         }
         let next = self.pop_rest();
         if next.is_none() {
             register(&mut self.waiter);
         }
-        next
+        next.map(O::from)
     }
 
     /// Lag, or how the reader ended, once no item can be handed out.
