@@ -45,6 +45,33 @@
 //! assert!(counts.is_balanced());
 //! # assert_eq!(queue.push(&Event::tools_list_changed()), Pushed::NotOpen);
 //! ```
+//!
+//! Across tasks, behind a lock of your own, held only within one poll and
+//! never across a wait:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use std::sync::{Arc, Mutex};
+//!
+//! use mcp_subscriptions::Event;
+//! use mcp_subscriptions::queue::{Popped, Queue, Settings};
+//!
+//! let queue: Arc<Mutex<Queue>> = Arc::new(Mutex::new(Queue::new(Settings::default())));
+//! let reader = tokio::spawn({
+//!     let queue = Arc::clone(&queue);
+//!     async move { std::future::poll_fn(|cx| queue.lock().unwrap().poll_pop(cx)).await }
+//! });
+//! tokio::task::yield_now().await; // the reader waits
+//! let waker = {
+//!     let mut queue = queue.lock().unwrap();
+//!     queue.push(&Event::tools_list_changed());
+//!     queue.wakeup()
+//! };
+//! waker.expect("the reader waits").wake(); // once the lock is released
+//! assert_eq!(reader.await.unwrap(), Popped::Item(Event::tools_list_changed()));
+//! # }
+//! ```
 
 mod bounded;
 pub(crate) mod budget;
