@@ -22,7 +22,7 @@
 //! it.
 //!
 //! A queue takes no lock: share it behind your own, push and pop under it,
-//! and wake the reader (the [`Waker`](std::task::Waker) that
+//! and wake the reader (the [`Waker`] that
 //! [`Queue::wakeup`] gives after a push, or the call that ended it) once
 //! the lock is released.
 //!
