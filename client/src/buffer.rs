@@ -326,4 +326,70 @@ mod tests {
         let stats = holding.stats();
         assert_eq!((stats.received, stats.discarded, stats.buffered), (2, 2, 0));
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_room_counts_events_and_bytes_and_a_read_makes_room() {
+        let len = Event::resource_updated("a").rendered_len();
+        let by_count = Shared::new(&SubscribeOptions::default().with_capacity(2), Filter::new());
+        by_count.push_event(Event::resource_updated("a")).unwrap();
+        assert!(!by_count.is_full(), "one of two");
+        by_count.push_event(Event::resource_updated("b")).unwrap();
+        assert!(by_count.is_full());
+        let waiting = tokio::time::timeout(Duration::from_secs(1), by_count.room());
+        assert!(waiting.await.is_err(), "no room while full");
+        assert!(next(&by_count).is_some());
+        tokio::time::timeout(Duration::from_secs(1), by_count.room())
+            .await
+            .expect("a read made room");
+
+        let mut options = SubscribeOptions::default()
+            .with_buffer(mcp_subscriptions::queue::Settings::new(100).with_max_bytes(2 * len));
+        options.wait_for_room = true;
+        let by_bytes = Shared::new(&options, Filter::new());
+        by_bytes.push_event(Event::resource_updated("a")).unwrap();
+        assert!(!by_bytes.is_full(), "half the bytes");
+        by_bytes.push_event(Event::resource_updated("b")).unwrap();
+        assert!(by_bytes.is_full(), "two events fill the byte bound");
+        // Other policies never wait: the queue keeps its own bound.
+        let dropping = Shared::new(
+            &SubscribeOptions::default()
+                .with_capacity(1)
+                .with_policy(BufferPolicy::DropOldest),
+            Filter::new(),
+        );
+        dropping.push_event(Event::resource_updated("a")).unwrap();
+        assert!(!dropping.is_full());
+    }
+
+    #[test]
+    fn disconnect_ends_with_every_event_lost_and_then_nothing() {
+        let options = SubscribeOptions::default()
+            .with_capacity(1)
+            .with_policy(BufferPolicy::Disconnect);
+        let shared = Shared::new(&options, Filter::new());
+        shared.push_event(Event::resource_updated("a")).unwrap();
+        assert_eq!(shared.push_event(Event::resource_updated("b")), Err(2));
+        assert!(!shared.is_finished());
+        assert_eq!(
+            next(&shared),
+            Some(Item::End(End::Overflowed { dropped: 2 }))
+        );
+        assert!(shared.is_finished());
+        assert_eq!(next(&shared), None);
+        assert_eq!(shared.stats().dropped, 2);
+    }
+
+    #[test]
+    fn a_grant_duplicates_and_upstream_lag_are_kept() {
+        let shared = Shared::new(&SubscribeOptions::default(), Filter::new());
+        let granted = Filter::new().with_prompts_list_changed();
+        shared.set_granted(granted.clone());
+        assert_eq!(shared.granted(), granted);
+        shared.add_duplicate();
+        shared.add_duplicate();
+        assert_eq!(shared.stats().duplicates, 2);
+        shared.add_lag(3);
+        assert_eq!(next(&shared), Some(Item::Lagged(3)));
+        assert_eq!(shared.stats().received, 0, "lost upstream: never received");
+    }
 }
