@@ -1,14 +1,24 @@
 //! Names for the feature conditions the crate tests in many places, so
-//! that each is written once: `any_transport` (a transport is built:
-//! `stdio`, `http` or `channel`) and `any_relay` (`redis` or `nats`).
+//! that each is written once:
+//! - `any_transport`: a transport is built (`stdio`, `http` or `channel`);
+//! - `rmcp_session`: a transport that runs an rmcp session (`stdio` or
+//!   `http`);
+//! - `http_edge`: a transport that takes HTTP requests (`http` or
+//!   `channel`);
+//! - `any_relay`: a relay is built (`redis` or `nats`).
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(any_transport, any_relay)");
+    println!("cargo::rustc-check-cfg=cfg(any_transport, rmcp_session, http_edge, any_relay)");
     let on = |feature: &str| std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some();
-    if ["STDIO", "HTTP", "CHANNEL"].into_iter().any(on) {
-        println!("cargo::rustc-cfg=any_transport");
-    }
-    if ["REDIS", "NATS"].into_iter().any(on) {
-        println!("cargo::rustc-cfg=any_relay");
+    let gates: [(&str, &[&str]); 4] = [
+        ("any_transport", &["STDIO", "HTTP", "CHANNEL"]),
+        ("rmcp_session", &["STDIO", "HTTP"]),
+        ("http_edge", &["HTTP", "CHANNEL"]),
+        ("any_relay", &["REDIS", "NATS"]),
+    ];
+    for (name, features) in gates {
+        if features.iter().copied().any(on) {
+            println!("cargo::rustc-cfg={name}");
+        }
     }
 }

@@ -77,7 +77,7 @@ pub struct OpenContext {
     /// The HTTP request's head (method, URI, headers, extensions) for the
     /// HTTP and channel transports: what a layer in front attached is in its
     /// `extensions`.
-    #[cfg(any(feature = "http", feature = "channel"))]
+    #[cfg(http_edge)]
     pub http: Option<http::request::Parts>,
     /// This stream's queue settings, overriding the source's default.
     pub queue: Option<Settings>,
@@ -121,7 +121,7 @@ impl OpenContext {
 
     /// Records the HTTP request's head, and the [`Principal`] a layer in
     /// front put in its extensions, if any.
-    #[cfg(any(feature = "http", feature = "channel"))]
+    #[cfg(http_edge)]
     pub fn with_http(mut self, parts: http::request::Parts) -> Self {
         if let Some(principal) = parts.extensions.get::<Principal>() {
             self.principal = Some(principal.clone());

@@ -68,7 +68,7 @@ pub use serve::{Authorize, CapPolicy, Grant, ListenService, ListenStream, Teardo
 pub use serve::{Demand, Presence};
 pub use source::{CloseReason, Next, Opened, Source, SourceHandle};
 pub use sync::block_on_timeout;
-#[cfg(any(feature = "stdio", feature = "http"))]
+#[cfg(rmcp_session)]
 pub use transport::session::WithSubscriptions;
 #[cfg(any_transport)]
 pub use transport::streams::{Drained, Streams};

@@ -10,27 +10,27 @@
 use mcp_subscriptions::Hub;
 
 use crate::tasks::Tasks;
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 use mcp_subscriptions::relay::{Relay, RelayOptions};
 
 /// The broker `--relay` names.
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 pub(crate) use mcp_subscriptions::relay::Broker;
 
 /// Without the `redis` and `nats` features there is no broker to name, and
 /// no URL parses into one.
-#[cfg(not(any(feature = "redis", feature = "nats")))]
+#[cfg(not(any_relay))]
 #[derive(Clone)]
 pub(crate) enum Broker {}
 
 /// `--relay`'s parser: the broker a URL names.
-#[cfg(any(feature = "redis", feature = "nats"))]
+#[cfg(any_relay)]
 pub(crate) fn broker(url: &str) -> Result<Broker, String> {
     Broker::from_url(url).map_err(|err| err.to_string())
 }
 
 /// `--relay`'s parser in a build that has no broker.
-#[cfg(not(any(feature = "redis", feature = "nats")))]
+#[cfg(not(any_relay))]
 pub(crate) fn broker(url: &str) -> Result<Broker, String> {
     Err(format!(
         "no relay for {url}: this build has neither the `redis` nor the `nats` feature \
@@ -44,7 +44,7 @@ pub(crate) fn broker(url: &str) -> Result<Broker, String> {
 #[derive(Clone)]
 pub(crate) struct Replica {
     hub: Hub,
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     relay: Option<Relay>,
 }
 
@@ -56,16 +56,15 @@ impl Replica {
         hub: Hub,
         broker: Option<Broker>,
         // Only a relay sends statuses again.
-        #[cfg_attr(not(any(feature = "redis", feature = "nats")), allow(unused_variables))]
-        tasks: &Tasks,
+        #[cfg_attr(not(any_relay), allow(unused_variables))] tasks: &Tasks,
     ) -> Self {
         match broker {
             None => Self {
                 hub,
-                #[cfg(any(feature = "redis", feature = "nats"))]
+                #[cfg(any_relay)]
                 relay: None,
             },
-            #[cfg(any(feature = "redis", feature = "nats"))]
+            #[cfg(any_relay)]
             Some(broker) => {
                 let tasks = tasks.clone();
                 let options = RelayOptions::default().with_resend(move || tasks.latest());
@@ -76,7 +75,7 @@ impl Replica {
                     relay: Some(relay),
                 }
             }
-            #[cfg(not(any(feature = "redis", feature = "nats")))]
+            #[cfg(not(any_relay))]
             Some(never) => match never {},
         }
     }
@@ -85,7 +84,7 @@ impl Replica {
     /// queued is sent, then a goodbye, so that this replica's going costs
     /// their listeners nothing.
     pub(crate) async fn leave(&self) {
-        #[cfg(any(feature = "redis", feature = "nats"))]
+        #[cfg(any_relay)]
         if let Some(relay) = &self.relay {
             relay.close().await;
             tracing::info!(origin = relay.origin(), "left the other replicas");
@@ -100,7 +99,7 @@ impl Replica {
     /// This replica's id on the bus, when relayed: task ids carry it, so
     /// that two replicas never start tasks of the same id.
     pub(crate) fn origin(&self) -> Option<&str> {
-        #[cfg(any(feature = "redis", feature = "nats"))]
+        #[cfg(any_relay)]
         if let Some(relay) = &self.relay {
             return Some(relay.origin());
         }
@@ -118,7 +117,7 @@ impl Replica {
         if let Some(object) = stats.as_object_mut() {
             object.insert("replica".to_owned(), replica);
         }
-        #[cfg(any(feature = "redis", feature = "nats"))]
+        #[cfg(any_relay)]
         if let (Some(relay), Some(object)) = (&self.relay, stats.as_object_mut()) {
             let relay = serde_json::to_value(relay.stats()).expect("stats serialize");
             object.insert("relay".to_owned(), relay);
@@ -130,7 +129,7 @@ impl Replica {
     /// recorder.
     pub(crate) fn record_metrics(&self) {
         self.hub.record_metrics();
-        #[cfg(any(feature = "redis", feature = "nats"))]
+        #[cfg(any_relay)]
         if let Some(relay) = &self.relay {
             relay.record_metrics();
         }

@@ -76,7 +76,7 @@ impl Tasks {
 
     /// Each task's latest status: what the relay sends again when another
     /// replica resyncs.
-    #[cfg(any(feature = "redis", feature = "nats"))]
+    #[cfg(any_relay)]
     pub(crate) fn latest(&self) -> Vec<Event> {
         self.latest
             .lock()

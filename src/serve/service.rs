@@ -361,7 +361,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// never carry more than the server advertises, and its `complete`
     /// result names the server as `initialize` does. The first declaration
     /// holds.
-    #[cfg(any(feature = "stdio", feature = "http"))]
+    #[cfg(rmcp_session)]
     pub(crate) fn declare(&self, info: rmcp::model::ServerConfig) {
         let _ = self.declared.set(Declared {
             capabilities: info.capabilities,
@@ -372,7 +372,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// Holds `principal`'s presence against per principal demand hooks
     /// (nothing for shared ones) without waiting for its attach: for a
     /// session's own listener, which asks for no key.
-    #[cfg(any(feature = "stdio", feature = "http"))]
+    #[cfg(rmcp_session)]
     pub(crate) fn hold_presence(
         &self,
         principal: Option<&crate::audience::Principal>,
@@ -384,7 +384,7 @@ impl<S: Source + 'static> ListenService<S> {
     /// Holds `keys` for `principal` against the demand hooks once each
     /// that no stream held has attached: the hold to keep while they are used (none without
     /// hooks), or the refusal of an attach (the keys then released).
-    #[cfg(any(feature = "stdio", feature = "http"))]
+    #[cfg(rmcp_session)]
     pub(crate) async fn hold(
         &self,
         principal: Option<&crate::audience::Principal>,

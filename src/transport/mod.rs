@@ -16,11 +16,11 @@
 //! them with a [`ListenStream`](crate::ListenStream); every other message
 //! goes to rmcp unchanged.
 
-#[cfg(any(feature = "http", feature = "channel"))]
+#[cfg(http_edge)]
 pub(crate) mod hosts;
-#[cfg(any(feature = "stdio", feature = "http"))]
+#[cfg(rmcp_session)]
 pub(crate) mod incoming;
-#[cfg(any(feature = "stdio", feature = "http"))]
+#[cfg(rmcp_session)]
 pub(crate) mod request;
 pub(crate) mod streams;
 
@@ -29,7 +29,7 @@ pub mod channel;
 #[cfg(feature = "http")]
 pub mod http;
 // The older revisions' sessions, beside the transports that carry them.
-#[cfg(any(feature = "stdio", feature = "http"))]
+#[cfg(rmcp_session)]
 pub(crate) mod session;
 #[cfg(feature = "stdio")]
 pub mod stdio;

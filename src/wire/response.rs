@@ -52,7 +52,7 @@ pub(crate) fn error_response(id_json: &str, error: &ErrorData) -> Vec<u8> {
 /// An error response to a request whose raw JSON id is `id`: it may be
 /// `null`, or an id rmcp would not accept. (Only the transports that read
 /// raw JSON-RPC need it.)
-#[cfg(any(feature = "stdio", feature = "http"))]
+#[cfg(rmcp_session)]
 pub(crate) fn error_reply(id: &serde_json::Value, error: &ErrorData) -> Vec<u8> {
     error_response(&json(id), error)
 }
@@ -114,7 +114,7 @@ mod tests {
         golden::check("error", &error_response("2", &error));
     }
 
-    #[cfg(any(feature = "stdio", feature = "http"))]
+    #[cfg(rmcp_session)]
     #[test]
     fn error_reply_golden() {
         let invalid = ErrorData::invalid_request("not a request", None);
