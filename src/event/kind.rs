@@ -91,21 +91,21 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The kind a notification with `method` and `params` is: a core kind
-    /// when the method is one (a resource update needs a string `uri`),
+    /// The kind a notification with `method` is: a core kind when the method
+    /// is one (a resource update needs the string `uri` of its params),
     /// otherwise an extension event routed by `selector`.
     pub(crate) fn of(
         method: String,
-        params: &serde_json::Map<String, serde_json::Value>,
+        uri: impl FnOnce() -> Option<String>,
         selector: Option<Selector>,
     ) -> Self {
         if let Some(list) = ListKind::of_method(&method) {
             return Self::ListChanged(list);
         }
-        match method.as_str() {
-            "notifications/resources/updated" => match params.get("uri") {
-                Some(serde_json::Value::String(uri)) => Self::ResourceUpdated { uri: uri.clone() },
-                _ => Self::Extension { method, selector },
+        match (method.as_str(), uri) {
+            ("notifications/resources/updated", uri) => match uri() {
+                Some(uri) => Self::ResourceUpdated { uri },
+                None => Self::Extension { method, selector },
             },
             _ => Self::Extension { method, selector },
         }

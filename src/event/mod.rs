@@ -20,6 +20,7 @@ pub use succession::Succession;
 
 use crate::audience::Audience;
 use crate::wire::notification::Rendering;
+use crate::wire::received::Received;
 use crate::wire::{Message, SubscriptionId};
 
 /// A published change, rendered once and shared by every listener it
@@ -72,6 +73,10 @@ impl Event {
     fn new(kind: EventKind, params: &Map<String, Value>) -> Self {
         let rendering = Rendering::render(kind.method(), params);
         let idempotent = kind.is_idempotent() && params.keys().all(|key| key == "uri");
+        Self::published(kind, rendering, idempotent)
+    }
+
+    fn published(kind: EventKind, rendering: Rendering, idempotent: bool) -> Self {
         Self(Arc::new(Published {
             kind,
             rendering,
@@ -140,8 +145,52 @@ impl Event {
         params: Map<String, Value>,
         selector: Option<Selector>,
     ) -> Self {
-        let kind = EventKind::of(method.into(), &params, selector);
+        let uri = || params.get("uri").and_then(Value::as_str).map(str::to_owned);
+        let kind = EventKind::of(method.into(), uri, selector);
         Self::new(kind, &params)
+    }
+
+    /// The notification whose JSON text is `text`, as a listen stream or a
+    /// notification channel carried it: a JSON-RPC notification, or the
+    /// bare one (`method` and `params`). Its params are kept as the JSON
+    /// they came as (numbers, escapes and order unchanged; only line breaks
+    /// between tokens go), never parsed into values and rendered again. A
+    /// subscription id in `_meta` is dropped, as stamping replaces it; a
+    /// key given twice in one object keeps its last value, as `JSON.parse`
+    /// reads it. Routed as [`extension`](Self::extension) routes: a core method
+    /// becomes its core kind, any other by `selector`.
+    ///
+    /// ```
+    /// use mcp_subscriptions::Event;
+    /// use rmcp::model::RequestId;
+    ///
+    /// let received = r#"{"jsonrpc":"2.0","method":"x/y","params":{
+    ///     "_meta":{"io.modelcontextprotocol/subscriptionId":1},"n":1.50}}"#;
+    /// let event = Event::from_json(received, None)?;
+    /// assert_eq!(event.method(), "x/y");
+    /// assert_eq!(
+    ///     event.to_stamped_json(&RequestId::Number(2)),
+    ///     r#"{"jsonrpc":"2.0","method":"x/y","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"n":1.50}}"#,
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When `text` is no notification: not a JSON object, `jsonrpc` not
+    /// `"2.0"`, an `id` (a request), no string `method`, or `params` or its
+    /// `_meta` not an object.
+    pub fn from_json(text: &str, selector: Option<Selector>) -> Result<Self, serde_json::Error> {
+        let received = Received::read(text)?;
+        let uri = || {
+            let (_, uri) = received.body.iter().find(|(key, _)| key == "uri")?;
+            serde_json::from_str(uri.get()).ok()
+        };
+        let kind = EventKind::of(received.method.clone().into_owned(), uri, selector);
+        let idempotent = kind.is_idempotent()
+            && received.meta.is_empty()
+            && received.body.iter().all(|(key, _)| key == "uri");
+        Ok(Self::published(kind, received.rendering(), idempotent))
     }
 
     /// What changed.
@@ -357,6 +406,56 @@ mod tests {
         ));
         assert!(!with_meta.is_idempotent(), "its _meta would be lost");
         assert!(!Event::extension("x/y", Map::new(), None).is_idempotent());
+    }
+
+    #[test]
+    fn an_event_read_back_from_its_stamped_json_is_itself() {
+        let uri = || Value::from("file:///a");
+        for (method, params) in [
+            ("notifications/tools/list_changed", serde_json::json!({})),
+            (
+                "notifications/resources/updated",
+                serde_json::json!({"uri": uri()}),
+            ),
+            (
+                "notifications/resources/updated",
+                serde_json::json!({"uri": uri(), "_meta": {"trace": [1, "t"]}}),
+            ),
+            (
+                "notifications/resources/updated",
+                serde_json::json!({"uri": 7}),
+            ),
+            ("x/y", serde_json::json!({"a": {"b": null}, "c": "\"q\""})),
+        ] {
+            let params = params.as_object().unwrap().clone();
+            let event = Event::extension(method, params, None);
+            let text = event.to_stamped_json(&RequestId::Number(3));
+            let read = Event::from_json(&text, None).unwrap();
+            assert_eq!(read, event, "{text}");
+            assert_eq!(read.is_idempotent(), event.is_idempotent(), "{text}");
+            assert_eq!(read.rendered_len(), event.rendered_len(), "{text}");
+        }
+    }
+
+    #[test]
+    fn json_read_keeps_its_values_as_they_came_but_for_line_breaks() {
+        let text = "{\"method\":\"x/y\",\"params\":{\"n\":123456789012345678901234567890,\r\n\
+                    \"f\":1.50,\"s\":\"\\u00e9\",\"l\":[1,\n 2]}}";
+        let event = Event::from_json(text, None).unwrap();
+        assert_eq!(
+            event.to_plain_json(),
+            r#"{"jsonrpc":"2.0","method":"x/y","params":{"n":123456789012345678901234567890,"f":1.50,"s":"\u00e9","l":[1, 2]}}"#
+        );
+        let selector = Selector::new("taskIds", Some("t".into()));
+        let routed = Event::from_json(text, Some(selector.clone())).unwrap();
+        assert_eq!(
+            routed.kind(),
+            &EventKind::Extension {
+                method: "x/y".into(),
+                selector: Some(selector)
+            }
+        );
+        assert!(Event::from_json(r#"{"id":1,"method":"x/y"}"#, None).is_err());
     }
 
     #[test]

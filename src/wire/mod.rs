@@ -6,7 +6,10 @@
 //! ([`SubscriptionId`]), the spliced result ([`Message`]), and the
 //! acknowledgement, completion and error responses around them
 //! ([`response`]). Each shape has a golden file under `src/wire/golden/`,
-//! checked byte for byte.
+//! checked byte for byte. A notification received as text is read back
+//! here too ([`received`]): its params' values are kept as the JSON they
+//! came as, so that passing it on copies them rather than rendering them
+//! again.
 //!
 //! This module sits at the bottom of the crate: it knows JSON-RPC and the
 //! `_meta` keys, and nothing of events, filters or hubs.
@@ -16,6 +19,7 @@ mod golden;
 mod message;
 pub(crate) mod meta;
 pub(crate) mod notification;
+pub(crate) mod received;
 pub(crate) mod response;
 mod subscription_id;
 

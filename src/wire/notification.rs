@@ -43,25 +43,43 @@ impl Rendering {
     /// Renders `method` with `params`: any `_meta` object in it is kept, except
     /// a stale subscription id, which stamping replaces.
     pub(crate) fn render(method: &str, params: &Map<String, Value>) -> Self {
-        let mut text = String::from(ENVELOPE);
-        text.push_str(r#""method":"#);
-        push_json(&mut text, &Value::from(method));
-        text.push_str(PARAMS_OPEN);
-        let head_end = text.len();
-        text.push_str(STAMP_OPEN);
-        let cut = text.len();
         let meta = match params.get("_meta") {
-            Some(Value::Object(meta)) => push_after_comma(
-                &mut text,
-                meta.iter().filter(|(k, _)| *k != SUBSCRIPTION_ID),
-            ),
-            _ => cut..cut,
+            Some(Value::Object(meta)) => Some(meta),
+            _ => None,
         };
-        text.push('}');
-        let body = push_after_comma(&mut text, params.iter().filter(|(k, _)| *k != "_meta"));
-        text.push_str("}}");
+        Self::assemble(
+            method,
+            meta.into_iter()
+                .flatten()
+                .filter(|(key, _)| *key != SUBSCRIPTION_ID)
+                .map(|(key, value)| (key.as_str(), Json::Parsed(value))),
+            params
+                .iter()
+                .filter(|(key, _)| *key != "_meta")
+                .map(|(key, value)| (key.as_str(), Json::Parsed(value))),
+        )
+    }
+
+    /// Writes `method` with the `_meta` entries `meta` (no subscription id
+    /// among them) and the other params `body`.
+    pub(crate) fn assemble<'a>(
+        method: &str,
+        meta: impl Iterator<Item = (&'a str, Json<'a>)>,
+        body: impl Iterator<Item = (&'a str, Json<'a>)>,
+    ) -> Self {
+        let mut text = Vec::from(ENVELOPE);
+        text.extend_from_slice(br#""method":"#);
+        write_json(&mut text, method);
+        text.extend_from_slice(PARAMS_OPEN.as_bytes());
+        let head_end = text.len();
+        text.extend_from_slice(STAMP_OPEN.as_bytes());
+        let cut = text.len();
+        let meta = push_after_comma(&mut text, meta);
+        text.push(b'}');
+        let body = push_after_comma(&mut text, body);
+        text.extend_from_slice(b"}}");
         // The text lives as long as any queue holds the event: give back
-        // what the string grew beyond it, so that a queue's byte bound is
+        // what the buffer grew beyond it, so that a queue's byte bound is
         // the memory it holds.
         text.shrink_to_fit();
         Self {
@@ -126,37 +144,45 @@ impl Rendering {
     }
 }
 
+/// A params value to write: parsed, or the JSON text it was received as.
+#[derive(Clone, Copy)]
+pub(crate) enum Json<'a> {
+    Parsed(&'a Value),
+    /// Valid JSON, written as it is but for its line breaks: outside
+    /// strings they are only whitespace (a string cannot hold one raw), and
+    /// a rendering must fit on one line of stdio or SSE.
+    Raw(&'a str),
+}
+
 /// Appends `entries` after a comma, or nothing when there are none; where
 /// the entries sit in `text`.
 fn push_after_comma<'a>(
-    text: &mut String,
-    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    text: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a str, Json<'a>)>,
 ) -> Range<usize> {
     let comma = text.len();
-    text.push(',');
-    push_entries(text, entries);
-    if text.len() == comma + 1 {
-        text.truncate(comma);
+    for (key, value) in entries {
+        text.push(b',');
+        write_json(text, key);
+        text.push(b':');
+        match value {
+            Json::Parsed(value) => write_json(text, value),
+            Json::Raw(raw) if raw.contains(['\n', '\r']) => {
+                text.extend(raw.bytes().filter(|b| !matches!(b, b'\n' | b'\r')));
+            }
+            Json::Raw(raw) => text.extend_from_slice(raw.as_bytes()),
+        }
+    }
+    if text.len() == comma {
         return comma..comma;
     }
     comma + 1..text.len()
 }
 
-fn push_json(text: &mut String, value: &Value) {
-    // Writing a `Value` into a `String` cannot fail: it is valid UTF-8 and
-    // has no non-string map keys.
-    text.push_str(&value.to_string());
-}
-
-fn push_entries<'a>(text: &mut String, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
-    for (i, (key, value)) in entries.enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        push_json(text, &Value::from(key.as_str()));
-        text.push(':');
-        push_json(text, value);
-    }
+fn write_json(text: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    // Writing a string or a `Value` into memory cannot fail: it has no
+    // non-string map keys.
+    serde_json::to_writer(text, value).expect("JSON serializes");
 }
 
 #[cfg(test)]
