@@ -9,8 +9,9 @@ use serde_json::{Map, Value, json};
 use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
 use crate::options::SubscribeOptions;
+use crate::wire::Incoming;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::{Event, EventKind, ListKind};
+use mcp_subscriptions::{Event, EventKind};
 
 /// The protocol revision the client speaks.
 pub(super) const PROTOCOL_VERSION: &str = "2026-07-28";
@@ -84,14 +85,13 @@ impl Expect {
     /// Reads one message's text.
     #[cfg(test)]
     fn text(&mut self, text: &str) -> Result<Step, ProtocolError> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|err| ProtocolError::InvalidJson(err.to_string()))?;
-        self.message(value)
+        self.message(crate::wire::Incoming::parse(text.to_owned())?)
     }
 
     /// Reads one message.
-    pub(super) fn message(&mut self, message: Value) -> Result<Step, ProtocolError> {
-        let Value::Object(mut message) = message else {
+    pub(super) fn message(&mut self, message: Incoming) -> Result<Step, ProtocolError> {
+        let Incoming { text, value } = message;
+        let Value::Object(mut message) = value else {
             return Err(ProtocolError::InvalidMessage("not an object".into()));
         };
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -116,7 +116,7 @@ impl Expect {
                         )));
                     }
                 };
-                self.notification(method, params)
+                self.notification(method, params, &text)
             }
             (None, true) => self.response(&message),
             (None, false) => Err(ProtocolError::InvalidMessage(
@@ -125,10 +125,12 @@ impl Expect {
         }
     }
 
+    /// Checks a notification: `method` and `params` parsed from `text`.
     fn notification(
         &mut self,
         method: String,
         mut params: Map<String, Value>,
+        text: &str,
     ) -> Result<Step, ProtocolError> {
         // The server's graceful end in the `notifications/cancelled`
         // dialect, stamped or not.
@@ -157,7 +159,8 @@ impl Expect {
         if stamp.as_ref() != Some(&self.id) {
             return Err(ProtocolError::WrongSubscriptionId { found: stamp });
         }
-        let event = event(method, params);
+        let event = Event::from_json(text, None)
+            .map_err(|err| ProtocolError::InvalidMessage(format!("{method}: {err}")))?;
         if !granted_kind(granted, event.kind()) {
             return Err(ProtocolError::NotGranted {
                 method: event.method().to_owned(),
@@ -205,15 +208,6 @@ fn take_stamp(params: &mut Map<String, Value>) -> Option<Value> {
     stamp
 }
 
-/// A notification as the crate's [`Event`]: a core kind when it is one,
-/// otherwise an extension event carrying its params.
-pub(super) fn event(method: String, params: Map<String, Value>) -> Event {
-    match ListKind::of_method(&method) {
-        Some(list) if params.is_empty() => Event::list_changed(list),
-        _ => Event::extension(method, params, None),
-    }
-}
-
 /// Whether a core kind is granted; extension kinds are the extension's to
 /// route and pass.
 pub(super) fn granted_kind(granted: &Filter, kind: &EventKind) -> bool {
@@ -243,6 +237,7 @@ pub(super) fn check_scheme(url: &str, schemes: &[&str]) -> Result<(), SubscribeE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_subscriptions::ListKind;
 
     fn expect() -> Expect {
         Expect::new(
@@ -276,6 +271,31 @@ mod tests {
                 .unwrap(),
             Step::End(End::Complete)
         ));
+    }
+
+    #[test]
+    fn an_event_passes_on_the_json_it_came_as() {
+        let mut expect = expect();
+        expect.text(ACK).unwrap();
+        let Step::Event(event) = expect
+            .text(r#"{"jsonrpc":"2.0","method":"x/jobs","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l-1","trace":"\u00e9"},"n":123456789012345678901234567890,"f":1.50}}"#)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            event.to_plain_json(),
+            r#"{"jsonrpc":"2.0","method":"x/jobs","params":{"_meta":{"trace":"\u00e9"},"n":123456789012345678901234567890,"f":1.50}}"#,
+            "numbers and escapes unchanged, the stamp gone"
+        );
+        let Ok(Step::Event(twice)) = expect.text(r#"{"jsonrpc":"2.0","method":"x/jobs","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l-1"},"n":1,"n":2}}"#) else {
+            panic!()
+        };
+        assert_eq!(
+            twice.to_plain_json(),
+            r#"{"jsonrpc":"2.0","method":"x/jobs","params":{"n":2}}"#,
+            "a key twice keeps its last value, as the checks read it"
+        );
     }
 
     #[test]

@@ -12,7 +12,25 @@ use mcp_subscriptions::{CloseReason, Next, SourceHandle};
 use serde_json::Value;
 
 /// A message for the stream, or why what came is not one (not JSON).
-pub(super) type Received = Result<Value, ProtocolError>;
+pub(super) type Received = Result<Incoming, ProtocolError>;
+
+/// One message as it came: its JSON text, and that text parsed for the
+/// checks. An event passes the text on, never rendered again.
+#[derive(Debug)]
+pub(super) struct Incoming {
+    pub(super) text: String,
+    pub(super) value: Value,
+}
+
+impl Incoming {
+    /// Parses `text`, or says why it is no JSON.
+    pub(super) fn parse(text: String) -> Received {
+        match serde_json::from_str(&text) {
+            Ok(value) => Ok(Self { text, value }),
+            Err(err) => Err(ProtocolError::InvalidJson(err.to_string())),
+        }
+    }
+}
 
 /// One stream's messages as a transport reads them.
 pub(super) trait Wire: Send + 'static {
@@ -155,7 +173,8 @@ mod tests {
 
     impl Wire for Script {
         async fn recv(&mut self) -> Result<Received, String> {
-            self.0.pop_front().map(Ok).ok_or_else(|| "gone".to_owned())
+            let value = self.0.pop_front().ok_or_else(|| "gone".to_owned())?;
+            Ok(Incoming::parse(value.to_string()))
         }
 
         fn cancel(self) {

@@ -13,14 +13,13 @@ use crate::connect::Connect;
 use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
 use crate::options::SubscribeOptions;
-use crate::protocol::{event, granted_kind};
+use crate::protocol::granted_kind;
 use crate::subscription::Subscription;
 use crate::wire::Ending;
 use mcp_subscriptions::Event;
 use mcp_subscriptions::Filter;
-use mcp_subscriptions::channel::Frame;
+use mcp_subscriptions::channel::{Frame, NOTIFICATION_TAG};
 use mcp_subscriptions::{CloseReason, Next, SourceHandle};
-use serde_json::{Map, Value};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -95,19 +94,23 @@ impl ChannelStream {
                 continue;
             };
             self.served = true;
-            let frame = Frame::decode(&bytes)
-                .map_err(|err| End::Protocol(ProtocolError::InvalidMessage(err.to_string())))?;
-            match frame {
-                Frame::Notification(notification) => {
-                    let value = serde_json::to_value(notification).expect("JSON serializes");
-                    let event = channel_event(value).map_err(End::Protocol)?;
-                    if granted_kind(&self.requested, event.kind()) {
-                        return Ok(event);
-                    }
+            let invalid = |why: String| End::Protocol(ProtocolError::InvalidMessage(why));
+            if let [NOTIFICATION_TAG, body @ ..] = &bytes[..] {
+                // The notification's own text becomes the event.
+                let event = std::str::from_utf8(body)
+                    .map_err(|err| err.to_string())
+                    .and_then(|text| Event::from_json(text, None).map_err(|err| err.to_string()))
+                    .map_err(invalid)?;
+                if granted_kind(&self.requested, event.kind()) {
+                    return Ok(event);
                 }
-                Frame::Error(error) => return Err(End::failed(error)),
-                // A frame of a later revision of the channel: skipped.
-                _ => {}
+                continue;
+            }
+            // Any other frame of a later revision of the channel is skipped.
+            if let Frame::Error(error) =
+                Frame::decode(&bytes).map_err(|e| invalid(e.to_string()))?
+            {
+                return Err(End::failed(error));
             }
         }
     }
@@ -151,21 +154,6 @@ fn cannot_connect(err: tokio_tungstenite::tungstenite::Error) -> SubscribeError 
         Error::Url(err) => invalid(err),
         err => SubscribeError::Connect(err.to_string()),
     }
-}
-
-/// A notification from the notification channel (no stamp to check).
-fn channel_event(notification: Value) -> Result<Event, ProtocolError> {
-    let Value::Object(mut notification) = notification else {
-        return Err(ProtocolError::InvalidMessage("not an object".into()));
-    };
-    let Some(Value::String(method)) = notification.remove("method") else {
-        return Err(ProtocolError::InvalidMessage("no method".into()));
-    };
-    let params = match notification.remove("params") {
-        Some(Value::Object(params)) => params,
-        _ => Map::new(),
-    };
-    Ok(event(method, params))
 }
 
 impl Subscription {

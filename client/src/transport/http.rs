@@ -17,7 +17,7 @@ use crate::options::SubscribeOptions;
 use crate::protocol::{Expect, PROTOCOL_VERSION, check_scheme, listen_request};
 use crate::request::{Request, message, outcome};
 use crate::subscription::Subscription;
-use crate::wire::{Received, Wire, WireStream};
+use crate::wire::{Incoming, Received, Wire, WireStream};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Next;
 
@@ -225,7 +225,7 @@ impl Request for Http {
             response.bytes_stream(),
         )));
         loop {
-            let message = events.recv().await.map_err(SubscribeError::Connect)??;
+            let message = events.recv().await.map_err(SubscribeError::Connect)??.value;
             if message.get("method").is_none() && message.get("id") == Some(&id) {
                 return outcome(message);
             }
@@ -247,8 +247,7 @@ impl Wire for Response {
                 Some(Ok(Sse {
                     data: Some(data), ..
                 })) => {
-                    return Ok(serde_json::from_str(&data)
-                        .map_err(|err| ProtocolError::InvalidJson(err.to_string())));
+                    return Ok(Incoming::parse(data));
                 }
             }
         }

@@ -22,13 +22,13 @@ use crate::options::SubscribeOptions;
 use crate::protocol::{Expect, cancelled, listen_request};
 use crate::request::{Request, message, outcome};
 use crate::subscription::Subscription;
-use crate::wire::{Received, Wire, WireStream};
+use crate::wire::{Incoming, Received, Wire, WireStream};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Next;
 
 /// A line from the server for one stream: a message, or the text of a line
 /// that was not JSON (every stream learns of it, since none can be named).
-type Line = Result<Value, String>;
+type Line = Result<Incoming, String>;
 
 /// Each stream's inbox, by the JSON text of its request id.
 type Routes = Mutex<HashMap<String, mpsc::Sender<Line>>>;
@@ -108,6 +108,10 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 let sender = key.and_then(|key| routes.lock().get(&key.to_string()).cloned());
                 if let Some(sender) = sender {
                     // The lock is not held across the send, which may wait.
+                    let message = Incoming {
+                        text: line,
+                        value: message,
+                    };
                     let _ = sender.send(Ok(message)).await;
                 }
                 continue;
@@ -285,7 +289,7 @@ impl Request for StdioClient {
         let answer = if sent { inbox.recv().await } else { None };
         connection.routes.lock().remove(&key);
         match answer {
-            Some(Ok(response)) => outcome(response),
+            Some(Ok(response)) => outcome(response.value),
             Some(Err(line)) => Err(ProtocolError::InvalidJson(format!("{line:.80}")).into()),
             None => Err(SubscribeError::Closed),
         }
