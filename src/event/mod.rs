@@ -459,6 +459,54 @@ mod tests {
     }
 
     #[test]
+    fn equal_events_share_kind_audience_and_rendering() {
+        let updated = || Event::resource_updated("file:///a");
+        assert_eq!(updated(), updated());
+        assert_ne!(updated(), Event::resource_updated("file:///b"), "kind");
+        assert_ne!(
+            updated(),
+            updated().with_audience(Audience::nobody()),
+            "audience"
+        );
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::from("file:///a"));
+        params.insert("size".into(), Value::from(1));
+        let with_more = Event::extension("notifications/resources/updated", params, None);
+        assert_eq!(with_more.kind(), updated().kind());
+        assert_ne!(updated(), with_more, "rendering");
+    }
+
+    #[test]
+    fn other_replicas_are_sent_no_listener_ids() {
+        let everyone = Event::tools_list_changed();
+        assert!(
+            everyone
+                .clone()
+                .for_other_replicas()
+                .unwrap()
+                .ptr_eq(&everyone)
+        );
+        let named = |audience: Audience| {
+            let mut audience = audience;
+            audience.members_mut().listeners.push(7);
+            Event::tools_list_changed().with_audience(audience)
+        };
+        assert!(named(Audience::nobody()).for_other_replicas().is_none());
+        let shared = named(Audience::principal("alice"))
+            .for_other_replicas()
+            .unwrap();
+        assert_eq!(shared.audience(), &Audience::principal("alice"));
+        let unnamed = Event::tools_list_changed().with_audience(Audience::principal("bob"));
+        assert!(
+            unnamed
+                .clone()
+                .for_other_replicas()
+                .unwrap()
+                .ptr_eq(&unnamed)
+        );
+    }
+
+    #[test]
     fn clones_share_one_rendering() {
         let event = Event::resource_updated("file:///a");
         assert!(event.clone().ptr_eq(&event));
