@@ -92,11 +92,11 @@ pub(in crate::transport::http) fn bound(socket: &TcpStream, bound: Duration) {
     if bound.is_zero() {
         return;
     }
-    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    #[cfg(tcp_user_timeout)]
     if let Err(err) = socket2::SockRef::from(socket).set_tcp_user_timeout(Some(bound)) {
         tracing::debug!(%err, "TCP_USER_TIMEOUT was refused");
     }
-    #[cfg(not(any(target_os = "android", target_os = "fuchsia", target_os = "linux")))]
+    #[cfg(not(tcp_user_timeout))]
     let _ = socket;
 }
 
