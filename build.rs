@@ -1,6 +1,5 @@
 //! Names for the feature and target conditions the crate tests in many
-//! places, so
-//! that each is written once:
+//! places, so that each is written once:
 //! - `any_transport`: a transport is built (`stdio`, `http` or `channel`);
 //! - `rmcp_session`: a transport that runs an rmcp session (`stdio` or
 //!   `http`);
