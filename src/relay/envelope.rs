@@ -61,7 +61,7 @@
 //! reads the gap they leave, and resyncs as it would for a lost message.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
 use crate::audience::{Audience, Label, Principal};
 use crate::event::{Event, EventKind, Selector, Succession};
@@ -159,17 +159,11 @@ struct Received {
     selector: Option<WireSelector>,
     #[serde(default)]
     succession: Option<WireSuccession>,
+    /// Read back as the JSON it came as, never rendered again.
     #[serde(default)]
-    notification: Option<Notification>,
+    notification: Option<Box<RawValue>>,
     #[serde(default)]
     audience: Option<WireAudience>,
-}
-
-#[derive(Deserialize)]
-struct Notification {
-    method: String,
-    #[serde(default)]
-    params: Map<String, Value>,
 }
 
 /// One message read from the bus.
@@ -315,7 +309,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Envelope> {
             };
             let notification = received.notification?;
             let selector = received.selector.map(|s| Selector::new(s.field, s.key));
-            let mut event = Event::extension(notification.method, notification.params, selector);
+            let mut event = Event::from_json(notification.get(), selector).ok()?;
             if let Some(s) = received.succession {
                 let succession = Succession::new(s.key, s.version.parse().ok()?);
                 event = event.with_succession(if s.terminal {
@@ -370,6 +364,18 @@ mod tests {
             assert_eq!(back.kind(), event.kind());
             assert_eq!(back.is_idempotent(), event.is_idempotent());
         }
+    }
+
+    #[test]
+    fn params_cross_as_they_were_published() {
+        let text = r#"{"method":"x/y","params":{"n":123456789012345678901234567890,"f":1.50}}"#;
+        let event = Event::from_json(text, None).unwrap();
+        let back = event_of(&encode_event("o", Stamp { seq: 0, order: 1 }, &event));
+        assert_eq!(back.to_plain_json(), event.to_plain_json());
+        assert!(
+            back.to_plain_json()
+                .contains(r#""n":123456789012345678901234567890,"f":1.50"#)
+        );
     }
 
     #[test]
