@@ -9,7 +9,6 @@ use serde_json::{Map, Value, json};
 use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
 use crate::options::SubscribeOptions;
-use crate::wire::Incoming;
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::{Event, EventKind};
 
@@ -53,6 +52,24 @@ pub(super) fn cancelled(id: &RequestId) -> Value {
     json!({"jsonrpc": "2.0", "method": CANCELLED, "params": {"requestId": id}})
 }
 
+/// One message as it came: its JSON text, and that text parsed for the
+/// checks. An event passes the text on, never rendered again.
+#[derive(Debug)]
+pub(super) struct Incoming {
+    pub(super) text: String,
+    pub(super) value: Value,
+}
+
+impl Incoming {
+    /// Parses `text`, or says why it is no JSON.
+    pub(super) fn parse(text: String) -> Result<Self, ProtocolError> {
+        match serde_json::from_str(&text) {
+            Ok(value) => Ok(Self { text, value }),
+            Err(err) => Err(ProtocolError::InvalidJson(err.to_string())),
+        }
+    }
+}
+
 /// What one message of the stream meant.
 #[derive(Debug)]
 pub(super) enum Step {
@@ -85,7 +102,7 @@ impl Expect {
     /// Reads one message's text.
     #[cfg(test)]
     fn text(&mut self, text: &str) -> Result<Step, ProtocolError> {
-        self.message(crate::wire::Incoming::parse(text.to_owned())?)
+        self.message(Incoming::parse(text.to_owned())?)
     }
 
     /// Reads one message.

@@ -6,31 +6,12 @@ use std::future::Future;
 
 use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
-use crate::protocol::{Expect, Step};
+use crate::protocol::{Expect, Incoming, Step};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::{CloseReason, Next, SourceHandle};
-use serde_json::Value;
 
 /// A message for the stream, or why what came is not one (not JSON).
 pub(super) type Received = Result<Incoming, ProtocolError>;
-
-/// One message as it came: its JSON text, and that text parsed for the
-/// checks. An event passes the text on, never rendered again.
-#[derive(Debug)]
-pub(super) struct Incoming {
-    pub(super) text: String,
-    pub(super) value: Value,
-}
-
-impl Incoming {
-    /// Parses `text`, or says why it is no JSON.
-    pub(super) fn parse(text: String) -> Received {
-        match serde_json::from_str(&text) {
-            Ok(value) => Ok(Self { text, value }),
-            Err(err) => Err(ProtocolError::InvalidJson(err.to_string())),
-        }
-    }
-}
 
 /// One stream's messages as a transport reads them.
 pub(super) trait Wire: Send + 'static {
@@ -162,7 +143,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use rmcp::model::RequestId;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use mcp_subscriptions::block_on_timeout;

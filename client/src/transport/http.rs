@@ -14,10 +14,11 @@ use crate::connect::Connect;
 use crate::error::{ProtocolError, SubscribeError, says_try_later};
 use crate::item::End;
 use crate::options::SubscribeOptions;
+use crate::protocol::Incoming;
 use crate::protocol::{Expect, PROTOCOL_VERSION, check_scheme, listen_request};
 use crate::request::{Request, message, outcome};
 use crate::subscription::Subscription;
-use crate::wire::{Incoming, Received, Wire, WireStream};
+use crate::wire::{Received, Wire, WireStream};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Next;
 

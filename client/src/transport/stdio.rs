@@ -19,10 +19,11 @@ use crate::connect::Connect;
 use crate::error::{ProtocolError, SubscribeError};
 use crate::item::End;
 use crate::options::SubscribeOptions;
+use crate::protocol::Incoming;
 use crate::protocol::{Expect, cancelled, listen_request};
 use crate::request::{Request, message, outcome};
 use crate::subscription::Subscription;
-use crate::wire::{Incoming, Received, Wire, WireStream};
+use crate::wire::{Received, Wire, WireStream};
 use mcp_subscriptions::Filter;
 use mcp_subscriptions::Next;
 
