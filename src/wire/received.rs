@@ -44,10 +44,7 @@ impl<'a> Received<'a> {
         if member("id").is_some() {
             return Err(de::Error::custom("a request, not a notification"));
         }
-        if let Some(version) = member("jsonrpc")
-            && serde_json::from_str::<Text>(version.get()).ok().as_ref()
-                != Some(&Text("2.0".into()))
-        {
+        if member("jsonrpc").is_some_and(|version| version.get() != r#""2.0""#) {
             return Err(de::Error::custom("not a JSON-RPC 2.0 message"));
         }
         let Text(method) = serde_json::from_str(
@@ -57,23 +54,14 @@ impl<'a> Received<'a> {
         )
         .map_err(|err| de::Error::custom(format_args!("`method`: {err}")))?;
         let mut body = match member("params") {
-            Some(params) => {
-                serde_json::from_str::<Entries>(params.get())
-                    .map_err(|err| de::Error::custom(format_args!("`params`: {err}")))?
-                    .0
-            }
+            Some(params) => object(params, "params")?,
             None => Vec::new(),
         };
-        let meta = match body.iter().position(|(key, _)| key == "_meta") {
-            Some(at) => {
-                let (_, meta) = body.remove(at);
-                let Entries(mut meta) = serde_json::from_str(meta.get())
-                    .map_err(|err| de::Error::custom(format_args!("`_meta`: {err}")))?;
-                meta.retain(|(key, _)| key != SUBSCRIPTION_ID);
-                meta
-            }
+        let mut meta = match body.iter().position(|(key, _)| key == "_meta") {
+            Some(at) => object(body.remove(at).1, "_meta")?,
             None => Vec::new(),
         };
+        meta.retain(|(key, _)| key != SUBSCRIPTION_ID);
         Ok(Self { method, meta, body })
     }
 
@@ -87,12 +75,22 @@ impl<'a> Received<'a> {
     }
 }
 
+/// The entries of the object `raw`, the member `name`; none for `null`, as
+/// a parse into values reads it.
+fn object<'a>(raw: &'a RawValue, name: &str) -> Result<Vec<Entry<'a>>, serde_json::Error> {
+    if raw.get() == "null" {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str::<Entries>(raw.get())
+        .map(|Entries(entries)| entries)
+        .map_err(|err| de::Error::custom(format_args!("`{name}`: {err}")))
+}
+
 fn raw<'b>((key, value): &'b Entry<'_>) -> (&'b str, Json<'b>) {
     (key.as_ref(), Json::Raw(value.get()))
 }
 
 /// A string borrowed from the text unless it had escapes to undo.
-#[derive(PartialEq)]
 struct Text<'a>(Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
@@ -198,6 +196,15 @@ mod tests {
     }
 
     #[test]
+    fn a_null_params_or_meta_is_none() {
+        let received = Received::read(r#"{"method":"m","params":null}"#).unwrap();
+        assert!(received.meta.is_empty() && received.body.is_empty());
+        let received = Received::read(r#"{"method":"m","params":{"_meta":null,"a":1}}"#).unwrap();
+        assert!(received.meta.is_empty());
+        assert_eq!(entries(&received.body), [("a", "1")]);
+    }
+
+    #[test]
     fn escaped_keys_and_methods_are_read() {
         let received = Received::read(r#"{"method":"x\/y","params":{"\u0061":1}}"#).unwrap();
         assert_eq!(received.method, "x/y");
@@ -232,7 +239,10 @@ mod tests {
                 r#"{"method":"m","params":{"_meta":1}}"#,
                 "`_meta`: invalid type",
             ),
-            (r#"{"method":1}"#, "`method`: invalid type"),
+            (
+                r#"{"method":1}"#,
+                "`method`: invalid type: integer `1`, expected a string",
+            ),
             (r#"{"jsonrpc":2,"method":"m"}"#, "JSON-RPC 2.0"),
             (r#"{"method":"m""#, "EOF"),
         ] {
