@@ -5,16 +5,12 @@ use crate::hub::registry::SEATS_PER_LANE;
 use crate::sync::AtomicUsize;
 
 fn lane(capacity: usize) -> Lane {
+    lane_with(Settings::new(capacity))
+}
+
+fn lane_with(settings: Settings) -> Lane {
     let filter = Filter::new().with_resource("a");
-    Lane::new(
-        &LaneKey::of(
-            &filter,
-            &Membership::default(),
-            Settings::new(capacity),
-            false,
-        )
-        .unwrap(),
-    )
+    Lane::new(&LaneKey::of(&filter, &Membership::default(), settings, false).unwrap())
 }
 
 /// Pushes `event`; the tally of outcomes, and the waiters it took.
@@ -101,6 +97,33 @@ fn members_read_at_their_own_pace_and_the_slow_one_finds_its_loss() {
         let counts = lane.snapshot(seat).counts;
         assert!(counts.is_balanced(), "{counts:?}");
         assert_eq!(counts.matched, 3);
+    }
+}
+
+#[test]
+fn the_deepest_a_queue_has_been_is_kept_though_the_byte_bound_shrinks_it() {
+    let small = update(0).rendered_len();
+    let lane = lane_with(Settings::new(8).with_max_bytes(3 * small));
+    let (idle, reader) = (lane.join(), lane.join());
+    for i in 0..3 {
+        push(&lane, &update(i));
+    }
+    for i in 0..2 {
+        assert_eq!(uri(pop(&lane, &reader)), update(i).to_plain_json());
+    }
+    assert_eq!(
+        lane.snapshot(&reader).max_depth,
+        3,
+        "as the first read found it"
+    );
+    // Larger than the bound: it evicts every other event and goes alone.
+    let large = Event::resource_updated("a".repeat(4 * small));
+    let (tally, _) = push(&lane, &large);
+    assert_eq!(tally[Pushed::DroppedOldest as usize], 2);
+    for (seat, unread) in [(&idle, 1), (&reader, 1)] {
+        let snap = lane.snapshot(seat);
+        assert_eq!(snap.counts.queued, unread);
+        assert_eq!(snap.max_depth, 3, "noted before the eviction");
     }
 }
 
