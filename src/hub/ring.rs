@@ -534,6 +534,21 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_bound_holds_as_events_come_and_go() {
+        let len = event(0).rendered_len();
+        let (ring, mut bounds) = ring(100, len * 3);
+        let member = bounds.join(&ring);
+        for i in 0..9 {
+            bounds.push(&ring, &event(i));
+            let held = (i + 1).min(3);
+            assert_eq!(
+                ring.unread(ring.position(member)),
+                (held as u64, len * held)
+            );
+        }
+    }
+
+    #[test]
     fn a_member_leaving_frees_what_only_it_had_left() {
         let (ring, mut bounds) = ring(8, usize::MAX);
         let member = bounds.join(&ring);

@@ -128,6 +128,31 @@ fn the_deepest_a_queue_has_been_is_kept_though_the_byte_bound_shrinks_it() {
 }
 
 #[test]
+fn a_member_that_joined_late_and_read_some_is_told_its_loss_exactly() {
+    let lane = lane(2);
+    let early = lane.join();
+    for i in 0..2 {
+        push(&lane, &update(i));
+    }
+    let late = lane.join();
+    push(&lane, &update(2));
+    assert_eq!(uri(pop(&lane, &late)), update(2).to_plain_json());
+    // The third of these evicts an event the late member had yet to read.
+    for i in 3..6 {
+        push(&lane, &update(i));
+    }
+    let snap = lane.snapshot(&late);
+    assert_eq!(snap.lag, 1, "one lost since its read, not counted from 0");
+    assert_eq!((snap.counts.matched, snap.counts.queued), (4, 2));
+    assert!(snap.counts.is_balanced(), "{:?}", snap.counts);
+    lane.stop(&late);
+    let counts = lane.snapshot(&late).counts;
+    assert_eq!(counts.matched, 4, "counted from when it joined");
+    assert!(counts.is_balanced(), "{counts:?}");
+    assert!(lane.snapshot(&early).counts.is_balanced());
+}
+
+#[test]
 fn a_registered_reader_is_woken_once_per_publish_and_not_after_forgetting() {
     let lane = lane(4);
     let seat = lane.join();
