@@ -179,7 +179,7 @@ impl Event {
     ///
     /// When `text` is no notification: not a JSON object, `jsonrpc` not
     /// `"2.0"`, an `id` (a request), no string `method`, or `params` or its
-    /// `_meta` not an object.
+    /// `_meta` neither an object nor `null`.
     pub fn from_json(text: &str, selector: Option<Selector>) -> Result<Self, serde_json::Error> {
         let received = Received::read(text)?;
         let uri = || {
