@@ -51,10 +51,29 @@ thread_local! {
 /// buffer (after a publish that woke more) is freed.
 const KEPT_WAITERS: usize = 4_096;
 
+/// `targets`, each once, starting at a place that the publish's
+/// `number` spreads over them (Fibonacci hashing) and going round.
+///
+/// Publishers that run side by side, each walking the same targets from
+/// the first, would meet at the first target's lock and then follow each
+/// other target by target, each waiting for the one ahead (a convoy).
+/// Started apart, they push into different queues and lanes at the same
+/// time. Events from one thread still reach each listener in order: a
+/// publish pushes into every target before it returns.
+fn round_from<T>(targets: &[T], number: u64) -> impl Iterator<Item = &T> {
+    const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+    let spread = u128::from(number.wrapping_mul(GOLDEN));
+    // The top of `spread * len / 2^64`: below `len`, and consecutive
+    // numbers land far apart.
+    let start = ((spread * targets.len() as u128) >> 64) as usize;
+    let (before, from) = targets.split_at(start);
+    from.iter().chain(before)
+}
+
 impl Shared {
     /// Delivers `event` to this hub's listeners (never to a relay).
     pub(crate) fn publish_here(&self, event: Event) -> PublishReport {
-        self.published.fetch_add(1, Ordering::Relaxed);
+        let number = self.published.fetch_add(1, Ordering::Relaxed);
         let routed = self.routed_kind(event.kind());
         // Pushes tallied by outcome (one increment each, in the loop that
         // runs once per listener), turned into the report after it.
@@ -78,6 +97,7 @@ impl Shared {
                 }
                 Target::Lane(lane) => lane.push(&event, &mut tally, &mut waiters),
             };
+            let mut walk = |targets: &[Target]| round_from(targets, number).for_each(&mut push);
             match event.audience().members().map(|m| registry.routes.sole(m)) {
                 // The common case walks the index's own slices.
                 None => registry
@@ -85,18 +105,16 @@ impl Shared {
                     .everyone
                     .matches(&routed)
                     .into_iter()
-                    .flatten()
-                    .for_each(&mut push),
+                    .for_each(walk),
                 // So does an event for one principal or one label.
                 Some(Some(sole)) => sole
                     .into_iter()
                     .flat_map(|index| index.matches(&routed))
-                    .flatten()
-                    .for_each(&mut push),
+                    .for_each(walk),
                 Some(None) => {
                     let mut targets = Vec::new();
                     registry.targets_of(&routed, event.audience(), &mut targets);
-                    targets.iter().for_each(push);
+                    walk(&targets);
                 }
             }
         }
@@ -193,5 +211,39 @@ impl Shared {
                 registry.close_lanes();
             }
         }
+    }
+}
+
+#[cfg(all(test, not(mcp_subscriptions_loom)))]
+mod tests {
+    use super::round_from;
+
+    #[test]
+    fn a_walk_takes_every_target_once_going_round_from_its_start() {
+        for len in 0..12 {
+            let targets: Vec<usize> = (0..len).collect();
+            for number in 0..64 {
+                let walked: Vec<usize> = round_from(&targets, number).copied().collect();
+                let start = walked.first().copied().unwrap_or(0);
+                let expected: Vec<usize> = (0..len).map(|i| (start + i) % len).collect();
+                assert_eq!(walked, expected, "{len} targets, publish {number}");
+            }
+        }
+    }
+
+    #[test]
+    fn publishes_in_a_row_start_apart() {
+        let targets: Vec<usize> = (0..64).collect();
+        let start = |number| *round_from(&targets, number).next().unwrap();
+        let starts: Vec<usize> = (0..8).map(start).collect();
+        for pair in starts.windows(2) {
+            // A golden-ratio step: about 0.62 of the way round, or 0.38.
+            let gap = (pair[1] + 64 - pair[0]) % 64;
+            assert!((20..=44).contains(&gap), "{starts:?}");
+        }
+        let mut distinct = starts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), starts.len(), "{starts:?}");
     }
 }
