@@ -185,15 +185,21 @@ pub(crate) fn callgrind_instructions(args: &[&str]) -> f64 {
 }
 
 /// Runs the bursts callgrind counts when `bench_report` was started as
-/// `bench_report fanout-bursts hub|hub-apart|broadcast|mpsc LISTENERS BURSTS`.
+/// `bench_report fanout-bursts hub|hub-apart|broadcast|mpsc LISTENERS BURSTS
+/// [PUBLISHERS]`; with `PUBLISHERS`, that many threads share each burst
+/// (the scaling table's publishers, on two workers), for `perf stat` to
+/// count what publishers side by side wait for.
 pub(crate) fn run_bursts(args: &[String]) -> Result<(), String> {
     let usage = || {
         format!(
-            "usage: bench_report {BURSTS_COMMAND} hub|hub-apart|broadcast|mpsc LISTENERS BURSTS"
+            "usage: bench_report {BURSTS_COMMAND} hub|hub-apart|broadcast|mpsc LISTENERS BURSTS \
+             [PUBLISHERS]"
         )
     };
-    let [via, n, bursts] = args else {
-        return Err(usage());
+    let (via, n, bursts, publishers) = match args {
+        [via, n, bursts] => (via, n, bursts, None),
+        [via, n, bursts, publishers] => (via, n, bursts, Some(publishers)),
+        _ => return Err(usage()),
     };
     let via = match via.as_str() {
         "hub" => Via::Hub,
@@ -205,6 +211,11 @@ pub(crate) fn run_bursts(args: &[String]) -> Result<(), String> {
     let (Ok(n), Ok(bursts)) = (n.parse(), bursts.parse()) else {
         return Err(usage());
     };
-    Fanout::new(via, n).run(bursts);
+    let mut fanout = match publishers.map(|p| p.parse()) {
+        None => Fanout::new(via, n),
+        Some(Ok(publishers)) => Fanout::parallel(via, n, publishers, 2),
+        Some(Err(_)) => return Err(usage()),
+    };
+    fanout.run(bursts);
     Ok(())
 }
