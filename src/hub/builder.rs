@@ -107,9 +107,7 @@ impl HubBuilder {
     /// hub-wide bound). A push that would exceed it applies the pushing
     /// listener's overflow policy to that listener's own queue. Checked per
     /// push without a lock across listeners, so concurrent publishers may
-    /// overshoot it by one event each. Each publish starts its walk of the
-    /// listeners at a different place, so those that find the bound spent
-    /// are not always the same ones.
+    /// overshoot it by one event each.
     pub fn max_hub_queued_bytes(mut self, max_hub_queued_bytes: usize) -> Self {
         self.config.max_hub_queued_bytes = Some(max_hub_queued_bytes);
         self
