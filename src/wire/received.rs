@@ -44,7 +44,7 @@ impl<'a> Received<'a> {
         if member("id").is_some() {
             return Err(de::Error::custom("a request, not a notification"));
         }
-        if member("jsonrpc").is_some_and(|version| version.get() != r#""2.0""#) {
+        if member("jsonrpc").is_some_and(|version| !is_version_2(version)) {
             return Err(de::Error::custom("not a JSON-RPC 2.0 message"));
         }
         let Text(method) = serde_json::from_str(
@@ -84,6 +84,13 @@ fn object<'a>(raw: &'a RawValue, name: &str) -> Result<Vec<Entry<'a>>, serde_jso
     serde_json::from_str::<Entries>(raw.get())
         .map(|Entries(entries)| entries)
         .map_err(|err| de::Error::custom(format_args!("`{name}`: {err}")))
+}
+
+/// Whether `version` is the string `2.0`: compared as written, and read
+/// only when it was written with escapes.
+fn is_version_2(version: &RawValue) -> bool {
+    version.get() == r#""2.0""#
+        || serde_json::from_str::<Text>(version.get()).is_ok_and(|Text(text)| text == "2.0")
 }
 
 fn raw<'b>((key, value): &'b Entry<'_>) -> (&'b str, Json<'b>) {
@@ -193,6 +200,12 @@ mod tests {
         let received = Received::read(r#"{"method":"notifications/tools/list_changed"}"#).unwrap();
         assert_eq!(received.method, "notifications/tools/list_changed");
         assert!(received.meta.is_empty() && received.body.is_empty());
+    }
+
+    #[test]
+    fn a_version_written_with_escapes_is_still_2_0() {
+        let received = Received::read(r#"{"jsonrpc":"\u0032.0","method":"m"}"#).unwrap();
+        assert_eq!(received.method, "m");
     }
 
     #[test]
